@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Set up and run VERA from a source checkout, with nothing but python3.
+
+    python3 dev.py demo     # set up, start the embedded PostgreSQL, run the demo
+    python3 dev.py test     # set up, then lint, type-check, import contracts, tests
+    python3 dev.py setup    # only create/refresh .venv
+
+Idempotent: .venv is (re)installed only when pyproject.toml changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / "bin"
+STAMP = VENV / ".vera-install-stamp"
+
+
+def run(*command: str | Path, **kwargs: object) -> None:
+    print("$", " ".join(str(part) for part in command), flush=True)
+    result = subprocess.run([str(part) for part in command], cwd=ROOT, check=False, **kwargs)  # type: ignore[call-overload]
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
+def setup() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit("VERA needs Python 3.11 or newer")
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted and (BIN / "vera").exists():
+        return
+    if not (BIN / "python").exists():
+        print(f"creating {VENV}", flush=True)
+        venv.create(VENV, with_pip=True)
+    run(BIN / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", ".[dev]")
+    STAMP.write_text(wanted)
+
+
+def test(extra: list[str]) -> None:
+    started = time.monotonic()
+    run(BIN / "ruff", "check", ".")
+    run(BIN / "ruff", "format", "--check", ".")
+    run(BIN / "mypy")
+    run(BIN / "lint-imports")
+    run(BIN / "pytest", *extra)
+    print(f"dev.py test: all checks passed in {time.monotonic() - started:.1f}s", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    command = argv[0] if argv else "help"
+    if command not in {"setup", "demo", "test"}:
+        print(__doc__)
+        sys.exit(0 if command in {"help", "-h", "--help"} else 2)
+    setup()
+    if command == "demo":
+        os.execv(BIN / "vera", [str(BIN / "vera"), "demo", *argv[1:]])
+    elif command == "test":
+        test(argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,296 @@
+"""Tenant isolation through the application, worker and gateway roles:
+two tenants with overlapping data; reads, writes, updates, deletes and every
+SQL function; unauthenticated connections; bad, revoked and expired keys."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+
+from pg_tests.conftest import Database
+from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, SeededTenant, seed_tenant
+
+
+@dataclass
+class World:
+    db: Database
+    a: SeededTenant
+    b: SeededTenant
+    revoked_key: str
+    expired_key: str
+    disabled_key: str
+
+
+@pytest.fixture(scope="module")
+def world(db: Database) -> World:
+    with db.admin(autocommit=False) as conn:
+        a = seed_tenant(conn, "Acme")
+        b = seed_tenant(conn, "Bravo")
+        revoked = conn.execute(
+            "select api_key from vera.issue_api_key(%s, 'to revoke', null)", (a.owner,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute("update vera.api_keys set revoked_at = now() where name = 'to revoke'")
+        expired = conn.execute(
+            "select api_key from vera.issue_api_key(%s, 'to expire', now() + interval '1 hour')", (a.owner,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            "update vera.api_keys set created_at = now() - interval '2 days', "
+            "expires_at = now() - interval '1 day' where name = 'to expire'"
+        )
+        disabled_principal = conn.execute("select vera.insert_principal('user', 'Gone', null)").fetchone()[0]  # type: ignore[index]
+        disabled = conn.execute(
+            "select api_key from vera.issue_api_key(%s, 'of a disabled principal', null)", (disabled_principal,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute("update vera.principals set disabled_at = now() where principal_id = %s", (disabled_principal,))
+        conn.commit()
+    return World(db=db, a=a, b=b, revoked_key=revoked, expired_key=expired, disabled_key=disabled)
+
+
+@contextmanager
+def caller(database: Database, key: str | None, role: str = "vera_app") -> Iterator[psycopg.Connection]:
+    """A connection of `role`, in a transaction authenticated with `key`, rolled back after."""
+    with database.connect(role) as conn:
+        if key is not None:
+            conn.execute("select vera.authenticate(%s)", (key,))
+        try:
+            yield conn
+        finally:
+            conn.rollback()
+
+
+def _groups_seen(conn: psycopg.Connection, table: str) -> set[str]:
+    rows = conn.execute(sql.SQL("select distinct group_id from vera.{}").format(sql.Identifier(table)))
+    return {row[0] for row in rows}
+
+
+# -- reads ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", READABLE_TABLES)
+def test_unauthenticated_connection_sees_nothing(world: World, table: str) -> None:
+    with caller(world.db, None) as conn:
+        count = conn.execute(sql.SQL("select count(*) from vera.{}").format(sql.Identifier(table))).fetchone()
+        assert count == (0,)
+
+
+@pytest.mark.parametrize("table", [t for t in READABLE_TABLES if t != "principals"])
+def test_tenant_reads_only_its_own_groups(world: World, table: str) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        seen = _groups_seen(conn, table)
+    assert seen, f"tenant A should see its own {table}"
+    assert seen <= set(world.a.groups)
+    assert not seen & set(world.b.groups)
+
+
+def test_principals_visible_are_self_and_co_members(world: World) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        seen = {row[0] for row in conn.execute("select principal_id from vera.principals")}
+    assert world.a.viewer in seen and world.a.owner in seen and world.a.service in seen
+    assert not seen & {world.b.owner, world.b.viewer, world.b.service}
+
+
+def test_search_style_text_query_does_not_cross_tenants(world: World) -> None:
+    """The same words live in both tenants; only the caller's copy matches."""
+    with caller(world.db, world.b.owner_key) as conn:
+        rows = conn.execute(
+            "select group_id from vera.facts where tsv @@ plainto_tsquery('simple', 'payments-api blue')"
+        ).fetchall()
+    assert rows
+    assert {row[0] for row in rows} <= set(world.b.groups)
+
+
+def test_membership_reaches_descendant_groups(world: World) -> None:
+    """A viewer of the organisation reads its workspaces; the service account only its workspace."""
+    with caller(world.db, world.a.viewer_key) as conn:
+        assert world.a.workspace in _groups_seen(conn, "facts")
+    with world.db.connect("vera_gateway") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.service,))
+        assert _groups_seen(conn, "facts") == {world.a.workspace}
+        conn.rollback()
+
+
+# -- writes ----------------------------------------------------------------------
+
+
+_MUTATIONS = {
+    "insert": "insert into vera.{table} ({key}) values (default)",
+    "update": "update vera.{table} set {key} = {key}",
+    "delete": "delete from vera.{table}",
+}
+
+
+@pytest.mark.parametrize("operation", sorted(_MUTATIONS))
+@pytest.mark.parametrize("table", READABLE_TABLES)
+def test_application_role_cannot_write_tables_directly(world: World, table: str, operation: str) -> None:
+    """Applications write through the SQL API only, so curation rules cannot be skipped."""
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        key = "principal_id" if table == "principals" else "group_id"
+        conn.execute(_MUTATIONS[operation].format(table=table, key=key))  # type: ignore[arg-type]
+
+
+def test_worker_cannot_insert_into_another_tenant(world: World) -> None:
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute(
+                "insert into vera.sources (group_id, kind, name, trust_tier) values (%s, 'markdown', 'x', 1)",
+                (world.b.organisation,),
+            )
+        conn.rollback()
+
+
+def test_worker_can_insert_into_its_own_tenant(world: World) -> None:
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
+        conn.execute(
+            "insert into vera.sources (group_id, kind, name, trust_tier) values (%s, 'markdown', 'new', 2)",
+            (world.a.organisation,),
+        )
+        conn.rollback()
+
+
+@pytest.mark.parametrize("table", KNOWLEDGE_TABLES)
+def test_worker_updates_and_deletes_touch_only_its_tenant(world: World, table: str) -> None:
+    writable = {"sources", "episodes", "chunks", "entities", "entity_aliases", "predicates", "facts", "snapshot_items"}
+    if table not in writable:
+        with world.db.connect("vera_worker") as conn, pytest.raises(errors.InsufficientPrivilege):
+            conn.execute(sql.SQL("delete from vera.{}").format(sql.Identifier(table)))
+        return
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
+        target = sql.Identifier(table)
+        updated_b = conn.execute(
+            sql.SQL("update vera.{} set group_id = group_id where group_id = any(%s)").format(target),
+            (world.b.groups,),
+        ).rowcount
+        updated_a = conn.execute(
+            sql.SQL("update vera.{} set group_id = group_id where group_id = any(%s)").format(target),
+            (world.a.groups,),
+        ).rowcount
+        assert (updated_b, updated_a > 0) == (0, True)
+        conn.rollback()
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
+        conn.execute("set constraints all deferred")
+        deleted = conn.execute(
+            sql.SQL("delete from vera.{} where group_id = any(%s)").format(sql.Identifier(table)),
+            (world.b.groups,),
+        ).rowcount
+        assert deleted == 0
+        conn.rollback()
+    with world.db.admin() as admin:
+        remaining = admin.execute(
+            sql.SQL("select count(*) from vera.{} where group_id = any(%s)").format(sql.Identifier(table)),
+            (world.b.groups,),
+        ).fetchone()
+        assert remaining is not None and remaining[0] > 0
+
+
+def test_worker_cannot_move_own_rows_into_another_tenant(world: World) -> None:
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
+        with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
+            conn.execute(
+                "update vera.predicates set group_id = %s where group_id = %s", (world.b.workspace, world.a.workspace)
+            )
+        conn.rollback()
+
+
+def test_viewer_cannot_write_even_as_worker(world: World) -> None:
+    """Writes need the member role: a viewer's context writes nothing."""
+    with world.db.connect("vera_worker") as conn:
+        conn.execute("select vera.authenticate_principal(%s)", (world.a.viewer,))
+        assert conn.execute("delete from vera.predicates").rowcount == 0
+        conn.rollback()
+
+
+# -- the authentication context ----------------------------------------------------
+
+
+def test_context_is_transaction_local(world: World) -> None:
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        assert _groups_seen(conn, "facts")
+        conn.commit()
+        assert _groups_seen(conn, "facts") == set()
+        conn.rollback()
+
+
+def test_context_does_not_outlive_an_autocommit_statement(world: World) -> None:
+    with world.db.connect(autocommit=True) as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        assert _groups_seen(conn, "facts") == set()
+
+
+def test_context_cannot_be_forged(world: World) -> None:
+    with world.db.connect() as conn:
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute(
+                "insert into vera.auth_context values (pg_backend_pid(), now(), %s, null, %s, %s, %s)",
+                (world.b.owner, world.b.groups, world.b.groups, world.b.groups),
+            )
+        conn.rollback()
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("select vera.set_auth_context(%s, null)", (world.b.owner,))
+        conn.rollback()
+        conn.execute("select set_config('vera.readable_groups', %s, true)", ("{" + world.b.organisation + "}",))
+        assert _groups_seen(conn, "facts") == set()
+        conn.rollback()
+
+
+def test_application_role_cannot_vouch_for_a_principal(world: World) -> None:
+    with world.db.connect() as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.authenticate_principal(%s)", (world.b.owner,))
+
+
+def test_application_role_cannot_create_tenants(world: World) -> None:
+    with world.db.connect() as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select * from vera.create_tenant('Evil', 'Mallory')")
+
+
+@pytest.mark.parametrize(
+    ("key_attr", "sqlstate", "message"),
+    [
+        ("revoked_key", "VA003", "revoked"),
+        ("expired_key", "VA004", "expired"),
+        ("disabled_key", "VA006", "disabled"),
+    ],
+)
+def test_unusable_keys_are_refused(world: World, key_attr: str, sqlstate: str, message: str) -> None:
+    with world.db.connect() as conn, pytest.raises(psycopg.Error, match=message) as raised:
+        conn.execute("select vera.authenticate(%s)", (getattr(world, key_attr),))
+    assert raised.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize(
+    ("key", "sqlstate"),
+    [
+        ("", "VA001"),
+        ("not a key", "VA001"),
+        ("vera_123_abc", "VA001"),
+        ("vera_0123456789ab_" + "A" * 42, "VA001"),
+        ("vera_0123456789ab_" + "A" * 43, "VA002"),
+    ],
+)
+def test_malformed_or_unknown_keys_are_refused(world: World, key: str, sqlstate: str) -> None:
+    with world.db.connect() as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.authenticate(%s)", (key,))
+    assert raised.value.sqlstate == sqlstate
+
+
+def test_right_prefix_wrong_secret_is_refused(world: World) -> None:
+    forged = world.a.owner_key[:-4] + ("AAAA" if not world.a.owner_key.endswith("AAAA") else "BBBB")
+    with world.db.connect() as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.authenticate(%s)", (forged,))
+    assert raised.value.sqlstate == "VA002"
+
+
+def test_null_key_is_malformed(world: World) -> None:
+    with world.db.connect() as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.authenticate(null)")
+    assert raised.value.sqlstate == "VA001"

@@ -1,0 +1,1 @@
+"""Adapters: the only place infrastructure libraries are imported."""

@@ -1,0 +1,1 @@
+"""PostgreSQL: the embedded server, the SQL bundle, migrations, error mapping."""

@@ -1,0 +1,45 @@
+"""Operator tasks on the admin connection: tenants and their first keys."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from vera_client.adapters.postgres.errors import connect, translated_errors
+from vera_client.adapters.postgres.queries import query
+from vera_client.domain.models import Tenant
+
+
+def create_tenant(
+    admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None
+) -> Tenant:
+    """Create an organisation with its owner; the owner's first key is returned once."""
+    with connect(admin_dsn) as conn, translated_errors():
+        row = conn.execute(
+            query("create_tenant"), {"organisation": organisation, "owner": owner, "email": owner_email}
+        ).fetchone()
+        assert row is not None
+        conn.commit()
+    return Tenant(group_id=row[0], owner_principal_id=row[1], api_key=row[2])
+
+
+def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) -> Tenant:
+    """The organisation of that name with a fresh key for its first owner, created if missing.
+
+    Keys are shown once, so re-running hands out a new key (named key_name)
+    and revokes the previous keys of that name: the latest run's key works.
+    """
+    with connect(admin_dsn) as conn, translated_errors():
+        found = conn.execute(query("find_tenant_owner"), {"organisation": organisation}).fetchone()
+        if found is None:
+            row = conn.execute(
+                query("create_tenant"), {"organisation": organisation, "owner": owner, "email": None}
+            ).fetchone()
+            assert row is not None
+            conn.commit()
+            return Tenant(group_id=row[0], owner_principal_id=row[1], api_key=row[2])
+        group_id, principal_id = str(found[0]), UUID(str(found[1]))
+        conn.execute(query("revoke_named_keys"), {"principal": principal_id, "name": key_name})
+        issued = conn.execute(query("issue_key"), {"principal": principal_id, "name": key_name}).fetchone()
+        assert issued is not None
+        conn.commit()
+    return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=str(issued[0]))

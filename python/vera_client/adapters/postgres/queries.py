@@ -1,0 +1,22 @@
+"""Loads the named queries of queries.sql once."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import LiteralString, cast
+
+_HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
+
+
+@cache
+def _load(path: Path) -> dict[str, str]:
+    text = path.read_text(encoding="utf-8")
+    parts = _HEADER.split(text)
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def query(name: str) -> LiteralString:
+    """The SQL of a named query; the files are part of the package, not user input."""
+    return cast(LiteralString, _load(Path(__file__).with_name("queries.sql"))[name])

@@ -1,0 +1,64 @@
+-- Named queries of the PostgreSQL adapter. Each starts with "-- name: NAME"
+-- and a one-line description; queries.py loads them once.
+
+-- name: server_version
+-- The server's version as an integer (180001 for 18.1).
+select current_setting('server_version_num')::integer;
+
+-- name: available_extensions
+-- Extensions VERA needs and the version the server can install (null if absent).
+select wanted.name, available.default_version, installed.extversion
+from unnest(%(names)s::text[]) as wanted(name)
+left join pg_available_extensions available on available.name = wanted.name
+left join pg_extension installed on installed.extname = wanted.name;
+
+-- name: create_migration_table
+-- Bookkeeping of applied migrations, outside the vera schema so that a
+-- database built with psql alone has the same vera catalog.
+create schema if not exists vera_meta;
+create table if not exists vera_meta.migrations (
+    version    integer primary key,
+    name       text not null,
+    sha256     text not null,
+    applied_at timestamptz not null default now(),
+    applied_by text not null default session_user
+);
+
+-- name: migration_table_exists
+-- Whether the bookkeeping table exists yet (status must not create it).
+select to_regclass('vera_meta.migrations') is not null;
+
+-- name: lock_migrations
+-- Serialises concurrent migrate runs on one database (released at commit).
+select pg_advisory_xact_lock(hashtext('vera.migrations'));
+
+-- name: applied_migrations
+-- Applied versions with the checksum of the file as it was applied.
+select version, name, sha256 from vera_meta.migrations order by version;
+
+-- name: record_migration
+-- Marks one migration applied.
+insert into vera_meta.migrations (version, name, sha256) values (%(version)s, %(name)s, %(sha256)s);
+
+-- name: create_tenant
+-- Operator: a new organisation, its owner and the owner's first API key.
+select group_id, principal_id, api_key
+from vera.create_tenant(%(organisation)s, %(owner)s, %(email)s);
+
+-- name: find_tenant_owner
+-- Operator (bypasses RLS as a superuser): the oldest organisation of that name and its first owner.
+select g.group_id, m.principal_id
+from vera.groups g
+join vera.memberships m on m.group_id = g.group_id and m.role = 'owner'
+where g.kind = 'organisation' and g.name = %(organisation)s
+order by g.created_at, m.granted_at
+limit 1;
+
+-- name: revoke_named_keys
+-- Operator: revokes a principal's live keys of one name.
+update vera.api_keys set revoked_at = now()
+where principal_id = %(principal)s and name = %(name)s and revoked_at is null;
+
+-- name: issue_key
+-- Operator: a new key for a principal, returned once.
+select api_key from vera.issue_api_key(%(principal)s, %(name)s, null);

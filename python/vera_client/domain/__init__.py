@@ -1,0 +1,1 @@
+"""Pure domain code: values, errors and ports. Imports no infrastructure library."""

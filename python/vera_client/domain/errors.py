@@ -1,0 +1,125 @@
+"""The one exception hierarchy of VERA and the SQLSTATE codes it maps from.
+
+SQL raises with a specific SQLSTATE; `error_for_sqlstate` turns it into the
+matching class mechanically, so no caller parses messages. Each class's
+docstring is its meaning; the instance message is the server's one line.
+"""
+
+from __future__ import annotations
+
+
+class VeraError(Exception):
+    """VERA could not do what was asked."""
+
+    sqlstate: str | None = None
+
+    def __init__(self, message: str | None = None, *, sqlstate: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+        if sqlstate is not None:
+            self.sqlstate = sqlstate
+
+
+class ConfigurationError(VeraError):
+    """The configuration is invalid or incomplete."""
+
+
+class DatabaseUnavailableError(VeraError):
+    """The database cannot be reached with the configured connection settings."""
+
+
+class EmbeddedServerError(VeraError):
+    """The embedded PostgreSQL server could not be initialised, started or stopped."""
+
+
+class MigrationError(VeraError):
+    """The database schema cannot be brought up to date."""
+
+
+class MissingExtensionError(MigrationError):
+    """A PostgreSQL extension VERA needs is not installed on the server."""
+
+
+class UnsupportedServerError(MigrationError):
+    """The PostgreSQL server is too old for VERA."""
+
+
+class EditedMigrationError(MigrationError):
+    """A migration that was already applied has been edited since."""
+
+
+class UnknownMigrationError(MigrationError):
+    """The database records a migration this code does not have (it is newer than the code)."""
+
+
+class AuthenticationError(VeraError):
+    """The caller could not be authenticated."""
+
+
+class MalformedApiKeyError(AuthenticationError):
+    """The API key is not of the form vera_<prefix>_<secret>."""
+
+
+class UnknownApiKeyError(AuthenticationError):
+    """The API key is not recognised."""
+
+
+class RevokedApiKeyError(AuthenticationError):
+    """The API key has been revoked."""
+
+
+class ExpiredApiKeyError(AuthenticationError):
+    """The API key has expired."""
+
+
+class NotAuthenticatedError(AuthenticationError):
+    """The transaction has not authenticated a caller."""
+
+
+class PrincipalDisabledError(AuthenticationError):
+    """The principal is unknown or disabled."""
+
+
+class PermissionDeniedError(VeraError):
+    """The caller's role does not allow this."""
+
+
+class NotFoundError(VeraError):
+    """The object does not exist or is not visible to the caller."""
+
+
+class InvalidArgumentError(VeraError):
+    """An argument is missing, malformed or out of range."""
+
+
+class ConflictError(VeraError):
+    """The change conflicts with existing data."""
+
+
+# Specific codes first; class-level fallbacks (first two characters) after.
+ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
+    "VA001": MalformedApiKeyError,
+    "VA002": UnknownApiKeyError,
+    "VA003": RevokedApiKeyError,
+    "VA004": ExpiredApiKeyError,
+    "VA005": NotAuthenticatedError,
+    "VA006": PrincipalDisabledError,
+    "VN001": NotFoundError,
+    "42501": PermissionDeniedError,
+    "22004": InvalidArgumentError,
+    "22023": InvalidArgumentError,
+    "23505": ConflictError,
+}
+ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
+    "VA": AuthenticationError,
+    "22": InvalidArgumentError,
+    "23": InvalidArgumentError,
+    "08": DatabaseUnavailableError,
+    "28": AuthenticationError,
+}
+
+
+def error_for_sqlstate(sqlstate: str | None, message: str) -> VeraError:
+    """Build the VeraError subclass that corresponds to a SQLSTATE."""
+    code = sqlstate or ""
+    cls = ERRORS_BY_SQLSTATE.get(code) or ERRORS_BY_SQLSTATE_CLASS.get(code[:2], VeraError)
+    return cls(message, sqlstate=sqlstate)

@@ -1,0 +1,52 @@
+"""Values that cross the library's boundary: frozen, keyword-only dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from uuid import UUID
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ServerStatus:
+    """State of a PostgreSQL server VERA manages."""
+
+    running: bool
+    data_dir: Path
+    pid: int | None = None
+    admin_url: str | None = None
+    app_url: str | None = None
+    tcp_address: str | None = None
+    log_file: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Migration:
+    """One numbered, run-once SQL file."""
+
+    version: int
+    name: str
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MigrationState:
+    """A migration and whether (and with which checksum) the database applied it."""
+
+    migration: Migration
+    applied: bool
+    applied_sha256: str | None = None
+
+    @property
+    def edited(self) -> bool:
+        return self.applied and self.applied_sha256 != self.migration.sha256
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Tenant:
+    """An organisation as created by an operator, with its owner's first API key."""
+
+    group_id: str
+    owner_principal_id: UUID
+    api_key: str

@@ -1,0 +1,1 @@
+"""Entrypoints: the `vera` command line."""

@@ -1,0 +1,193 @@
+"""The `vera` command line. User mistakes end in one line on stderr and a
+non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import click
+import pydantic
+
+from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres.errors import redact
+from vera_client.bootstrap import Database, build_database
+from vera_client.config import VeraSettings
+from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_client.domain.models import ServerStatus
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEMO_ORGANISATION = "Demo Organisation"
+DEMO_OWNER = "Demo Owner"
+DEMO_KEY_NAME = "demo key"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"vera: error: {message}", err=True)
+    sys.exit(1)
+
+
+def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except VeraError as exc:
+            _fail(str(exc))
+        except pydantic.ValidationError as exc:
+            problem = exc.errors()[0]
+            where = "__".join(str(part) for part in problem["loc"]).upper()
+            _fail(f"invalid setting VERA_{where}: {problem['msg']}")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    return wrapper
+
+
+def _database(tcp: bool | None = None) -> Database:
+    settings = VeraSettings()
+    if tcp is not None and tcp != settings.db.tcp:
+        settings = settings.model_copy(update={"db": settings.db.model_copy(update={"tcp": tcp})})
+    return build_database(settings)
+
+
+def _embedded(database: Database) -> None:
+    if database.server is None:
+        raise ConfigurationError(
+            "VERA_DB__DSN points at an external PostgreSQL; the embedded server is not used"
+        )
+
+
+def _print_status(status: ServerStatus) -> None:
+    state = f"running (pid {status.pid})" if status.running else "stopped"
+    click.echo(f"server:   {state}")
+    click.echo(f"data:     {status.data_dir}")
+    if status.running:
+        click.echo(f"app url:  {status.app_url}")
+        click.echo(f"admin url: {status.admin_url}")
+        click.echo(f"tcp:      {status.tcp_address or 'off (Unix socket only)'}")
+    click.echo(f"log:      {status.log_file}")
+
+
+@click.group()
+@click.version_option(package_name="vera")
+def main() -> None:
+    """VERA: a verified, time-aware knowledge memory inside PostgreSQL."""
+
+
+@main.group()
+def db() -> None:
+    """The database: embedded server lifecycle and migrations."""
+
+
+@db.command()
+@click.option("--tcp/--no-tcp", default=None, help="Also listen on 127.0.0.1 (password auth).")
+@friendly_errors
+def start(tcp: bool | None) -> None:
+    """Start the embedded PostgreSQL (initialising it on first use)."""
+    database = _database(tcp)
+    _embedded(database)
+    assert database.server is not None
+    _print_status(database.server.start())
+
+
+@db.command()
+@friendly_errors
+def stop() -> None:
+    """Stop the embedded PostgreSQL."""
+    database = _database()
+    _embedded(database)
+    assert database.server is not None
+    _print_status(database.server.stop())
+
+
+@db.command()
+@friendly_errors
+def status() -> None:
+    """Show the server (when embedded) and which migrations are applied."""
+    database = _database()
+    if database.server is not None:
+        server_status = database.server.status()
+        _print_status(server_status)
+        if not server_status.running:
+            return
+    else:
+        click.echo(f"server:   external, {redact(database.app_dsn)}")
+    for state in database.migration_runner().states():
+        mark = "edited!" if state.edited else ("applied" if state.applied else "pending")
+        click.echo(f"  {state.migration.name:<40} {mark}")
+
+
+@db.command()
+@click.option("--admin", is_flag=True, help="The superuser/migration URL instead of the app role's.")
+@friendly_errors
+def url(admin: bool) -> None:
+    """Print the connection URL (for psql, an application, ...)."""
+    database = _database()
+    click.echo(database.admin_dsn if admin else database.app_dsn)
+
+
+@db.command()
+@friendly_errors
+def migrate() -> None:
+    """Apply pending migrations; a no-op when there are none."""
+    database = _database()
+    if database.server is not None:
+        database.server.start()
+    applied = database.migration_runner().migrate(
+        on_apply=lambda m: click.echo(f"applied {m.name}")
+    )
+    if not applied:
+        click.echo("nothing to migrate: the database is up to date")
+
+
+@main.group()
+def tenant() -> None:
+    """Tenants (organisations), for operators."""
+
+
+@tenant.command("create")
+@click.argument("organisation")
+@click.option("--owner", required=True, help="Display name of the organisation's first owner.")
+@click.option("--email", default=None, help="Owner's e-mail.")
+@friendly_errors
+def tenant_create(organisation: str, owner: str, email: str | None) -> None:
+    """Create an organisation and print its owner's first API key (shown once)."""
+    database = _database()
+    created = provisioning.create_tenant(database.admin_dsn, organisation, owner, email)
+    click.echo(f"organisation: {created.group_id}")
+    click.echo(f"owner:        {created.owner_principal_id}")
+    click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
+
+
+@main.command()
+@friendly_errors
+def demo() -> None:
+    """Start the embedded PostgreSQL, migrate, and set up a demo tenant."""
+    database = _database()
+    if database.server is not None:
+        click.echo("starting the embedded PostgreSQL ...")
+        server_status = database.server.start()
+        click.echo(f"  running, data in {server_status.data_dir}")
+    applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
+    click.echo(f"migrations: {len(applied)} applied now, database up to date")
+    demo_tenant = provisioning.ensure_tenant(
+        database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME
+    )
+    click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
+    click.echo(f"api key:    {demo_tenant.api_key}")
+    click.echo("            (a new key each run; the previous demo key is revoked)")
+    psql = "psql"
+    if database.server is not None:
+        psql = str(database.server.bin_dir / "psql")
+        if not psql.startswith("/"):
+            psql = "psql"
+    click.echo("\nConnect as the application role with psql:")
+    click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}")
+    click.echo("and ask who you are (authentication is per transaction):")
+    click.echo(f"  begin; select vera.authenticate('{demo_tenant.api_key}');")
+    click.echo("  select group_id, group_kind, group_name, role from vera.whoami(); commit;")

@@ -1,0 +1,1 @@
+"""MCP/HTTP domain: request and response shapes. Imports no infrastructure library."""

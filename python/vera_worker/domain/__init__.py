@@ -1,0 +1,1 @@
+"""Worker domain: job names and payloads. Imports no infrastructure library."""

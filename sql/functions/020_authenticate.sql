@@ -1,0 +1,137 @@
+-- Authentication: an API key (any application), or a principal that a
+-- trusted server role has verified itself (the HTTP/MCP gateway, workers).
+-- Both compute the caller's groups once and store them for the transaction.
+set role vera_owner;
+
+-- Effective role of a principal in every group it reaches: a membership
+-- applies to the group and all of its descendants; the highest role wins.
+create or replace function vera.effective_roles(principal uuid)
+returns table (group_id text, role vera.member_role)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with recursive reach(group_id, role) as (
+        select m.group_id, m.role
+        from vera.memberships m
+        where m.principal_id = principal
+        union all
+        select g.group_id, r.role
+        from reach r
+        join vera.groups g on g.parent_group_id = r.group_id
+    )
+    select reach.group_id, max(reach.role)
+    from reach
+    group by reach.group_id
+$$;
+comment on function vera.effective_roles(uuid) is
+    'Groups a principal reaches through memberships (inherited by descendants) with its highest role';
+
+-- Effective role of the authenticated caller in one group, or null.
+create or replace function vera.role_in(target_group text)
+returns vera.member_role
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select e.role from vera.effective_roles(vera.current_principal()) e where e.group_id = target_group
+$$;
+comment on function vera.role_in(text) is 'Effective role of the authenticated caller in a group, or null';
+
+create or replace function vera.set_auth_context(principal uuid, key uuid)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    roles record;
+begin
+    if not exists (select from vera.principals p where p.principal_id = principal and p.disabled_at is null) then
+        raise exception 'principal % is unknown or disabled', principal using errcode = 'VA006';
+    end if;
+
+    select coalesce(array_agg(e.group_id order by e.group_id), '{}') as readable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'member'), '{}') as writable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'admin'), '{}') as administrable
+      into roles
+      from vera.effective_roles(principal) e;
+
+    insert into vera.auth_context as c
+        (backend_pid, xact_started, principal_id, key_id, readable, writable, administrable)
+    values (pg_catalog.pg_backend_pid(), pg_catalog.transaction_timestamp(), principal, key,
+            roles.readable, roles.writable, roles.administrable)
+    on conflict (backend_pid) do update
+        set xact_started = excluded.xact_started,
+            principal_id = excluded.principal_id,
+            key_id = excluded.key_id,
+            readable = excluded.readable,
+            writable = excluded.writable,
+            administrable = excluded.administrable;
+end
+$$;
+comment on function vera.set_auth_context(uuid, uuid) is
+    'Internal: records the caller and its groups for the current transaction only';
+
+-- Contract: authenticates an API key of the form vera_<12 hex>_<43 base64url>
+-- for the current transaction and returns the caller's principal id.
+-- Errors: VA001 malformed, VA002 not recognised, VA003 revoked, VA004 expired,
+-- VA006 principal disabled. Outside a transaction block the context ends with
+-- the statement, so call it first inside BEGIN ... COMMIT.
+create or replace function vera.authenticate(api_key text)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    parts text[];
+    key_row vera.api_keys;
+begin
+    parts := pg_catalog.regexp_match(api_key, '^vera_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$');
+    if parts is null then
+        raise exception 'malformed API key: expected vera_<12 hex>_<43 base64url characters>'
+            using errcode = 'VA001';
+    end if;
+
+    select * into key_row from vera.api_keys k where k.prefix = parts[1];
+    -- the same answer for an unknown prefix and a wrong secret: a prefix alone proves nothing
+    if not found or key_row.key_sha256 <> pg_catalog.sha256(pg_catalog.convert_to(api_key, 'UTF8')) then
+        raise exception 'API key not recognised' using errcode = 'VA002';
+    end if;
+    if key_row.revoked_at is not null then
+        raise exception 'API key % was revoked at %', key_row.prefix, key_row.revoked_at
+            using errcode = 'VA003';
+    end if;
+    if key_row.expires_at is not null and key_row.expires_at <= pg_catalog.now() then
+        raise exception 'API key % expired at %', key_row.prefix, key_row.expires_at
+            using errcode = 'VA004';
+    end if;
+
+    perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
+    -- last_used_at is advisory; at most one write a minute per key keeps hot keys cheap
+    update vera.api_keys k set last_used_at = pg_catalog.now()
+     where k.key_id = key_row.key_id
+       and (k.last_used_at is null or k.last_used_at < pg_catalog.now() - interval '1 minute');
+    return key_row.principal_id;
+end
+$$;
+comment on function vera.authenticate(text) is
+    'Authenticates an API key for the current transaction; returns the principal id';
+
+-- Contract: for trusted server roles only (vera_gateway, vera_worker), which
+-- verified the caller themselves (OAuth token, job payload). Sets the same
+-- transaction-local context as vera.authenticate.
+create or replace function vera.authenticate_principal(principal uuid)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    if principal is null then
+        raise exception 'principal id must not be null' using errcode = '22004';
+    end if;
+    perform vera.set_auth_context(principal, null);
+    return principal;
+end
+$$;
+comment on function vera.authenticate_principal(uuid) is
+    'Trusted server roles only: act as an already verified principal for the current transaction';
+
+reset role;

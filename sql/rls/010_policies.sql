@@ -1,0 +1,91 @@
+-- Row-level security. Enabled and FORCED on every table, so the owner
+-- (vera_owner, which the definer functions run as) is bound by it too.
+--
+-- Knowledge tables: the caller's groups decide, nothing else. A definer
+-- function with a bug still cannot read or write another tenant's rows.
+-- Identity tables (groups, principals, memberships, api_keys, auth_context)
+-- and the audit log additionally let vera_owner through, because
+-- authentication must read them before any caller context exists.
+--
+-- Idempotent: every policy is dropped and created again.
+set role vera_owner;
+set client_min_messages = warning;
+
+do $policies$
+declare
+    knowledge_table text;
+begin
+    foreach knowledge_table in array array[
+        'sources', 'episodes', 'chunks', 'entities', 'entity_aliases', 'predicates',
+        'facts', 'feedback', 'ranking_weights', 'snapshots', 'snapshot_items']
+    loop
+        execute format('alter table vera.%I enable row level security', knowledge_table);
+        execute format('alter table vera.%I force row level security', knowledge_table);
+        execute format('drop policy if exists read_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists insert_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists update_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists delete_own_groups on vera.%I', knowledge_table);
+        -- the scalar subqueries make each function run once per statement
+        execute format($p$create policy read_own_groups on vera.%I for select
+            using (group_id = any ((select vera.readable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy insert_own_groups on vera.%I for insert
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy update_own_groups on vera.%I for update
+            using (group_id = any ((select vera.writable_groups())::text[]))
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy delete_own_groups on vera.%I for delete
+            using (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+    end loop;
+end
+$policies$;
+
+alter table vera.groups enable row level security;
+alter table vera.groups force row level security;
+drop policy if exists read_own_groups on vera.groups;
+drop policy if exists owner_manages on vera.groups;
+create policy read_own_groups on vera.groups for select
+    using (group_id = any ((select vera.readable_groups())::text[]));
+create policy owner_manages on vera.groups to vera_owner using (true) with check (true);
+
+alter table vera.memberships enable row level security;
+alter table vera.memberships force row level security;
+drop policy if exists read_own_groups on vera.memberships;
+drop policy if exists owner_manages on vera.memberships;
+create policy read_own_groups on vera.memberships for select
+    using (group_id = any ((select vera.readable_groups())::text[]));
+create policy owner_manages on vera.memberships to vera_owner using (true) with check (true);
+
+-- a principal is visible to itself and to callers who share a readable group
+alter table vera.principals enable row level security;
+alter table vera.principals force row level security;
+drop policy if exists read_self_and_members on vera.principals;
+drop policy if exists owner_manages on vera.principals;
+create policy read_self_and_members on vera.principals for select
+    using (principal_id = (select vera.current_principal())
+           or exists (select from vera.memberships m
+                       where m.principal_id = principals.principal_id
+                         and m.group_id = any ((select vera.readable_groups())::text[])));
+create policy owner_manages on vera.principals to vera_owner using (true) with check (true);
+
+-- keys and the context table are reached only through definer functions
+alter table vera.api_keys enable row level security;
+alter table vera.api_keys force row level security;
+drop policy if exists owner_manages on vera.api_keys;
+create policy owner_manages on vera.api_keys to vera_owner using (true) with check (true);
+
+alter table vera.auth_context enable row level security;
+alter table vera.auth_context force row level security;
+drop policy if exists owner_manages on vera.auth_context;
+create policy owner_manages on vera.auth_context to vera_owner using (true) with check (true);
+
+-- the audit log is appended by definer functions and read by group admins
+alter table vera.audit_log enable row level security;
+alter table vera.audit_log force row level security;
+drop policy if exists read_administered_groups on vera.audit_log;
+drop policy if exists owner_appends on vera.audit_log;
+drop policy if exists owner_reads on vera.audit_log;
+create policy read_administered_groups on vera.audit_log for select
+    using (group_id = any ((select vera.administrable_groups())::text[]));
+create policy owner_appends on vera.audit_log for insert to vera_owner with check (true);
+
+reset role;

@@ -1,0 +1,44 @@
+-- Grants: what each role may touch. Idempotent (grant is a no-op when held).
+--
+-- vera_app     reads knowledge through RLS; writes only through the SQL API,
+--              so curation rules (tiers, contamination guard) cannot be skipped.
+-- vera_worker  also updates rows in place (embeddings, statuses) through RLS.
+-- vera_gateway an HTTP/MCP server: the SQL API plus authenticate_principal.
+-- vera_operator provisions tenants.
+set role vera_owner;
+
+grant select on vera.sources, vera.episodes, vera.chunks, vera.entities, vera.entity_aliases,
+    vera.predicates, vera.facts, vera.feedback, vera.ranking_weights, vera.snapshots,
+    vera.snapshot_items, vera.groups, vera.memberships, vera.principals, vera.audit_log
+    to vera_app, vera_worker, vera_gateway;
+
+grant insert, update, delete on vera.sources, vera.episodes, vera.chunks, vera.entities,
+    vera.entity_aliases, vera.predicates, vera.facts, vera.snapshot_items
+    to vera_worker;
+
+-- helpers that policies call must be executable by whoever the policy applies to
+grant execute on function vera.current_principal(), vera.readable_groups(), vera.writable_groups(),
+    vera.administrable_groups()
+    to public;
+
+-- the public SQL API
+grant execute on function
+    vera.authenticate(text),
+    vera.require_principal(),
+    vera.require_role(text, vera.member_role),
+    vera.role_in(text),
+    vera.whoami(),
+    vera.create_group(text, vera.group_kind, text),
+    vera.create_principal(text, vera.principal_kind, text, vera.member_role, text),
+    vera.set_member_role(text, uuid, vera.member_role),
+    vera.remove_member(text, uuid),
+    vera.create_api_key(text, timestamptz, uuid),
+    vera.revoke_api_key(text),
+    vera.list_api_keys()
+    to vera_app, vera_worker, vera_gateway;
+
+grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
+
+grant execute on function vera.create_tenant(text, text, text) to vera_operator;
+
+reset role;

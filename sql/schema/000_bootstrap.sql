@@ -1,0 +1,57 @@
+-- Bootstrap: extensions, roles and the vera schema.
+--
+-- This is the only part of the bundle that needs a superuser (or a cloud
+-- "rds_superuser"-like role): extensions and roles are cluster objects.
+-- Everything after it runs as vera_owner, a NOLOGIN role without BYPASSRLS,
+-- so that even the definer functions stay inside row-level security.
+
+create extension if not exists vector;
+create extension if not exists pg_trgm;
+create extension if not exists unaccent;
+
+do $roles$
+declare
+    role_spec record;
+begin
+    -- Roles are shared by every database of a cluster, so they may exist already.
+    for role_spec in
+        select * from (values
+            -- owns every vera object; definer functions run as it; nobody logs in as it
+            ('vera_owner',    'nologin nosuperuser nocreatedb nocreaterole nobypassrls noinherit'),
+            -- applications: read through RLS, write only through the SQL API
+            ('vera_app',      'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
+            -- Procrastinate workers: row DML inside RLS (embeddings, projections, cleanup)
+            ('vera_worker',   'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
+            -- HTTP/MCP servers that verify callers themselves (OAuth) and vouch for a principal
+            ('vera_gateway',  'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
+            -- people or tools that provision tenants; granted to a DBA's login by hand
+            ('vera_operator', 'nologin nosuperuser nocreatedb nocreaterole nobypassrls inherit')
+        ) as r(name, attributes)
+    loop
+        if not exists (select from pg_catalog.pg_roles where rolname = role_spec.name) then
+            execute format('create role %I %s', role_spec.name, role_spec.attributes);
+        else
+            execute format('alter role %I %s', role_spec.name, role_spec.attributes);
+        end if;
+    end loop;
+end
+$roles$;
+
+-- A superuser running this file must be able to act as vera_owner below;
+-- a non-superuser DBA needs membership to do the same.
+do $membership$
+begin
+    if not (select rolsuper from pg_catalog.pg_roles where rolname = current_user) then
+        execute format('grant vera_owner to %I', current_user);
+    end if;
+end
+$membership$;
+
+create schema if not exists vera authorization vera_owner;
+comment on schema vera is 'VERA knowledge memory: tables, SQL API and row-level security';
+
+grant usage on schema vera to vera_app, vera_worker, vera_gateway, vera_operator;
+
+-- Nothing vera_owner creates is callable by PUBLIC; sql/rls/grants.sql grants
+-- each function to the roles that need it.
+alter default privileges for role vera_owner revoke execute on functions from public;

@@ -1,0 +1,73 @@
+-- Sources, the episodes (versions of source records) they yield, and the
+-- chunks of text that make free text searchable as passages.
+set role vera_owner;
+
+create table vera.sources (
+    group_id    text not null references vera.groups (group_id),
+    source_id   uuid not null default gen_random_uuid(),
+    kind        text not null
+                constraint sources_kind_format check (kind ~ '^[a-z][a-z0-9_]{0,39}$'),
+    name        text not null
+                constraint sources_name_length check (char_length(btrim(name)) between 1 and 200),
+    uri         text,
+    -- 1 authoritative, 2 curated (both auto-publish), 3 informational (review), 4 unverified (proposal)
+    trust_tier  smallint not null constraint sources_trust_tier_range check (trust_tier between 1 and 4),
+    -- name of the environment variable that holds the connector's secret; never the secret
+    token_env   text constraint sources_token_env_format check (token_env ~ '^[A-Z_][A-Z0-9_]{0,127}$'),
+    config      jsonb not null default '{}'
+                constraint sources_config_object check (jsonb_typeof(config) = 'object'),
+    cursor      jsonb,
+    created_at  timestamptz not null default now(),
+    created_by  uuid references vera.principals (principal_id),
+    retracted_at timestamptz,
+    primary key (group_id, source_id),
+    constraint sources_name_unique unique (group_id, name)
+);
+comment on table vera.sources is 'Registered sources with their trust tier and incremental cursor';
+
+create table vera.episodes (
+    group_id       text not null,
+    episode_id     uuid not null default gen_random_uuid(),
+    source_id      uuid not null,
+    external_id    text not null
+                   constraint episodes_external_id_length check (char_length(external_id) between 1 and 2000),
+    version        integer not null default 1 constraint episodes_version_positive check (version >= 1),
+    content_sha256 bytea not null
+                   constraint episodes_hash_length check (octet_length(content_sha256) = 32),
+    object_key     text,
+    mime           text,
+    title          text,
+    uri            text,
+    observed_at    timestamptz not null default now(),
+    recorded_at    timestamptz not null default now(),
+    status         vera.episode_status not null default 'received',
+    primary key (group_id, episode_id),
+    foreign key (group_id, source_id) references vera.sources (group_id, source_id),
+    constraint episodes_version_unique unique (group_id, source_id, external_id, version)
+);
+-- idempotent re-ingestion looks up the latest version of a record by hash
+create index episodes_record_hash_idx on vera.episodes (group_id, source_id, external_id, content_sha256);
+comment on table vera.episodes is 'One version of one source record: content hash, raw-bytes key, status';
+
+create table vera.chunks (
+    group_id   text not null,
+    chunk_id   uuid not null default gen_random_uuid(),
+    episode_id uuid not null,
+    ordinal    integer not null constraint chunks_ordinal_nonnegative check (ordinal >= 0),
+    heading    text,
+    text       text not null constraint chunks_text_length check (char_length(text) between 1 and 20000),
+    char_start integer,
+    char_end   integer,
+    -- 'simple': no stemming, no stopwords, diacritics kept (Vietnamese matches by exact form)
+    tsv        tsvector generated always as (to_tsvector('simple'::regconfig, coalesce(heading, '') || ' ' || text)) stored,
+    embedding  vector,
+    created_at timestamptz not null default now(),
+    primary key (group_id, chunk_id),
+    foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id) on delete cascade,
+    constraint chunks_ordinal_unique unique (group_id, episode_id, ordinal),
+    constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start)
+);
+create index chunks_tsv_idx on vera.chunks using gin (tsv);
+comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
+
+reset role;

@@ -1,0 +1,66 @@
+-- Facts: subject-predicate-object claims with trust, verification,
+-- lifecycle, bitemporal validity and provenance.
+set role vera_owner;
+
+create table vera.facts (
+    group_id          text not null,
+    fact_id           uuid not null default gen_random_uuid(),
+    subject_entity_id uuid not null,
+    predicate         text not null,
+    object_entity_id  uuid,
+    object_value      text not null
+                      constraint facts_object_length check (char_length(object_value) between 1 and 2000),
+    fact_text         text not null
+                      constraint facts_text_length check (char_length(fact_text) between 1 and 4000),
+    tsv               tsvector generated always as (to_tsvector('simple'::regconfig, fact_text)) stored,
+    embedding         vector,
+    -- grading: tier of the source, authority derived from it, verification, model confidence
+    tier              smallint not null constraint facts_tier_range check (tier between 1 and 4),
+    authority         real not null constraint facts_authority_range check (authority between 0 and 1),
+    verification      vera.verification not null,
+    confidence        real not null default 1 constraint facts_confidence_range check (confidence between 0 and 1),
+    lifecycle         vera.fact_lifecycle not null,
+    -- valid time: when the fact holds in the world
+    valid_from        timestamptz not null default now(),
+    valid_to          timestamptz,
+    -- transaction time: when VERA learnt it and when it stopped being current knowledge
+    recorded_at       timestamptz not null default now(),
+    retired_at        timestamptz,
+    superseded_by     uuid,
+    -- provenance
+    source_id         uuid,
+    episode_id        uuid,
+    chunk_id          uuid,
+    evidence_start    integer,
+    evidence_end      integer,
+    proposed_by       uuid references vera.principals (principal_id),
+    reviewed_by       uuid references vera.principals (principal_id),
+    reviewed_at       timestamptz,
+    primary key (group_id, fact_id),
+    foreign key (group_id, subject_entity_id) references vera.entities (group_id, entity_id),
+    foreign key (group_id, object_entity_id) references vera.entities (group_id, entity_id),
+    foreign key (group_id, predicate) references vera.predicates (group_id, name),
+    foreign key (group_id, superseded_by) references vera.facts (group_id, fact_id),
+    foreign key (group_id, source_id) references vera.sources (group_id, source_id),
+    -- erasure deletes episodes and chunks; the retracted fact keeps its group
+    foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id)
+        on delete set null (episode_id),
+    foreign key (group_id, chunk_id) references vera.chunks (group_id, chunk_id)
+        on delete set null (chunk_id),
+    constraint facts_validity_order check (valid_to is null or valid_to >= valid_from),
+    constraint facts_evidence_order check (
+        evidence_end is null or evidence_start is null or evidence_end >= evidence_start),
+    constraint facts_superseded_has_successor check (
+        lifecycle <> 'superseded' or superseded_by is not null or valid_to is not null)
+);
+-- current value(s) of a subject's predicate: supersession and graph projection
+create index facts_current_idx on vera.facts (group_id, subject_entity_id, predicate)
+    where lifecycle = 'published';
+create index facts_tsv_idx on vera.facts using gin (tsv);
+create index facts_validity_idx on vera.facts (group_id, valid_from, valid_to);
+create index facts_episode_idx on vera.facts (group_id, episode_id) where episode_id is not null;
+create index facts_source_idx on vera.facts (group_id, source_id) where source_id is not null;
+create index facts_object_entity_idx on vera.facts (group_id, object_entity_id) where object_entity_id is not null;
+comment on table vera.facts is 'Claims with trust tier, verification, lifecycle, validity and provenance';
+
+reset role;
