@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pg_tests.seed import World, seed_world
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
 
@@ -41,9 +42,7 @@ class Database:
         return self.server.admin_url(self.name)
 
     def dsn(self, role: str) -> str:
-        return (
-            f"postgresql://{role}@/{self.name}?host={self.server.socket_dir}&port={self.server.port}"
-        )
+        return f"postgresql://{role}@/{self.name}?host={self.server.socket_dir}&port={self.server.port}"
 
     def admin(self, *, autocommit: bool = True) -> psycopg.Connection:
         return psycopg.connect(self.admin_dsn, autocommit=autocommit)
@@ -56,7 +55,9 @@ def _data_dir() -> Path:
     # One server per checkout, outside the checkout (a fresh clone gets its own),
     # under /tmp where the server's OS user may traverse when we run as root.
     tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:10]
-    return Path(os.environ.get("VERA_TEST_DATA_DIR", f"/tmp/vera-pg-tests-{os.getuid()}-{tag}/postgres"))  # noqa: S108
+    return Path(
+        os.environ.get("VERA_TEST_DATA_DIR", f"/tmp/vera-pg-tests-{os.getuid()}-{tag}/postgres")  # noqa: S108
+    )
 
 
 @pytest.fixture(scope="session")
@@ -110,3 +111,9 @@ def db(make_database: object) -> Database:
     """A clone of the migrated template, shared by the tests of one module."""
     database: Database = make_database()  # type: ignore[operator]
     return database
+
+
+@pytest.fixture(scope="module")
+def world(db: Database) -> World:
+    """Two seeded tenants in this module's database, committed."""
+    return seed_world(db)

@@ -4,63 +4,11 @@ SQL function; unauthenticated connections; bad, revoked and expired keys."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-
 import psycopg
 import pytest
 from psycopg import errors, sql
 
-from pg_tests.conftest import Database
-from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, SeededTenant, seed_tenant
-
-
-@dataclass
-class World:
-    db: Database
-    a: SeededTenant
-    b: SeededTenant
-    revoked_key: str
-    expired_key: str
-    disabled_key: str
-
-
-@pytest.fixture(scope="module")
-def world(db: Database) -> World:
-    with db.admin(autocommit=False) as conn:
-        a = seed_tenant(conn, "Acme")
-        b = seed_tenant(conn, "Bravo")
-        revoked = conn.execute(
-            "select api_key from vera.issue_api_key(%s, 'to revoke', null)", (a.owner,)
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute("update vera.api_keys set revoked_at = now() where name = 'to revoke'")
-        expired = conn.execute(
-            "select api_key from vera.issue_api_key(%s, 'to expire', now() + interval '1 hour')", (a.owner,)
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute(
-            "update vera.api_keys set created_at = now() - interval '2 days', "
-            "expires_at = now() - interval '1 day' where name = 'to expire'"
-        )
-        disabled_principal = conn.execute("select vera.insert_principal('user', 'Gone', null)").fetchone()[0]  # type: ignore[index]
-        disabled = conn.execute(
-            "select api_key from vera.issue_api_key(%s, 'of a disabled principal', null)", (disabled_principal,)
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute("update vera.principals set disabled_at = now() where principal_id = %s", (disabled_principal,))
-        conn.commit()
-    return World(db=db, a=a, b=b, revoked_key=revoked, expired_key=expired, disabled_key=disabled)
-
-
-@contextmanager
-def caller(database: Database, key: str | None, role: str = "vera_app") -> Iterator[psycopg.Connection]:
-    """A connection of `role`, in a transaction authenticated with `key`, rolled back after."""
-    with database.connect(role) as conn:
-        if key is not None:
-            conn.execute("select vera.authenticate(%s)", (key,))
-        try:
-            yield conn
-        finally:
-            conn.rollback()
+from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, World, caller
 
 
 def _groups_seen(conn: psycopg.Connection, table: str) -> set[str]:
@@ -128,8 +76,8 @@ _MUTATIONS = {
 @pytest.mark.parametrize("table", READABLE_TABLES)
 def test_application_role_cannot_write_tables_directly(world: World, table: str, operation: str) -> None:
     """Applications write through the SQL API only, so curation rules cannot be skipped."""
+    key = "principal_id" if table == "principals" else "group_id"
     with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InsufficientPrivilege):
-        key = "principal_id" if table == "principals" else "group_id"
         conn.execute(_MUTATIONS[operation].format(table=table, key=key))  # type: ignore[arg-type]
 
 
@@ -156,7 +104,16 @@ def test_worker_can_insert_into_its_own_tenant(world: World) -> None:
 
 @pytest.mark.parametrize("table", KNOWLEDGE_TABLES)
 def test_worker_updates_and_deletes_touch_only_its_tenant(world: World, table: str) -> None:
-    writable = {"sources", "episodes", "chunks", "entities", "entity_aliases", "predicates", "facts", "snapshot_items"}
+    writable = {
+        "sources",
+        "episodes",
+        "chunks",
+        "entities",
+        "entity_aliases",
+        "predicates",
+        "facts",
+        "snapshot_items",
+    }
     if table not in writable:
         with world.db.connect("vera_worker") as conn, pytest.raises(errors.InsufficientPrivilege):
             conn.execute(sql.SQL("delete from vera.{}").format(sql.Identifier(table)))
@@ -196,7 +153,8 @@ def test_worker_cannot_move_own_rows_into_another_tenant(world: World) -> None:
         conn.execute("select vera.authenticate_principal(%s)", (world.a.owner,))
         with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):
             conn.execute(
-                "update vera.predicates set group_id = %s where group_id = %s", (world.b.workspace, world.a.workspace)
+                "update vera.predicates set group_id = %s where group_id = %s",
+                (world.b.workspace, world.a.workspace),
             )
         conn.rollback()
 
@@ -238,7 +196,10 @@ def test_context_cannot_be_forged(world: World) -> None:
         with pytest.raises(errors.InsufficientPrivilege):
             conn.execute("select vera.set_auth_context(%s, null)", (world.b.owner,))
         conn.rollback()
-        conn.execute("select set_config('vera.readable_groups', %s, true)", ("{" + world.b.organisation + "}",))
+        conn.execute(
+            "select set_config('vera.readable_groups', %s, true)",
+            ("{" + world.b.organisation + "}",),
+        )
         assert _groups_seen(conn, "facts") == set()
         conn.rollback()
 
@@ -294,3 +255,43 @@ def test_null_key_is_malformed(world: World) -> None:
     with world.db.connect() as conn, pytest.raises(psycopg.Error) as raised:
         conn.execute("select vera.authenticate(null)")
     assert raised.value.sqlstate == "VA001"
+
+
+# -- every function is covered -----------------------------------------------------
+
+# Functions that a login role may execute, and the test module that proves their
+# isolation. A new function must be added here, with its isolation tests.
+ISOLATION_TESTED = {
+    "administrable_groups()": "test_tenancy (policies)",
+    "authenticate(text)": "test_tenancy",
+    "authenticate_principal(uuid)": "test_tenancy",
+    "create_api_key(text,timestamp with time zone,uuid)": "test_api_keys",
+    "create_group(text,vera.group_kind,text)": "test_tenants",
+    "create_principal(text,vera.principal_kind,text,vera.member_role,text)": "test_tenants",
+    "current_principal()": "test_api_keys",
+    "list_api_keys()": "test_api_keys",
+    "readable_groups()": "test_tenancy (policies)",
+    "remove_member(text,uuid)": "test_tenants",
+    "require_principal()": "test_tenants (unauthenticated calls)",
+    "require_role(text,vera.member_role)": "test_tenants",
+    "revoke_api_key(text)": "test_api_keys",
+    "role_in(text)": "test_tenants",
+    "set_member_role(text,uuid,vera.member_role)": "test_tenants",
+    "whoami()": "test_tenants",
+    "writable_groups()": "test_tenancy (policies)",
+}
+
+
+def test_every_function_a_login_role_can_call_has_isolation_tests(world: World) -> None:
+    with world.db.admin() as conn:
+        callable_by_login_roles = {
+            row[0].removeprefix("vera.")
+            for row in conn.execute(
+                """select p.oid::regprocedure::text from pg_proc p
+                   where p.pronamespace = 'vera'::regnamespace
+                     and (has_function_privilege('vera_app', p.oid, 'execute')
+                          or has_function_privilege('vera_worker', p.oid, 'execute')
+                          or has_function_privilege('vera_gateway', p.oid, 'execute'))"""
+            )
+        }
+    assert callable_by_login_roles == set(ISOLATION_TESTED)

@@ -70,6 +70,27 @@ $$;
 comment on function vera.set_auth_context(uuid, uuid) is
     'Internal: records the caller and its groups for the current transaction only';
 
+-- Recompute the current transaction's groups after a change to the caller's
+-- own reach (a group it created, a membership it changed).
+create or replace function vera.refresh_auth_context()
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    context vera.auth_context;
+begin
+    select * into context from vera.auth_context c
+     where c.backend_pid = pg_catalog.pg_backend_pid()
+       and c.xact_started = pg_catalog.transaction_timestamp();
+    if found then
+        perform vera.set_auth_context(context.principal_id, context.key_id);
+    end if;
+end
+$$;
+comment on function vera.refresh_auth_context() is
+    'Internal: recomputes the caller''s groups for the rest of the transaction';
+
 -- Contract: authenticates an API key of the form vera_<12 hex>_<43 base64url>
 -- for the current transaction and returns the caller's principal id.
 -- Errors: VA001 malformed, VA002 not recognised, VA003 revoked, VA004 expired,

@@ -85,6 +85,7 @@ begin
     values (new_id, create_group.kind, create_group.parent_group_id, btrim(create_group.name));
     perform vera.audit(create_group.parent_group_id, 'group.create', 'group', new_id,
                        jsonb_build_object('kind', create_group.kind));
+    perform vera.refresh_auth_context();
     return new_id;
 end
 $$;
@@ -150,6 +151,7 @@ begin
         set role = excluded.role, granted_by = excluded.granted_by, granted_at = now();
     perform vera.audit(set_member_role.group_id, 'membership.set', 'principal',
                        set_member_role.principal_id::text, jsonb_build_object('role', role));
+    perform vera.refresh_auth_context();
 end
 $$;
 comment on function vera.set_member_role(text, uuid, vera.member_role) is
@@ -188,6 +190,7 @@ begin
      where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id;
     perform vera.audit(remove_member.group_id, 'membership.remove', 'principal',
                        remove_member.principal_id::text, jsonb_build_object('role', removed_role));
+    perform vera.refresh_auth_context();
     return true;
 end
 $$;

@@ -700,6 +700,27 @@ $$;
 comment on function vera.set_auth_context(uuid, uuid) is
     'Internal: records the caller and its groups for the current transaction only';
 
+-- Recompute the current transaction's groups after a change to the caller's
+-- own reach (a group it created, a membership it changed).
+create or replace function vera.refresh_auth_context()
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    context vera.auth_context;
+begin
+    select * into context from vera.auth_context c
+     where c.backend_pid = pg_catalog.pg_backend_pid()
+       and c.xact_started = pg_catalog.transaction_timestamp();
+    if found then
+        perform vera.set_auth_context(context.principal_id, context.key_id);
+    end if;
+end
+$$;
+comment on function vera.refresh_auth_context() is
+    'Internal: recomputes the caller''s groups for the rest of the transaction';
+
 -- Contract: authenticates an API key of the form vera_<12 hex>_<43 base64url>
 -- for the current transaction and returns the caller's principal id.
 -- Errors: VA001 malformed, VA002 not recognised, VA003 revoked, VA004 expired,
@@ -909,6 +930,7 @@ begin
     values (new_id, create_group.kind, create_group.parent_group_id, btrim(create_group.name));
     perform vera.audit(create_group.parent_group_id, 'group.create', 'group', new_id,
                        jsonb_build_object('kind', create_group.kind));
+    perform vera.refresh_auth_context();
     return new_id;
 end
 $$;
@@ -974,6 +996,7 @@ begin
         set role = excluded.role, granted_by = excluded.granted_by, granted_at = now();
     perform vera.audit(set_member_role.group_id, 'membership.set', 'principal',
                        set_member_role.principal_id::text, jsonb_build_object('role', role));
+    perform vera.refresh_auth_context();
 end
 $$;
 comment on function vera.set_member_role(text, uuid, vera.member_role) is
@@ -1012,6 +1035,7 @@ begin
      where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id;
     perform vera.audit(remove_member.group_id, 'membership.remove', 'principal',
                        remove_member.principal_id::text, jsonb_build_object('role', removed_role));
+    perform vera.refresh_auth_context();
     return true;
 end
 $$;

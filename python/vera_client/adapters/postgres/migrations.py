@@ -129,7 +129,11 @@ class MigrationRunner:
                 conn.execute(sql.encode())  # the file's statements, as psql -f would send them
                 conn.execute(
                     query("record_migration"),
-                    {"version": migration.version, "name": migration.name, "sha256": migration.sha256},
+                    {
+                        "version": migration.version,
+                        "name": migration.name,
+                        "sha256": migration.sha256,
+                    },
                 )
         except psycopg.Error as exc:
             raise MigrationError(f"{migration.name} failed and was rolled back: {first_line(exc)}") from exc

@@ -9,13 +9,12 @@ from vera_client.adapters.postgres.queries import query
 from vera_client.domain.models import Tenant
 
 
-def create_tenant(
-    admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None
-) -> Tenant:
+def create_tenant(admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None) -> Tenant:
     """Create an organisation with its owner; the owner's first key is returned once."""
     with connect(admin_dsn) as conn, translated_errors():
         row = conn.execute(
-            query("create_tenant"), {"organisation": organisation, "owner": owner, "email": owner_email}
+            query("create_tenant"),
+            {"organisation": organisation, "owner": owner, "email": owner_email},
         ).fetchone()
         assert row is not None
         conn.commit()
@@ -25,20 +24,21 @@ def create_tenant(
 def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) -> Tenant:
     """The organisation of that name with a fresh key for its first owner, created if missing.
 
-    Keys are shown once, so re-running hands out a new key (named key_name)
-    and revokes the previous keys of that name: the latest run's key works.
+    For demos: keys are shown once, so re-running hands out a new key (named
+    key_name) and revokes every earlier key of that owner; the latest works.
     """
     with connect(admin_dsn) as conn, translated_errors():
         found = conn.execute(query("find_tenant_owner"), {"organisation": organisation}).fetchone()
         if found is None:
             row = conn.execute(
-                query("create_tenant"), {"organisation": organisation, "owner": owner, "email": None}
+                query("create_tenant"),
+                {"organisation": organisation, "owner": owner, "email": None},
             ).fetchone()
             assert row is not None
             conn.commit()
             return Tenant(group_id=row[0], owner_principal_id=row[1], api_key=row[2])
         group_id, principal_id = str(found[0]), UUID(str(found[1]))
-        conn.execute(query("revoke_named_keys"), {"principal": principal_id, "name": key_name})
+        conn.execute(query("revoke_all_keys"), {"principal": principal_id})
         issued = conn.execute(query("issue_key"), {"principal": principal_id, "name": key_name}).fetchone()
         assert issued is not None
         conn.commit()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import LiteralString, cast
+from typing import LiteralString
 
 _HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
 
@@ -18,5 +18,10 @@ def _load(path: Path) -> dict[str, str]:
 
 
 def query(name: str) -> LiteralString:
-    """The SQL of a named query; the files are part of the package, not user input."""
-    return cast(LiteralString, _load(Path(__file__).with_name("queries.sql"))[name])
+    """The SQL of a named query.
+
+    Typed LiteralString for psycopg: queries.sql ships with the package and is
+    never built from user input (values always travel as parameters).
+    """
+    sql: LiteralString = _load(Path(__file__).with_name("queries.sql"))[name]
+    return sql

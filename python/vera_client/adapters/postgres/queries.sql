@@ -54,10 +54,10 @@ where g.kind = 'organisation' and g.name = %(organisation)s
 order by g.created_at, m.granted_at
 limit 1;
 
--- name: revoke_named_keys
--- Operator: revokes a principal's live keys of one name.
+-- name: revoke_all_keys
+-- Operator: revokes every live key of a principal.
 update vera.api_keys set revoked_at = now()
-where principal_id = %(principal)s and name = %(name)s and revoked_at is null;
+where principal_id = %(principal)s and revoked_at is null;
 
 -- name: issue_key
 -- Operator: a new key for a principal, returned once.

@@ -1,0 +1,130 @@
+"""The `vera` command line against the session's server: the demo, db
+commands, and one-line errors for user mistakes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner, Result
+
+from pg_tests.conftest import Database
+from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.entrypoints.cli import main
+
+KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
+
+
+@pytest.fixture
+def demo_db(make_database) -> Database:
+    database: Database = make_database(template="template0")
+    return database
+
+
+def _env(server: EmbeddedPostgres, database: str) -> dict[str, str]:
+    return {
+        "VERA_DB__DATA_DIR": str(server.data_dir),
+        "VERA_DB__PORT": str(server.port),
+        "VERA_DB__DATABASE": database,
+        "VERA_DB__DSN": "",
+        "VERA_DB__ADMIN_DSN": "",
+    }
+
+
+def _run(args: list[str], env: dict[str, str]) -> Result:
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
+def _one_line_error(result: Result) -> str:
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("vera: error: ")
+    return lines[0]
+
+
+def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    first = _run(["demo"], env)
+    assert first.exit_code == 0, first.output
+    assert "applied 0001_initial.sql" in first.output
+    assert "psql" in first.output and "vera.authenticate" in first.output
+    first_key = KEY.search(first.output)
+    second = _run(["demo"], env)
+    assert second.exit_code == 0, second.output
+    assert "migrations: 0 applied now" in second.output
+    second_key = KEY.search(second.output)
+    assert first_key and second_key and first_key[0] != second_key[0]
+    with psycopg.connect(demo_db.dsn("vera_app")) as conn:
+        conn.execute("select vera.authenticate(%s)", (second_key[0],))
+        organisations = conn.execute(
+            "select group_name from vera.whoami() where group_kind = 'organisation'"
+        ).fetchall()
+        assert organisations == [("Demo Organisation",)]
+        conn.rollback()
+        with pytest.raises(psycopg.Error, match="revoked"):
+            conn.execute("select vera.authenticate(%s)", (first_key[0],))
+    with demo_db.admin() as conn:
+        assert conn.execute("select count(*) from vera.groups where kind = 'organisation'").fetchone() == (1,)
+
+
+def test_db_status_migrate_and_url(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    status = _run(["db", "status"], env)
+    assert status.exit_code == 0 and "0001_initial.sql" in status.output and "pending" in status.output
+    migrate = _run(["db", "migrate"], env)
+    assert migrate.exit_code == 0 and "applied 0001_initial.sql" in migrate.output
+    again = _run(["db", "migrate"], env)
+    assert again.exit_code == 0 and "nothing to migrate" in again.output
+    assert "applied" in _run(["db", "status"], env).output
+    url = _run(["db", "url"], env)
+    assert url.output.strip() == demo_db.dsn("vera_app")
+
+
+def test_tenant_create_prints_the_key_once(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    _run(["db", "migrate"], env)
+    result = _run(["tenant", "create", "Globex", "--owner", "Hank"], env)
+    assert result.exit_code == 0, result.output
+    assert KEY.search(result.output) and "organisation: o:" in result.output
+
+
+def test_invalid_dsn_setting_is_one_line(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name) | {"VERA_DB__DSN": "not a dsn"}
+    line = _one_line_error(_run(["db", "migrate"], env))
+    assert "VERA_DB__DSN" in line
+
+
+def test_unreachable_database_is_one_line(demo_db: Database, tmp_path: Path) -> None:
+    env = _env(demo_db.server, demo_db.name) | {
+        "VERA_DB__DSN": f"postgresql://vera_app@/vera?host={tmp_path}"
+    }
+    line = _one_line_error(_run(["db", "migrate"], env))
+    assert "cannot connect" in line
+
+
+def test_embedded_commands_with_an_external_dsn_are_refused(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name) | {"VERA_DB__DSN": demo_db.dsn("vera_app")}
+    line = _one_line_error(_run(["db", "stop"], env))
+    assert "external PostgreSQL" in line
+
+
+def test_edited_migration_is_one_line(
+    demo_db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    _run(["db", "migrate"], env)
+    with demo_db.admin() as conn:
+        conn.execute("update vera_meta.migrations set sha256 = repeat('0', 64) where version = 1")
+    line = _one_line_error(_run(["db", "migrate"], env))
+    assert "0001_initial.sql was edited after it was applied" in line
+
+
+def test_console_script_is_installed() -> None:
+    vera = Path(sys.executable).with_name("vera")
+    result = subprocess.run([str(vera), "--version"], capture_output=True, text=True, check=False)  # noqa: S603
+    assert result.returncode == 0 and "0.1.0" in result.stdout

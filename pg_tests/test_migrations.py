@@ -1,0 +1,141 @@
+"""The migration runner (vera db migrate / status) against the real server."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pg_tests.conftest import ROOT, Database
+from vera_client.adapters.postgres import bundle
+from vera_client.adapters.postgres.migrations import MigrationRunner
+from vera_client.domain.errors import (
+    DatabaseUnavailableError,
+    EditedMigrationError,
+    MigrationError,
+    UnknownMigrationError,
+)
+
+RELEASED = ROOT / "sql" / "migrations"
+
+
+@pytest.fixture
+def fresh(make_database) -> Database:
+    database: Database = make_database(template="template0")
+    return database
+
+
+@pytest.fixture
+def migrations_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "migrations"
+    shutil.copytree(RELEASED, folder)
+    return folder
+
+
+def _recorded(database: Database) -> list[tuple[int, str, str]]:
+    with database.admin() as conn:
+        return [
+            tuple(row)
+            for row in conn.execute("select version, name, sha256 from vera_meta.migrations order by 1")
+        ]  # type: ignore[misc]
+
+
+def test_migrate_applies_everything_once_then_is_a_no_op(fresh: Database) -> None:
+    runner = MigrationRunner(fresh.admin_dsn)
+    assert [s.applied for s in runner.states()] == [False] * len(bundle.migrations())
+    applied = runner.migrate()
+    assert [m.name for m in applied] == [m.name for m in bundle.migrations()]
+    assert runner.migrate() == []
+    states = runner.states()
+    assert all(s.applied and not s.edited for s in states)
+    assert [(v, n, s) for v, n, s in _recorded(fresh)] == [
+        (m.version, m.name, m.sha256) for m in bundle.migrations()
+    ]
+
+
+def test_status_does_not_create_the_bookkeeping_table(fresh: Database) -> None:
+    MigrationRunner(fresh.admin_dsn).states()
+    with fresh.admin() as conn:
+        assert conn.execute("select to_regclass('vera_meta.migrations')").fetchone() == (None,)
+
+
+def test_edited_migration_is_refused_by_name_and_nothing_runs(fresh: Database, migrations_copy: Path) -> None:
+    runner = MigrationRunner(fresh.admin_dsn, migrations_dir=migrations_copy)
+    runner.migrate()
+    edited = migrations_copy / "0001_initial.sql"
+    edited.write_text(edited.read_text() + "\n-- a harmless-looking edit\n")
+    (migrations_copy / "0002_next.sql").write_text("create table vera.should_not_exist (id int);\n")
+    with pytest.raises(EditedMigrationError, match=r"0001_initial\.sql"):
+        runner.migrate()
+    with fresh.admin() as conn:
+        assert conn.execute("select to_regclass('vera.should_not_exist')").fetchone() == (None,)
+    assert [s.edited for s in runner.states()] == [True, False]
+
+
+def test_failing_migration_rolls_back_whole(fresh: Database, migrations_copy: Path) -> None:
+    (migrations_copy / "0002_broken.sql").write_text("create table vera.half_done (id int);\nselect 1/0;\n")
+    runner = MigrationRunner(fresh.admin_dsn, migrations_dir=migrations_copy)
+    with pytest.raises(MigrationError, match=r"0002_broken.sql failed and was rolled back: division by zero"):
+        runner.migrate()
+    with fresh.admin() as conn:
+        assert conn.execute("select to_regclass('vera.half_done')").fetchone() == (None,)
+    assert [v for v, _, _ in _recorded(fresh)] == [1]
+
+
+def test_database_newer_than_the_code_is_refused(fresh: Database, migrations_copy: Path) -> None:
+    (migrations_copy / "0002_future.sql").write_text("select 1;\n")
+    MigrationRunner(fresh.admin_dsn, migrations_dir=migrations_copy).migrate()
+    with pytest.raises(UnknownMigrationError, match=r"0002_future\.sql"):
+        MigrationRunner(fresh.admin_dsn).migrate()
+
+
+def test_gaps_in_numbering_are_refused(migrations_copy: Path) -> None:
+    (migrations_copy / "0003_skipped_one.sql").write_text("select 1;\n")
+    with pytest.raises(MigrationError, match="expected version 0002"):
+        bundle.migrations(migrations_copy)
+
+
+def test_concurrent_runs_apply_each_migration_once(fresh: Database) -> None:
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            MigrationRunner(fresh.admin_dsn).migrate()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert [v for v, _, _ in _recorded(fresh)] == [m.version for m in bundle.migrations()]
+
+
+def test_wrong_dsn_is_one_clear_line(tmp_path: Path) -> None:
+    runner = MigrationRunner(f"postgresql://vera_app@/vera?host={tmp_path}&port=1", connect_timeout=2)
+    with pytest.raises(DatabaseUnavailableError) as raised:
+        runner.migrate()
+    message = str(raised.value)
+    assert message.startswith("cannot connect to postgresql://vera_app@/vera")
+    assert "\n" not in message
+
+
+def test_password_never_appears_in_errors() -> None:
+    runner = MigrationRunner("postgresql://dba:hunter2@127.0.0.1:1/vera", connect_timeout=2)
+    with pytest.raises(DatabaseUnavailableError) as raised:
+        runner.migrate()
+    assert "hunter2" not in str(raised.value) and "dba:***@" in str(raised.value)
+
+
+def test_migrated_database_is_usable_by_the_application_role(fresh: Database) -> None:
+    MigrationRunner(fresh.admin_dsn).migrate()
+    with fresh.admin() as admin:
+        key = admin.execute("select api_key from vera.create_tenant('T', 'O')").fetchone()[0]  # type: ignore[index]
+    with psycopg.connect(fresh.dsn("vera_app")) as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        assert conn.execute("select count(*) from vera.whoami()").fetchone() == (2,)

@@ -1,0 +1,187 @@
+"""Provisioning functions (sql/functions/050_tenants.sql): roles are checked
+in the target group, other tenants' groups and principals are out of reach,
+and every change is audited."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors
+
+from pg_tests.seed import World, caller
+
+
+def _audit_actions(world: World, group: str) -> list[str]:
+    with world.db.admin() as conn:
+        return [
+            row[0] for row in conn.execute("select action from vera.audit_log where group_id = %s", (group,))
+        ]
+
+
+def test_owner_creates_workspace_and_project_with_audit(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        workspace = conn.execute(
+            "select vera.create_group(%s, 'workspace', 'Platform')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        project = conn.execute(
+            "select vera.create_group(%s, 'project', 'Payments')", (workspace,)
+        ).fetchone()[0]  # type: ignore[index]
+        assert workspace.startswith("w:") and project.startswith("p:")
+        # usable at once: creating a group refreshes the caller's context
+        groups = {row[0]: row[1] for row in conn.execute("select group_id, role from vera.whoami()")}
+        assert groups[project] == "owner"  # inherited from the organisation
+        audit = conn.execute(
+            "select action, target_id from vera.audit_log where group_id = %s and action = 'group.create'",
+            (world.a.organisation,),
+        ).fetchall()
+        assert (("group.create", workspace)) in audit
+
+
+@pytest.mark.parametrize("key_of", ["a_viewer", "b_owner"])
+def test_create_group_needs_admin_in_the_parent(world: World, key_of: str) -> None:
+    key = world.a.viewer_key if key_of == "a_viewer" else world.b.owner_key
+    with caller(world.db, key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.create_group(%s, 'workspace', 'Intrusion')", (world.a.organisation,))
+
+
+@pytest.mark.parametrize(
+    ("kind", "parent"),
+    [("organisation", "organisation"), ("personal", "organisation"), ("workspace", "workspace")],
+)
+def test_create_group_refuses_impossible_nesting(world: World, kind: str, parent: str) -> None:
+    parent_id = world.a.organisation if parent == "organisation" else world.a.workspace
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InvalidParameterValue):
+        conn.execute("select vera.create_group(%s, %s, 'x')", (parent_id, kind))
+
+
+def test_create_group_refuses_blank_name(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InvalidParameterValue):
+        conn.execute("select vera.create_group(%s, 'workspace', '   ')", (world.a.organisation,))
+
+
+def test_unauthenticated_calls_are_refused(world: World) -> None:
+    for statement in (
+        "select vera.create_group('o:0000000000000000', 'workspace', 'x')",
+        "select * from vera.whoami()",
+        "select * from vera.list_api_keys()",
+        "select * from vera.create_api_key('x')",
+    ):
+        with caller(world.db, None) as conn, pytest.raises(psycopg.Error) as raised:
+            conn.execute(statement)  # type: ignore[arg-type]
+        assert raised.value.sqlstate in {"VA005", "42501"}, statement
+
+
+def test_whoami_lists_only_the_callers_groups(world: World) -> None:
+    with caller(world.db, world.b.viewer_key) as conn:
+        rows = conn.execute("select principal_id, group_id, role from vera.whoami()").fetchall()
+    assert {row[0] for row in rows} == {world.b.viewer}
+    groups = {row[1]: row[2] for row in rows}
+    assert groups[world.b.organisation] == "viewer"
+    assert groups[world.b.workspace] == "viewer"
+    assert not set(groups) & set(world.a.groups)
+
+
+def test_role_in_is_null_outside_the_callers_groups(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        assert conn.execute("select vera.role_in(%s)", (world.a.workspace,)).fetchone() == ("owner",)
+        assert conn.execute("select vera.role_in(%s)", (world.b.organisation,)).fetchone() == (None,)
+
+
+def test_require_role_raises_for_other_tenants(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select vera.require_role(%s, 'owner')", (world.a.organisation,))
+        with pytest.raises(errors.InsufficientPrivilege):
+            conn.execute("select vera.require_role(%s, 'viewer')", (world.b.organisation,))
+
+
+def test_create_principal_as_admin(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        new = conn.execute(
+            "select vera.create_principal(%s, 'service', 'crawler', 'member')", (world.a.workspace,)
+        ).fetchone()[0]  # type: ignore[index]
+        members = {row[0] for row in conn.execute("select principal_id from vera.memberships")}
+        assert new in members
+
+
+def test_create_principal_cannot_escalate_above_own_role(world: World) -> None:
+    with world.db.admin() as admin:
+        admin_id = admin.execute("select vera.insert_principal('user', 'Ada Admin', null)").fetchone()[0]  # type: ignore[index]
+        admin.execute(
+            "insert into vera.memberships (group_id, principal_id, role) values (%s, %s, 'admin')",
+            (world.a.workspace, admin_id),
+        )
+        key = admin.execute("select api_key from vera.issue_api_key(%s, 'k', null)", (admin_id,)).fetchone()[
+            0
+        ]  # type: ignore[index]
+    with caller(world.db, key) as conn:
+        conn.execute("select vera.create_principal(%s, 'user', 'Bob', 'admin')", (world.a.workspace,))
+        with pytest.raises(errors.InsufficientPrivilege, match="cannot grant owner"):
+            conn.execute("select vera.create_principal(%s, 'user', 'Eve', 'owner')", (world.a.workspace,))
+
+
+def test_create_principal_in_another_tenant_is_refused(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.create_principal(%s, 'user', 'Spy')", (world.b.workspace,))
+
+
+def test_set_member_role_grants_and_audits(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select vera.set_member_role(%s, %s, 'member')", (world.a.workspace, world.a.viewer))
+        role = conn.execute(
+            "select role from vera.memberships where group_id = %s and principal_id = %s",
+            (world.a.workspace, world.a.viewer),
+        ).fetchone()
+        assert role == ("member",)
+        actions = [row[0] for row in conn.execute("select action from vera.audit_log")]
+        assert "membership.set" in actions
+
+
+def test_set_member_role_cannot_pull_in_another_tenants_principal(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.set_member_role(%s, %s, 'viewer')", (world.a.workspace, world.b.owner))
+    assert raised.value.sqlstate == "VN001"
+
+
+def test_set_member_role_in_another_tenant_is_refused(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.set_member_role(%s, %s, 'owner')", (world.b.workspace, world.a.owner))
+
+
+def test_remove_member(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        assert conn.execute(
+            "select vera.remove_member(%s, %s)", (world.a.workspace, world.a.service)
+        ).fetchone() == (True,)
+        assert conn.execute(
+            "select vera.remove_member(%s, %s)", (world.a.workspace, world.a.service)
+        ).fetchone() == (False,)
+
+
+def test_remove_member_keeps_the_last_owner(world: World) -> None:
+    with (
+        caller(world.db, world.a.owner_key) as conn,
+        pytest.raises(errors.InsufficientPrivilege, match="last owner"),
+    ):
+        conn.execute("select vera.remove_member(%s, %s)", (world.a.organisation, world.a.owner))
+
+
+def test_remove_member_in_another_tenant_is_refused(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.remove_member(%s, %s)", (world.b.workspace, world.b.service))
+
+
+def test_create_tenant_as_operator_is_audited(world: World) -> None:
+    with world.db.admin() as conn:
+        org, _owner, key = conn.execute(
+            "select * from vera.create_tenant('Charlie', 'Carol', 'carol@example.org')"
+        ).fetchone()  # type: ignore[misc]
+        assert org.startswith("o:") and key.startswith("vera_")
+    assert _audit_actions(world, org) == ["tenant.create"]
+    with caller(world.db, key) as conn:
+        assert {row[0] for row in conn.execute("select group_id from vera.whoami()")} >= {org}
+
+
+@pytest.mark.parametrize(("organisation", "owner"), [("", "x"), ("x", "  "), (None, "x")])
+def test_create_tenant_refuses_blank_names(world: World, organisation: str | None, owner: str) -> None:
+    with world.db.admin() as conn, pytest.raises(errors.InvalidParameterValue):
+        conn.execute("select * from vera.create_tenant(%s, %s)", (organisation, owner))

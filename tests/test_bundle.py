@@ -1,0 +1,41 @@
+"""The SQL bundle as files: numbering, frozen checksums, named queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vera_client.adapters.postgres import bundle
+from vera_client.adapters.postgres.queries import _load, query
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bundle_is_found_in_the_checkout() -> None:
+    assert bundle.sql_root() == ROOT / "sql"
+    names = [path.parent.name for path in bundle.declarative_files()]
+    assert names == sorted(names, key=bundle.DECLARATIVE_PARTS.index)
+
+
+def test_released_migrations_are_frozen() -> None:
+    """A released migration never changes: its checksum is recorded in SHA256SUMS.
+
+    Adding a migration means adding its line; editing a released one means
+    this test fails (put the change in a new migration instead).
+    """
+    recorded = {}
+    for line in (ROOT / "sql" / "migrations" / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        recorded[name] = digest
+    assert {m.name: m.sha256 for m in bundle.migrations()} == recorded
+
+
+def test_every_named_query_loads() -> None:
+    queries = _load(Path(bundle.__file__).with_name("queries.sql"))
+    assert {"create_migration_table", "applied_migrations", "create_tenant"} <= set(queries)
+    assert all(body.strip() for body in queries.values())
+    assert "select current_setting" in query("server_version")
+
+
+def test_every_sql_file_starts_with_a_comment_saying_what_it_is() -> None:
+    for path in (ROOT / "sql").rglob("*.sql"):
+        assert path.read_text().startswith("--"), path
