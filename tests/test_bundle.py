@@ -31,7 +31,7 @@ def test_released_migrations_are_frozen() -> None:
 
 def test_every_named_query_loads() -> None:
     queries = _load(Path(bundle.__file__).with_name("queries.sql"))
-    assert {"create_migration_table", "applied_migrations", "create_tenant"} <= set(queries)
+    assert {"applied_migrations", "record_migration", "create_tenant"} <= set(queries)
     assert all(body.strip() for body in queries.values())
     assert "select current_setting" in query("server_version")
 

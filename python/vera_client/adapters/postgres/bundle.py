@@ -31,6 +31,11 @@ def declarative_files(root: Path | None = None) -> list[Path]:
     return [path for part in DECLARATIVE_PARTS for path in sorted((base / part).glob("*.sql"))]
 
 
+def migrations_table_sql(root: Path | None = None) -> bytes:
+    """DDL of vera_meta.migrations, shared with the container's init script."""
+    return ((root or sql_root()) / "meta" / "migrations_table.sql").read_bytes()
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -105,7 +105,7 @@ class MigrationRunner:
                 self._preflight(conn)
                 with conn.transaction():
                     conn.execute(query("lock_migrations"))
-                    conn.execute(query("create_migration_table"))
+                    conn.execute(bundle.migrations_table_sql())
                     applied = self._applied(conn)
             self._check_unknown(available, applied)
             self._check_edited(available, applied)

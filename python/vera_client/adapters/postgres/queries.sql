@@ -12,18 +12,6 @@ from unnest(%(names)s::text[]) as wanted(name)
 left join pg_available_extensions available on available.name = wanted.name
 left join pg_extension installed on installed.extname = wanted.name;
 
--- name: create_migration_table
--- Bookkeeping of applied migrations, outside the vera schema so that a
--- database built with psql alone has the same vera catalog.
-create schema if not exists vera_meta;
-create table if not exists vera_meta.migrations (
-    version    integer primary key,
-    name       text not null,
-    sha256     text not null,
-    applied_at timestamptz not null default now(),
-    applied_by text not null default session_user
-);
-
 -- name: migration_table_exists
 -- Whether the bookkeeping table exists yet (status must not create it).
 select to_regclass('vera_meta.migrations') is not null;

@@ -1,0 +1,46 @@
+"""The container's init script (Dockerfile.postgres), run here against the
+real server with the embedded psql: Docker itself cannot run on this machine,
+but what the script does to a database can be checked."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import psycopg
+
+from pg_tests.conftest import ROOT, Database
+from vera_client.adapters.postgres.migrations import MigrationRunner
+
+SCRIPT = ROOT / "docker" / "initdb" / "10-vera-migrate.sh"
+
+
+def _run_script(database: Database, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {
+        "PATH": f"{database.server.bin_dir}:{os.environ['PATH']}",
+        "PGHOST": str(database.server.socket_dir),
+        "PGPORT": str(database.server.port),
+        "POSTGRES_USER": "postgres",
+        "POSTGRES_DB": database.name,
+        "VERA_SQL_DIR": str(ROOT / "sql"),
+        **extra,
+    }
+    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, check=False)  # noqa: S603, S607
+
+
+def test_init_script_migrates_and_records_like_the_runner(make_database) -> None:
+    database: Database = make_database(template="template0")
+    result = _run_script(database, VERA_APP_PASSWORD="app's secret")
+    assert result.returncode == 0, result.stderr
+    runner = MigrationRunner(database.admin_dsn)
+    assert all(state.applied and not state.edited for state in runner.states())
+    assert runner.migrate() == []
+    with psycopg.connect(database.admin_dsn) as conn:
+        has_password = conn.execute(
+            "select rolpassword is not null from pg_authid where rolname = 'vera_app'"
+        )
+        assert has_password.fetchone() == (True,)
+        conn.execute("alter role vera_app password null")  # roles are cluster-wide: leave it as found
+    again = _run_script(database)
+    assert again.returncode == 0, again.stderr
+    assert "applying" not in again.stdout
