@@ -69,7 +69,7 @@ def test_missing_pgvector_is_named_with_how_to_get_it(
 
 
 def test_tcp_listens_on_loopback_only_and_requires_a_password(pg_server: EmbeddedPostgres) -> None:
-    root = Path(tempfile.mkdtemp(prefix="vera-tcp-", dir="/tmp"))  # noqa: S108
+    root = Path(tempfile.mkdtemp(prefix="vera-tcp-", dir="/tmp"))
     root.chmod(0o755)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
