@@ -21,7 +21,7 @@ select kind, name, definition from (
                      'rls=' || c.relrowsecurity, 'force=' || c.relforcerowsecurity,
                      c.relacl::text, obj_description(c.oid, 'pg_class'))
     from pg_class c
-    where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'v', 'm', 'p', 'S')
+    where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'v', 'm', 'p', 'S', 'c')
   union all
     select 'column', c.relname || '.' || a.attname,
            concat_ws(' | ', a.attnum, format_type(a.atttypid, a.atttypmod),
@@ -32,7 +32,7 @@ select kind, name, definition from (
     from pg_attribute a
     join pg_class c on c.oid = a.attrelid
     left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
-    where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+    where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'c')
       and a.attnum > 0 and not a.attisdropped
   union all
     select 'index', i.relname, pg_get_indexdef(i.oid)

@@ -1,4 +1,3 @@
-# ruff: noqa: E501
 """Two tenants with overlapping data: the same source names, entity names,
 predicates and texts, so that any leak between them would show."""
 

@@ -20,6 +20,7 @@ from vera_client.domain.errors import (
 )
 
 RELEASED = ROOT / "sql" / "migrations"
+NEXT = len(bundle.migrations(RELEASED)) + 1
 
 
 @pytest.fixture
@@ -67,34 +68,38 @@ def test_edited_migration_is_refused_by_name_and_nothing_runs(fresh: Database, m
     runner.migrate()
     edited = migrations_copy / "0001_initial.sql"
     edited.write_text(edited.read_text() + "\n-- a harmless-looking edit\n")
-    (migrations_copy / "0002_next.sql").write_text("create table vera.should_not_exist (id int);\n")
+    (migrations_copy / f"{NEXT:04d}_next.sql").write_text("create table vera.should_not_exist (id int);\n")
     with pytest.raises(EditedMigrationError, match=r"0001_initial\.sql"):
         runner.migrate()
     with fresh.admin() as conn:
         assert conn.execute("select to_regclass('vera.should_not_exist')").fetchone() == (None,)
-    assert [s.edited for s in runner.states()] == [True, False]
+    assert [s.edited for s in runner.states()] == [True] + [False] * (NEXT - 1)
 
 
 def test_failing_migration_rolls_back_whole(fresh: Database, migrations_copy: Path) -> None:
-    (migrations_copy / "0002_broken.sql").write_text("create table vera.half_done (id int);\nselect 1/0;\n")
+    (migrations_copy / f"{NEXT:04d}_broken.sql").write_text(
+        "create table vera.half_done (id int);\nselect 1/0;\n"
+    )
     runner = MigrationRunner(fresh.admin_dsn, migrations_dir=migrations_copy)
-    with pytest.raises(MigrationError, match=r"0002_broken.sql failed and was rolled back: division by zero"):
+    with pytest.raises(
+        MigrationError, match=rf"{NEXT:04d}_broken.sql failed and was rolled back: division by zero"
+    ):
         runner.migrate()
     with fresh.admin() as conn:
         assert conn.execute("select to_regclass('vera.half_done')").fetchone() == (None,)
-    assert [v for v, _, _ in _recorded(fresh)] == [1]
+    assert [v for v, _, _ in _recorded(fresh)] == list(range(1, NEXT))
 
 
 def test_database_newer_than_the_code_is_refused(fresh: Database, migrations_copy: Path) -> None:
-    (migrations_copy / "0002_future.sql").write_text("select 1;\n")
+    (migrations_copy / f"{NEXT:04d}_future.sql").write_text("select 1;\n")
     MigrationRunner(fresh.admin_dsn, migrations_dir=migrations_copy).migrate()
-    with pytest.raises(UnknownMigrationError, match=r"0002_future\.sql"):
+    with pytest.raises(UnknownMigrationError, match=rf"{NEXT:04d}_future\.sql"):
         MigrationRunner(fresh.admin_dsn).migrate()
 
 
 def test_gaps_in_numbering_are_refused(migrations_copy: Path) -> None:
-    (migrations_copy / "0003_skipped_one.sql").write_text("select 1;\n")
-    with pytest.raises(MigrationError, match="expected version 0002"):
+    (migrations_copy / f"{NEXT + 1:04d}_skipped_one.sql").write_text("select 1;\n")
+    with pytest.raises(MigrationError, match=f"expected version {NEXT:04d}"):
         bundle.migrations(migrations_copy)
 
 

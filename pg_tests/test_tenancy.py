@@ -279,6 +279,24 @@ ISOLATION_TESTED = {
     "set_member_role(text,uuid,vera.member_role)": "test_tenants",
     "whoami()": "test_tenants",
     "writable_groups()": "test_tenancy (policies)",
+    "normalize_name(text)": "test_normalize (pure)",
+    "normalize_predicate(text)": "test_normalize (pure)",
+    "tier_authority(integer)": "test_publish (pure)",
+    "setting_default(text)": "test_settings (pure)",
+    "setting(text,text)": "test_settings",
+    "set_setting(text,text,jsonb)": "test_settings",
+    "register_source(text,text,text,integer,text,jsonb,text)": "test_sources",
+    "record_episode(text,uuid,text,bytea,text,text,timestamp with time zone,text,text)": "test_sources",
+    "store_chunks(text,uuid,jsonb,text)": "test_sources",
+    "declare_predicate(text,text,vera.predicate_cardinality,text)": "test_tenancy (below)",
+    "publish_claims(text,uuid,jsonb,text)": "test_publish",
+    "pending_reviews(text)": "test_review",
+    "review_claim(text,uuid,text,text)": "test_review",
+    "retract_episode(text,uuid,text)": "test_retract",
+    "erase_episode(text,uuid,text)": "test_retract",
+    "retract_source(text,uuid,text)": "test_retract",
+    "erase_source(text,uuid,text)": "test_retract",
+    "complete_cleanup(bigint)": "test_retract",
 }
 
 
@@ -295,3 +313,10 @@ def test_every_function_a_login_role_can_call_has_isolation_tests(world: World) 
             )
         }
     assert callable_by_login_roles == set(ISOLATION_TESTED)
+
+
+@pytest.mark.parametrize("key_of", ["viewer", "other tenant"])
+def test_declare_predicate_needs_admin_in_the_group(world: World, key_of: str) -> None:
+    key = world.a.viewer_key if key_of == "viewer" else world.b.owner_key
+    with caller(world.db, key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (world.a.organisation,))

@@ -9,7 +9,7 @@ set -euo pipefail
 sql_dir=${VERA_SQL_DIR:-/opt/vera/sql}
 psql_db=(psql -v ON_ERROR_STOP=1 -X -q --username "${POSTGRES_USER:-postgres}" --dbname "${POSTGRES_DB:-postgres}")
 
-"${psql_db[@]}" -f "$sql_dir/meta/migrations_table.sql"
+"${psql_db[@]}" -f "$sql_dir/meta/bookkeeping.sql"
 
 for file in "$sql_dir"/migrations/[0-9][0-9][0-9][0-9]_*.sql; do
     name=$(basename "$file")

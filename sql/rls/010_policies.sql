@@ -17,7 +17,7 @@ declare
 begin
     foreach knowledge_table in array array[
         'sources', 'episodes', 'chunks', 'entities', 'entity_aliases', 'predicates',
-        'facts', 'feedback', 'ranking_weights', 'snapshots', 'snapshot_items']
+        'facts', 'feedback', 'ranking_weights', 'snapshots', 'snapshot_items', 'group_settings']
     loop
         execute format('alter table vera.%I enable row level security', knowledge_table);
         execute format('alter table vera.%I force row level security', knowledge_table);
@@ -38,6 +38,19 @@ begin
     end loop;
 end
 $policies$;
+
+-- Proposals live in their proposer's u: scope; the admins of the scope they
+-- are proposed for may see them, decide on them and erase them.
+drop policy if exists read_proposals_for_administered_groups on vera.facts;
+drop policy if exists update_proposals_for_administered_groups on vera.facts;
+drop policy if exists delete_proposals_for_administered_groups on vera.facts;
+create policy read_proposals_for_administered_groups on vera.facts for select
+    using (proposed_for = any ((select vera.administrable_groups())::text[]));
+create policy update_proposals_for_administered_groups on vera.facts for update
+    using (proposed_for = any ((select vera.administrable_groups())::text[]))
+    with check (proposed_for = any ((select vera.administrable_groups())::text[]));
+create policy delete_proposals_for_administered_groups on vera.facts for delete
+    using (proposed_for = any ((select vera.administrable_groups())::text[]));
 
 alter table vera.groups enable row level security;
 alter table vera.groups force row level security;

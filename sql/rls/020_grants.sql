@@ -9,7 +9,7 @@ set role vera_owner;
 
 grant select on vera.sources, vera.episodes, vera.chunks, vera.entities, vera.entity_aliases,
     vera.predicates, vera.facts, vera.feedback, vera.ranking_weights, vera.snapshots,
-    vera.snapshot_items, vera.groups, vera.memberships, vera.principals, vera.audit_log
+    vera.snapshot_items, vera.groups, vera.memberships, vera.principals, vera.audit_log, vera.group_settings
     to vera_app, vera_worker, vera_gateway;
 
 grant insert, update, delete on vera.sources, vera.episodes, vera.chunks, vera.entities,
@@ -34,7 +34,25 @@ grant execute on function
     vera.remove_member(text, uuid),
     vera.create_api_key(text, timestamptz, uuid),
     vera.revoke_api_key(text),
-    vera.list_api_keys()
+    vera.list_api_keys(),
+    vera.normalize_name(text),
+    vera.normalize_predicate(text),
+    vera.tier_authority(integer),
+    vera.setting_default(text),
+    vera.setting(text, text),
+    vera.set_setting(text, text, jsonb),
+    vera.register_source(text, text, text, integer, text, jsonb, text),
+    vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text),
+    vera.store_chunks(text, uuid, jsonb, text),
+    vera.declare_predicate(text, text, vera.predicate_cardinality, text),
+    vera.publish_claims(text, uuid, jsonb, text),
+    vera.pending_reviews(text),
+    vera.review_claim(text, uuid, text, text),
+    vera.retract_episode(text, uuid, text),
+    vera.erase_episode(text, uuid, text),
+    vera.retract_source(text, uuid, text),
+    vera.erase_source(text, uuid, text),
+    vera.complete_cleanup(bigint)
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;

@@ -17,13 +17,58 @@ create type vera.verification as enum ('human_verified', 'auto', 'pending');
 -- published: current knowledge; pending_review: tier-3 claim awaiting an admin;
 -- proposal: unverified claim kept in the proposer's u: scope; superseded: an
 -- older value of a functional predicate; retracted: its source was withdrawn;
--- rejected: a reviewer said no.
+-- rejected: a reviewer said no; accepted: a proposal a reviewer approved, whose
+-- published copy now lives in the shared scope it was proposed for.
 create type vera.fact_lifecycle as enum (
-    'published', 'pending_review', 'proposal', 'superseded', 'retracted', 'rejected'
+    'published', 'pending_review', 'proposal', 'superseded', 'retracted', 'rejected', 'accepted'
 );
 
 create type vera.predicate_cardinality as enum ('functional', 'multi');
 
 create type vera.item_kind as enum ('fact', 'passage');
+
+-- Working rows of entity resolution (vera.resolve_entities). Definer functions
+-- keep such state in arrays of this type rather than temporary tables, which a
+-- caller could pre-create (with triggers) in its own temporary schema.
+-- Working rows of vera.publish_claims, one per claim.
+create type vera.claim_work as (
+    claim             integer,
+    target_group      text,
+    lifecycle         vera.fact_lifecycle,
+    subject           text,
+    subject_type      text,
+    subject_embedding public.vector,
+    predicate         text,
+    functional        boolean,
+    object            text,
+    object_is_entity  boolean,
+    object_type       text,
+    confidence        real,
+    verification      vera.verification,
+    valid_from        timestamptz,
+    stated_valid_to   timestamptz,
+    chunk_id          uuid,
+    evidence_start    integer,
+    evidence_end      integer,
+    fact_text         text,
+    embedding         public.vector,
+    subject_entity_id uuid,
+    object_entity_id  uuid,
+    resolution        text,
+    fact_id           uuid,
+    candidates        uuid[]
+);
+
+create type vera.entity_resolution as (
+    ordinal     integer,
+    group_id    text,
+    name        text,
+    norm        text,
+    embedding   public.vector,
+    entity_type text,
+    entity_id   uuid,
+    method      text,
+    candidates  uuid[]
+);
 
 reset role;

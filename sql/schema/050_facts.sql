@@ -36,11 +36,20 @@ create table vera.facts (
     proposed_by       uuid references vera.principals (principal_id),
     reviewed_by       uuid references vera.principals (principal_id),
     reviewed_at       timestamptz,
+    -- validity end as the claim stated it; valid_to is derived from it and
+    -- from the next value of a functional predicate
+    stated_valid_to   timestamptz,
+    -- a proposal lives in its proposer's u: scope and names the shared scope it
+    -- is meant for; its provenance there (group, source, episode, chunk) sits in
+    -- origin, since foreign keys cannot leave the row's group
+    proposed_for      text references vera.groups (group_id),
+    origin            jsonb,
     primary key (group_id, fact_id),
     foreign key (group_id, subject_entity_id) references vera.entities (group_id, entity_id),
     foreign key (group_id, object_entity_id) references vera.entities (group_id, entity_id),
     foreign key (group_id, predicate) references vera.predicates (group_id, name),
-    foreign key (group_id, superseded_by) references vera.facts (group_id, fact_id),
+    constraint facts_group_id_superseded_by_fkey foreign key (group_id, superseded_by)
+        references vera.facts (group_id, fact_id) on delete set null (superseded_by),
     foreign key (group_id, source_id) references vera.sources (group_id, source_id),
     -- erasure deletes episodes and chunks; the retracted fact keeps its group
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id)
@@ -50,12 +59,21 @@ create table vera.facts (
     constraint facts_validity_order check (valid_to is null or valid_to >= valid_from),
     constraint facts_evidence_order check (
         evidence_end is null or evidence_start is null or evidence_end >= evidence_start),
+    -- superseded in valid time (a successor, a closed validity) or in
+    -- transaction time (a new version of its episode no longer says it)
     constraint facts_superseded_has_successor check (
-        lifecycle <> 'superseded' or superseded_by is not null or valid_to is not null)
+        lifecycle <> 'superseded' or superseded_by is not null or valid_to is not null
+        or retired_at is not null),
+    constraint facts_proposal_has_target check (lifecycle <> 'proposal' or proposed_for is not null),
+    constraint facts_stated_validity_order check (stated_valid_to is null or stated_valid_to >= valid_from)
 );
--- current value(s) of a subject's predicate: supersession and graph projection
-create index facts_current_idx on vera.facts (group_id, subject_entity_id, predicate)
-    where lifecycle = 'published';
+-- the valid-time history of a subject's predicate: supersession rebuilds it
+create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from)
+    where lifecycle in ('published', 'superseded') and retired_at is null;
+-- proposals awaiting the admins of the scope they are meant for
+create index facts_proposed_for_idx on vera.facts (proposed_for) where lifecycle = 'proposal';
+-- erasure finds proposals that cite an erased episode
+create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
 create index facts_tsv_idx on vera.facts using gin (tsv);
 create index facts_validity_idx on vera.facts (group_id, valid_from, valid_to);
 create index facts_episode_idx on vera.facts (group_id, episode_id) where episode_id is not null;

@@ -7,6 +7,7 @@ installed wheel carries the same files as vera_client/_sql.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from pathlib import Path
 
@@ -31,9 +32,9 @@ def declarative_files(root: Path | None = None) -> list[Path]:
     return [path for part in DECLARATIVE_PARTS for path in sorted((base / part).glob("*.sql"))]
 
 
-def migrations_table_sql(root: Path | None = None) -> bytes:
-    """DDL of vera_meta.migrations, shared with the container's init script."""
-    return ((root or sql_root()) / "meta" / "migrations_table.sql").read_bytes()
+def bookkeeping_sql(root: Path | None = None) -> bytes:
+    """DDL of vera_meta (migrations, components), shared with the container's init script."""
+    return ((root or sql_root()) / "meta" / "bookkeeping.sql").read_bytes()
 
 
 def file_sha256(path: Path) -> str:
@@ -49,6 +50,9 @@ def migrations(directory: Path | None = None) -> list[Migration]:
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_lower_snake.sql")
         found.append(Migration(version=int(match[1]), name=path.name, path=path, sha256=file_sha256(path)))
+    for earlier, later in itertools.pairwise(found):
+        if earlier.version == later.version:
+            raise MigrationError(f"{earlier.name} and {later.name} share version {later.version:04d}")
     for expected, migration in enumerate(found, start=1):
         if migration.version != expected:
             raise MigrationError(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 
-from vera_client.adapters.postgres import bundle
+from vera_client.adapters.postgres import bundle, job_queue
 from vera_client.adapters.postgres.errors import connect, first_line, translated_errors
 from vera_client.adapters.postgres.queries import query
 from vera_client.domain.errors import (
@@ -105,7 +105,7 @@ class MigrationRunner:
                 self._preflight(conn)
                 with conn.transaction():
                     conn.execute(query("lock_migrations"))
-                    conn.execute(bundle.migrations_table_sql())
+                    conn.execute(bundle.bookkeeping_sql())
                     applied = self._applied(conn)
             self._check_unknown(available, applied)
             self._check_edited(available, applied)
@@ -116,6 +116,8 @@ class MigrationRunner:
                 applied_now.append(migration)
                 if on_apply is not None:
                     on_apply(migration)
+            with translated_errors():
+                job_queue.ensure_installed(conn)
         return applied_now
 
     def _apply(self, conn: psycopg.Connection, migration: Migration) -> None:

@@ -50,3 +50,15 @@ where principal_id = %(principal)s and revoked_at is null;
 -- name: issue_key
 -- Operator: a new key for a principal, returned once.
 select api_key from vera.issue_api_key(%(principal)s, %(name)s, null);
+
+-- name: installed_component
+-- Version of an installed third-party schema, or nothing.
+select version, sha256 from vera_meta.components where name = %(name)s;
+
+-- name: record_component
+-- Records a third-party schema as installed.
+insert into vera_meta.components (name, version, sha256) values (%(name)s, %(version)s, %(sha256)s);
+
+-- name: procrastinate_present
+-- Whether Procrastinate's tables exist in their schema already (installed by hand).
+select to_regclass('procrastinate.procrastinate_jobs') is not null;

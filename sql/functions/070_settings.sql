@@ -1,0 +1,77 @@
+-- Settings: documented defaults, overridable per group by its admins.
+set role vera_owner;
+
+-- The defaults, and the only setting names there are.
+create or replace function vera.setting_default(name text)
+returns jsonb
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select case name
+        -- entity resolution ladder: pg_trgm similarity that links a name to an alias
+        when 'er.trigram_link' then '0.85'::jsonb
+        -- cosine similarity of name embeddings that links at once
+        when 'er.semantic_link' then '0.86'::jsonb
+        -- cosine similarity from which candidates go to the equivalence judge
+        when 'er.semantic_candidate' then '0.55'::jsonb
+        -- how many candidates the judge sees
+        when 'er.candidate_limit' then '5'::jsonb
+        -- enqueue a contradiction-judge job for new values of multi-valued predicates
+        when 'judge.contradiction' then 'false'::jsonb
+        -- how long a retract_cleanup job waits for the caller to clean up in-process
+        when 'retract.cleanup_delay_seconds' then '60'::jsonb
+    end
+$$;
+comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
+
+-- Contract: a setting's value in a group (its override, else the default).
+create or replace function vera.setting(group_id text, name text)
+returns jsonb
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select coalesce(
+        (select s.value from vera.group_settings s where s.group_id = setting.group_id and s.name = setting.name),
+        vera.setting_default(setting.name))
+$$;
+comment on function vera.setting(text, text) is 'A setting''s value in a group: its override, else the default';
+
+-- Contract: overrides a setting in a group the caller administers (null resets
+-- it to the default). Unknown names and values of the wrong type are refused.
+create or replace function vera.set_setting(group_id text, name text, value jsonb)
+returns jsonb
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    fallback jsonb := vera.setting_default(set_setting.name);
+begin
+    perform vera.require_role(set_setting.group_id, 'admin');
+    if fallback is null then
+        raise exception 'unknown setting %', set_setting.name using errcode = '22023';
+    end if;
+    if value is null then
+        delete from vera.group_settings s where s.group_id = set_setting.group_id and s.name = set_setting.name;
+    else
+        if jsonb_typeof(value) <> jsonb_typeof(fallback)
+           or (jsonb_typeof(value) = 'number' and set_setting.name like 'er.%'
+               and set_setting.name <> 'er.candidate_limit' and (value::float8 < 0 or value::float8 > 1))
+           or (jsonb_typeof(value) = 'number' and (set_setting.name = 'er.candidate_limit'
+               or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400)) then
+            raise exception 'invalid value % for setting % (default %)', value, set_setting.name, fallback
+                using errcode = '22023';
+        end if;
+        insert into vera.group_settings as s (group_id, name, value, updated_by)
+        values (set_setting.group_id, set_setting.name, value, vera.current_principal())
+        on conflict on constraint group_settings_pkey do update
+            set value = excluded.value, updated_at = now(), updated_by = excluded.updated_by;
+    end if;
+    perform vera.audit(set_setting.group_id, 'setting.set', 'setting', set_setting.name,
+                       jsonb_build_object('value', value));
+    return vera.setting(set_setting.group_id, set_setting.name);
+end
+$$;
+comment on function vera.set_setting(text, text, jsonb) is
+    'Overrides (or with null resets) a setting in a group the caller administers';
+
+reset role;

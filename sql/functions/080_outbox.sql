@@ -1,0 +1,31 @@
+-- The transactional outbox: follow-up work for the worker is deferred as a
+-- Procrastinate job in the same transaction as the write that needs it, by
+-- calling Procrastinate's own defer function. A rollback leaves no job; a
+-- commit always has it.
+set role vera_owner;
+
+-- Internal: defers one job on the 'vera' queue and returns its id.
+-- Procrastinate's functions use unqualified names, hence its schema on the path.
+create or replace function vera.enqueue_job(
+    task_name text, args jsonb, scheduled_at timestamptz default null
+)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job_ids bigint[];
+begin
+    if pg_catalog.to_regprocedure('procrastinate.procrastinate_defer_jobs_v1(procrastinate.procrastinate_job_to_defer_v1[])') is null then
+        raise exception 'the job queue (Procrastinate''s schema "procrastinate") is not installed: run vera db migrate'
+            using errcode = 'VJ001';
+    end if;
+    job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
+        row('vera', task_name, 0, null, null, args, scheduled_at)::procrastinate.procrastinate_job_to_defer_v1]);
+    return job_ids[1];
+end
+$$;
+comment on function vera.enqueue_job(text, jsonb, timestamptz) is
+    'Internal: defers a Procrastinate job in the current transaction (the outbox)';
+
+reset role;

@@ -1,0 +1,87 @@
+-- Embeddings: one model and dimension pinned per group, HNSW indexes per
+-- dimension in use, and validation of incoming vectors.
+set role vera_owner;
+
+-- Internal: creates the cosine HNSW indexes for one dimension if missing.
+-- The column is an unsized vector (groups pin different dimensions), so each
+-- index covers the rows of its dimension through a cast and a predicate.
+create or replace function vera.ensure_vector_indexes(dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    target record;
+begin
+    for target in
+        select * from (values ('facts', 'embedding'), ('chunks', 'embedding'), ('entities', 'name_embedding'))
+            as t(table_name, column_name)
+    loop
+        execute format(
+            'create index if not exists %I on vera.%I using hnsw ((%I::vector(%s)) vector_cosine_ops) '
+            'where vector_dims(%I) = %s',
+            format('%s_%s_%s_hnsw_idx', target.table_name, target.column_name, dim),
+            target.table_name, target.column_name, dim, target.column_name, dim);
+    end loop;
+end
+$$;
+comment on function vera.ensure_vector_indexes(integer) is
+    'Internal: cosine HNSW indexes on facts, chunks and entities for one dimension';
+
+-- Internal: pins (model, dim) on a group at its first vector, and refuses a
+-- different model or dimension afterwards (a model change is a reprocess).
+create or replace function vera.pin_embedding(target_group text, model text, dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    pinned record;
+begin
+    if coalesce(pg_catalog.btrim(model), '') = '' then
+        raise exception 'embedding_model is required when vectors are given' using errcode = '22023';
+    end if;
+    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = target_group for update;
+    if pinned.embedding_model is null then
+        update vera.groups g set embedding_model = model, embedding_dim = dim where g.group_id = target_group;
+        perform vera.ensure_vector_indexes(dim);
+    elsif pinned.embedding_model <> model or pinned.embedding_dim <> dim then
+        raise exception 'group % is pinned to embedding model % (% dimensions); got % (% dimensions)',
+            target_group, pinned.embedding_model, pinned.embedding_dim, model, dim using errcode = 'VE001';
+    end if;
+end
+$$;
+comment on function vera.pin_embedding(text, text, integer) is
+    'Internal: pins a group''s embedding model and dimension, or refuses a mismatch (VE001)';
+
+-- Internal: parses JSON number arrays into vectors, all of one dimension.
+-- Returns the dimension (null when no vector is given). JSON cannot carry NaN;
+-- out-of-range numbers become infinite in float4 and are refused (VE002).
+create or replace function vera.parse_vectors(vectors jsonb, what text, out dim integer, out parsed public.vector[])
+language plpgsql stable
+set search_path = vera, public, pg_temp
+as $$
+declare
+    dims integer[];
+begin
+    if vectors is null or jsonb_typeof(vectors) <> 'array' then
+        return;
+    end if;
+    begin
+        select array_agg(case when jsonb_typeof(v) = 'null' then null else (v::text)::public.vector end order by i),
+               array_agg(distinct public.vector_dims((v::text)::public.vector)) filter (where jsonb_typeof(v) <> 'null')
+          into parsed, dims
+          from jsonb_array_elements(vectors) with ordinality as e(v, i);
+    exception when data_exception or invalid_text_representation then
+        raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, sqlerrm
+            using errcode = 'VE002';
+    end;
+    if cardinality(dims) > 1 then
+        raise exception '% embeddings of different dimensions in one call: %', what, dims using errcode = 'VE001';
+    end if;
+    dim := dims[1];
+end
+$$;
+comment on function vera.parse_vectors(jsonb, text) is 'Internal: JSON arrays of numbers to vectors of one dimension';
+
+reset role;

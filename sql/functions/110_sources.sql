@@ -1,0 +1,204 @@
+-- Ingestion: sources, episodes (versions of a source record) and chunks.
+set role vera_owner;
+
+-- Contract: registers (or updates, by name) a source in a group the caller
+-- administers: its trust tier decides how its claims are published, so only
+-- admins set it. Returns the source id.
+create or replace function vera.register_source(
+    group_id text, kind text, name text, trust_tier integer,
+    token_env text default null, config jsonb default '{}', uri text default null
+)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    registered uuid;
+begin
+    perform vera.require_role(register_source.group_id, 'admin');
+    if register_source.trust_tier is null or register_source.trust_tier not between 1 and 4 then
+        raise exception 'trust_tier must be 1 (authoritative), 2 (curated), 3 (informational) or 4 (unverified), not %',
+            coalesce(register_source.trust_tier::text, 'null') using errcode = '22023';
+    end if;
+    if register_source.kind is null or register_source.kind !~ '^[a-z][a-z0-9_]{0,39}$' then
+        raise exception 'source kind must be a lower-case identifier (markdown, jira, ...), not %',
+            coalesce(register_source.kind, 'null') using errcode = '22023';
+    end if;
+    if coalesce(btrim(register_source.name), '') = '' or char_length(register_source.name) > 200 then
+        raise exception 'source name must be 1 to 200 characters' using errcode = '22023';
+    end if;
+    if register_source.token_env is not null and register_source.token_env !~ '^[A-Z_][A-Z0-9_]{0,127}$' then
+        raise exception 'token_env names an environment variable (A-Z, 0-9, _), it never holds the secret'
+            using errcode = '22023';
+    end if;
+    if jsonb_typeof(coalesce(register_source.config, '{}')) <> 'object' then
+        raise exception 'config must be a JSON object' using errcode = '22023';
+    end if;
+    insert into vera.sources as s (group_id, kind, name, trust_tier, token_env, config, uri, created_by)
+    values (register_source.group_id, register_source.kind, btrim(register_source.name), register_source.trust_tier,
+            register_source.token_env, coalesce(register_source.config, '{}'), register_source.uri,
+            vera.current_principal())
+    on conflict on constraint sources_name_unique do update
+        set kind = excluded.kind, trust_tier = excluded.trust_tier, token_env = excluded.token_env,
+            config = excluded.config, uri = excluded.uri, retracted_at = null
+    returning s.source_id into registered;
+    perform vera.audit(register_source.group_id, 'source.register', 'source', registered::text,
+                       jsonb_build_object('name', btrim(register_source.name), 'kind', register_source.kind,
+                                          'trust_tier', register_source.trust_tier));
+    return registered;
+end
+$$;
+comment on function vera.register_source(text, text, text, integer, text, jsonb, text) is
+    'Registers or updates (by name) a source and its trust tier; admins only';
+
+-- Internal: a source of the group that the caller can see, or VN001.
+create or replace function vera.visible_source(target_group text, target_source uuid)
+returns vera.sources
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    found_source vera.sources;
+begin
+    select * into found_source from vera.sources s
+     where s.group_id = target_group and s.source_id = target_source;
+    if not found then
+        raise exception 'unknown source % in group %', target_source, target_group using errcode = 'VN001';
+    end if;
+    return found_source;
+end
+$$;
+comment on function vera.visible_source(text, uuid) is 'Internal: a visible source or VN001';
+
+-- Contract: records one version of a source record. Unchanged content (same
+-- SHA-256 as the latest version) is a no-op that returns the existing
+-- episode; changed content becomes the next version. Members and above.
+create or replace function vera.record_episode(
+    group_id text, source_id uuid, external_id text, content_sha256 bytea,
+    object_key text default null, mime text default null, observed_at timestamptz default now(),
+    title text default null, uri text default null
+)
+returns table (episode_id uuid, version integer, created boolean)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+    latest record;
+begin
+    perform vera.require_role(record_episode.group_id, 'member');
+    src := vera.visible_source(record_episode.group_id, record_episode.source_id);
+    if src.retracted_at is not null then
+        raise exception 'source % was retracted at %; register it again to ingest from it', src.name, src.retracted_at
+            using errcode = '22023';
+    end if;
+    if coalesce(record_episode.external_id, '') = '' or char_length(record_episode.external_id) > 2000 then
+        raise exception 'external_id must be 1 to 2000 characters' using errcode = '22023';
+    end if;
+    if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
+        raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
+    end if;
+    -- one writer per record at a time, so two ingesters cannot both create version n+1
+    perform pg_advisory_xact_lock(hashtextextended(
+        record_episode.group_id || '/' || record_episode.source_id || '/' || record_episode.external_id, 0));
+    select e.episode_id, e.version, e.content_sha256 into latest from vera.episodes e
+     where e.group_id = record_episode.group_id and e.source_id = record_episode.source_id
+       and e.external_id = record_episode.external_id
+     order by e.version desc limit 1;
+    if found and latest.content_sha256 = record_episode.content_sha256 then
+        return query select latest.episode_id, latest.version, false;
+        return;
+    end if;
+    return query
+    insert into vera.episodes as e (group_id, source_id, external_id, version, content_sha256, object_key, mime,
+                                    observed_at, title, uri)
+    values (record_episode.group_id, record_episode.source_id, record_episode.external_id,
+            coalesce(latest.version, 0) + 1, record_episode.content_sha256, record_episode.object_key,
+            record_episode.mime, coalesce(record_episode.observed_at, now()), record_episode.title, record_episode.uri)
+    returning e.episode_id, e.version, true;
+end
+$$;
+comment on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text) is
+    'Records a version of a source record; unchanged content returns the existing episode';
+
+-- Internal: an episode of the group that the caller can see, or VN001.
+create or replace function vera.visible_episode(target_group text, target_episode uuid)
+returns vera.episodes
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    found_episode vera.episodes;
+begin
+    select * into found_episode from vera.episodes e
+     where e.group_id = target_group and e.episode_id = target_episode;
+    if not found then
+        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
+    end if;
+    if found_episode.status = 'retracted' then
+        raise exception 'episode % was retracted', target_episode using errcode = '22023';
+    end if;
+    return found_episode;
+end
+$$;
+comment on function vera.visible_episode(text, uuid) is 'Internal: a visible, live episode or VN001';
+
+-- Contract: stores an episode's chunks, in order: a JSON array of
+-- {"text", "heading"?, "char_start"?, "char_end"?, "embedding"?: [numbers]}.
+-- Ordinals are array positions from 0; storing again updates in place.
+-- Vectors need embedding_model and must match the group's pin.
+-- Limits: 20,000 characters of text per chunk, 10,000 chunks per call.
+create or replace function vera.store_chunks(
+    group_id text, episode_id uuid, chunks jsonb, embedding_model text default null
+)
+returns table (ordinal integer, chunk_id uuid)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    vectors record;
+    problem text;
+begin
+    perform vera.require_role(store_chunks.group_id, 'member');
+    perform vera.visible_episode(store_chunks.group_id, store_chunks.episode_id);
+    if jsonb_typeof(store_chunks.chunks) is distinct from 'array' then
+        raise exception 'chunks must be a JSON array of objects' using errcode = '22023';
+    end if;
+    if jsonb_array_length(store_chunks.chunks) > 10000 then
+        raise exception 'at most 10000 chunks per call, got %', jsonb_array_length(store_chunks.chunks)
+            using errcode = '54000';
+    end if;
+    select format('chunk %s: %s', i - 1, case
+               when jsonb_typeof(c) <> 'object' then 'not a JSON object'
+               when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
+               when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters' end)
+      into problem
+      from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+     where jsonb_typeof(c) <> 'object' or coalesce(btrim(c ->> 'text'), '') = ''
+        or char_length(c ->> 'text') > 20000
+     order by i limit 1;
+    if problem is not null then
+        raise exception '%', problem
+            using errcode = case when problem like '%over 20000%' then '22001' else '22023' end;
+    end if;
+    select * into vectors from vera.parse_vectors(
+        (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
+           from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)), 'chunk');
+    if vectors.dim is not null then
+        perform vera.pin_embedding(store_chunks.group_id, store_chunks.embedding_model, vectors.dim);
+    end if;
+    return query
+    insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding)
+    select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
+           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, vectors.parsed[a.i]
+      from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+    on conflict on constraint chunks_ordinal_unique do update
+        set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
+            char_end = excluded.char_end, embedding = excluded.embedding
+    returning ch.ordinal, ch.chunk_id;
+end
+$$;
+comment on function vera.store_chunks(text, uuid, jsonb, text) is
+    'Stores an episode''s ordered chunks (text, heading, span, optional embedding)';
+
+reset role;

@@ -1,0 +1,135 @@
+-- Entity resolution, set-based: exact normalised alias -> pg_trgm fuzzy ->
+-- semantic (name embeddings). A very close embedding links at once; a looser
+-- one only names candidates for the equivalence judge (a worker job) and the
+-- new entity stays provisional meanwhile.
+set role vera_owner;
+
+-- Internal: resolves names to entities, creating what is not found.
+-- Inputs are aligned arrays, one element per (group, name); names with the
+-- same normalised form in a group resolve to the same entity.
+-- method: exact | fuzzy | semantic | new | provisional. candidates: for a
+-- provisional entity, the judge's candidate entity ids, best first.
+create or replace function vera.resolve_entities(
+    groups text[], names text[], embeddings public.vector[], types text[]
+)
+returns table (ordinal integer, entity_id uuid, method text, candidates uuid[])
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    work vera.entity_resolution[];
+    previous_threshold text := coalesce(current_setting('pg_trgm.similarity_threshold', true), '0.3');
+    lowest_threshold float8;
+    pending vera.entity_resolution;
+    nearest record;
+    semantic_link float8;
+    semantic_candidate float8;
+    candidate_limit integer;
+begin
+    select array_agg(row(i::integer, g, btrim(n), vera.normalize_name(n), e, t, null, null, null)::vera.entity_resolution
+                     order by i)
+      into work
+      from unnest(groups, names, embeddings, types) with ordinality as u(g, n, e, t, i);
+    if work is null then
+        return;
+    end if;
+
+    -- serialise resolution of the same names across transactions (1024 buckets, in order: no deadlock)
+    perform pg_advisory_xact_lock(b)
+       from (select distinct (hashtextextended(w.group_id || '/' || w.norm, 0) & 1023) as b
+               from unnest(work) w order by 1) buckets;
+
+    -- 1. exact normalised alias (the oldest live entity wins a tie)
+    select array_agg(row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                         hit.entity_id, case when hit.entity_id is not null then 'exact' end, null)::vera.entity_resolution
+                     order by w.ordinal)
+      into work
+      from unnest(work) w
+      left join lateral (
+          select a.entity_id
+            from vera.entity_aliases a
+            join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+           where a.group_id = w.group_id and a.alias_norm = w.norm and e.status <> 'merged'
+           order by e.created_at, e.entity_id limit 1) hit on true;
+
+    -- 2. trigram similarity to known aliases, at or above the group's threshold,
+    --    with the same numbers in both names
+    select min((vera.setting(w.group_id, 'er.trigram_link'))::float8) into lowest_threshold
+      from unnest(work) w where w.entity_id is null;
+    if lowest_threshold is not null then
+        -- the % operator (which the trigram index serves) reads this setting
+        perform set_config('pg_trgm.similarity_threshold', lowest_threshold::text, true);
+        select array_agg(case when w.entity_id is null and best.score >= (vera.setting(w.group_id, 'er.trigram_link'))::float8
+                              then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                                       best.entity_id, 'fuzzy', null)::vera.entity_resolution
+                              else w end order by w.ordinal)
+          into work
+          from unnest(work) w
+          left join lateral (
+              select a.entity_id, similarity(a.alias_norm, w.norm) as score
+                from vera.entity_aliases a
+                join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+               where w.entity_id is null and w.norm <> ''
+                 and a.group_id = w.group_id and a.alias_norm % w.norm and e.status <> 'merged'
+                 -- numbers tell siblings apart (db-1 / db-2, api-v1 / api-v2): they must agree
+                 and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(w.norm, '[^0-9]+', ' ', 'g')
+               order by score desc, e.created_at limit 1) best on true;
+        perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
+    end if;
+
+    -- 3. name embeddings: the nearest entities of the same group and dimension
+    for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop
+        semantic_link := (vera.setting(pending.group_id, 'er.semantic_link'))::float8;
+        semantic_candidate := (vera.setting(pending.group_id, 'er.semantic_candidate'))::float8;
+        candidate_limit := (vera.setting(pending.group_id, 'er.candidate_limit'))::integer;
+        execute format(
+            'select array_agg(entity_id order by distance) as ids, min(distance) as best '
+            '  from (select e.entity_id, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance '
+            '          from vera.entities e '
+            '         where e.group_id = $2 and vector_dims(e.name_embedding) = %1$s and e.status <> ''merged'' '
+            '         order by distance limit $3) nearest '
+            ' where distance <= 1 - $4', public.vector_dims(pending.embedding))
+          into nearest
+          using pending.embedding, pending.group_id, greatest(candidate_limit, 1), semantic_candidate;
+        if nearest.best is not null and 1 - nearest.best >= semantic_link then
+            pending.entity_id := nearest.ids[1];
+            pending.method := 'semantic';
+        elsif nearest.ids is not null and candidate_limit > 0 then
+            pending.method := 'provisional';
+            pending.candidates := nearest.ids[1:candidate_limit];
+        end if;
+        work[pending.ordinal] := pending;
+    end loop;
+
+    -- 4. the rest are new entities, one per (group, normalised name)
+    with created as (
+        insert into vera.entities (group_id, canonical_name, entity_type, status, name_embedding)
+        select distinct on (w.group_id, w.norm) w.group_id, w.name, w.entity_type,
+               case when w.method = 'provisional' then 'provisional' else 'active' end, w.embedding
+          from unnest(work) w
+         where w.entity_id is null
+         order by w.group_id, w.norm, w.ordinal
+        returning vera.entities.group_id, vera.entities.entity_id, vera.normalize_name(canonical_name) as norm
+    )
+    select array_agg(case when w.entity_id is null
+                          then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                                   c.entity_id, coalesce(w.method, 'new'), w.candidates)::vera.entity_resolution
+                          else w end order by w.ordinal)
+      into work
+      from unnest(work) w
+      left join created c on w.entity_id is null and c.group_id = w.group_id and c.norm = w.norm;
+
+    -- every surface form becomes an alias of the entity it resolved to
+    insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm)
+    select distinct on (w.group_id, w.entity_id, w.norm) w.group_id, w.entity_id, w.name, w.norm
+      from unnest(work) w
+     where w.norm <> ''
+    on conflict do nothing;
+
+    return query select w.ordinal, w.entity_id, w.method, w.candidates from unnest(work) w order by w.ordinal;
+end
+$$;
+comment on function vera.resolve_entities(text[], text[], public.vector[], text[]) is
+    'Internal: resolves names to entities (exact, fuzzy, semantic), creating the rest';
+
+reset role;

@@ -1,0 +1,209 @@
+-- Retraction and erasure of sources and episodes, end to end.
+--
+-- Retraction takes a source's knowledge out of search (lifecycle retracted),
+-- restores the values it had superseded, and queues the graph edges for
+-- removal. Erasure also deletes the episodes, their chunks, the facts drawn
+-- from them, snapshot copies and feedback citing them, and queues deletion
+-- of the raw bytes. PostgreSQL commits first, with a retract_cleanup job
+-- scheduled a little ahead; the caller may clean up at once and mark the job
+-- completed (vera.complete_cleanup), otherwise the worker runs it when due.
+set role vera_owner;
+
+-- Internal: retracts (and with erase, deletes) episodes of one group.
+-- Returns the retract_cleanup job id.
+create or replace function vera.withdraw_episodes(
+    target_group text, episode_ids uuid[], erase boolean, action text, target_kind text, target_id text,
+    reason text
+)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    withdrawn record;
+    restored record;
+    object_keys jsonb;
+    erased record;
+    cleanup_job bigint;
+begin
+    -- the facts drawn from the episodes, and proposals made from them
+    with gone as (
+        update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())
+         where ((f.group_id = target_group and f.episode_id = any (episode_ids))
+                or (f.origin ->> 'episode_id')::uuid = any (episode_ids))
+           and f.lifecycle <> 'retracted'
+        returning f.group_id, f.fact_id, f.subject_entity_id, f.predicate
+    )
+    select coalesce(jsonb_agg(gone.fact_id), '[]') as fact_ids,
+           array_agg(gone.group_id) as g, array_agg(gone.subject_entity_id) as s, array_agg(gone.predicate) as p
+      into withdrawn from gone;
+    -- facts retracted earlier (say, with their source) still name their graph edges
+    select coalesce(jsonb_agg(distinct f.fact_id), '[]') as fact_ids into erased
+      from vera.facts f
+     where (f.group_id = target_group and f.episode_id = any (episode_ids))
+        or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+    select coalesce(jsonb_agg(e.object_key) filter (where e.object_key is not null), '[]') into object_keys
+      from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+
+    update vera.episodes e set status = 'retracted'
+     where e.group_id = target_group and e.episode_id = any (episode_ids);
+
+    if erase then
+        delete from vera.feedback fb
+         where fb.group_id = target_group
+           and ((fb.item_kind = 'fact' and fb.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x))
+                or (fb.item_kind = 'passage' and fb.item_id in (
+                        select c.chunk_id from vera.chunks c
+                         where c.group_id = target_group and c.episode_id = any (episode_ids))));
+        delete from vera.snapshot_items si
+         where si.group_id = target_group
+           and (si.episode_id = any (episode_ids)
+                or (si.item_kind = 'fact' and si.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x)));
+        delete from vera.facts f
+         where (f.group_id = target_group and f.episode_id = any (episode_ids))
+            or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+        -- chunks go with their episodes (on delete cascade)
+        delete from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+    end if;
+
+    -- values these facts had superseded become current again
+    select coalesce(jsonb_agg(t.fact_id) filter (where t.lifecycle = 'published'), '[]') as fact_ids into restored
+      from vera.rebuild_timelines(withdrawn.g, withdrawn.s, withdrawn.p) t;
+
+    cleanup_job := vera.enqueue_job('vera.retract_cleanup', jsonb_build_object(
+        'group_id', target_group,
+        'edge_ids', erased.fact_ids,
+        'object_keys', case when erase then object_keys else '[]'::jsonb end,
+        'episode_ids', to_jsonb(episode_ids),
+        'restored_fact_ids', restored.fact_ids,
+        'erase', erase),
+        now() + make_interval(secs => (vera.setting(target_group, 'retract.cleanup_delay_seconds'))::float8));
+    perform vera.audit(target_group, action, target_kind, target_id, jsonb_build_object(
+        'reason', reason, 'episodes', cardinality(episode_ids), 'facts', jsonb_array_length(erased.fact_ids),
+        'cleanup_job', cleanup_job));
+    return cleanup_job;
+end
+$$;
+comment on function vera.withdraw_episodes(text, uuid[], boolean, text, text, text, text) is
+    'Internal: retracts or erases episodes and enqueues their retract_cleanup job';
+
+-- Contract: retracts one episode (admins). Returns the retract_cleanup job id.
+create or replace function vera.retract_episode(group_id text, episode_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(retract_episode.group_id, 'admin');
+    if not exists (select from vera.episodes e
+                    where e.group_id = retract_episode.group_id and e.episode_id = retract_episode.episode_id) then
+        raise exception 'unknown episode % in group %', retract_episode.episode_id, retract_episode.group_id
+            using errcode = 'VN001';
+    end if;
+    return vera.withdraw_episodes(retract_episode.group_id, array[retract_episode.episode_id], false,
+                                  'episode.retract', 'episode', retract_episode.episode_id::text, reason);
+end
+$$;
+comment on function vera.retract_episode(text, uuid, text) is 'Retracts an episode''s knowledge end to end; admins only';
+
+-- Contract: erases one episode (admins): retraction, then the episode, its
+-- chunks, facts, snapshot copies and feedback are deleted and its raw bytes
+-- queued for deletion. Returns the retract_cleanup job id.
+create or replace function vera.erase_episode(group_id text, episode_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(erase_episode.group_id, 'admin');
+    if not exists (select from vera.episodes e
+                    where e.group_id = erase_episode.group_id and e.episode_id = erase_episode.episode_id) then
+        raise exception 'unknown episode % in group %', erase_episode.episode_id, erase_episode.group_id
+            using errcode = 'VN001';
+    end if;
+    return vera.withdraw_episodes(erase_episode.group_id, array[erase_episode.episode_id], true,
+                                  'episode.erase', 'episode', erase_episode.episode_id::text, reason);
+end
+$$;
+comment on function vera.erase_episode(text, uuid, text) is 'Erases an episode and everything drawn from it; admins only';
+
+-- Contract: retracts every episode of a source and the source itself (admins);
+-- new ingestion from it is refused until it is registered again.
+create or replace function vera.retract_source(group_id text, source_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+begin
+    perform vera.require_role(retract_source.group_id, 'admin');
+    src := vera.visible_source(retract_source.group_id, retract_source.source_id);
+    update vera.sources s set retracted_at = coalesce(s.retracted_at, now())
+     where s.group_id = src.group_id and s.source_id = src.source_id;
+    return vera.withdraw_episodes(
+        src.group_id,
+        coalesce((select array_agg(e.episode_id) from vera.episodes e
+                   where e.group_id = src.group_id and e.source_id = src.source_id), '{}'),
+        false, 'source.retract', 'source', src.source_id::text, reason);
+end
+$$;
+comment on function vera.retract_source(text, uuid, text) is 'Retracts a source and all its episodes; admins only';
+
+-- Contract: erases a source (admins): all its episodes as erase_episode does,
+-- then the source row itself.
+create or replace function vera.erase_source(group_id text, source_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+    cleanup_job bigint;
+begin
+    perform vera.require_role(erase_source.group_id, 'admin');
+    src := vera.visible_source(erase_source.group_id, erase_source.source_id);
+    cleanup_job := vera.withdraw_episodes(
+        src.group_id,
+        coalesce((select array_agg(e.episode_id) from vera.episodes e
+                   where e.group_id = src.group_id and e.source_id = src.source_id), '{}'),
+        true, 'source.erase', 'source', src.source_id::text, reason);
+    -- facts of the source without an episode, and the source row itself
+    delete from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id;
+    delete from vera.sources s where s.group_id = src.group_id and s.source_id = src.source_id;
+    return cleanup_job;
+end
+$$;
+comment on function vera.erase_source(text, uuid, text) is 'Erases a source and everything drawn from it; admins only';
+
+-- Contract: marks a retract_cleanup job completed after the caller cleaned up
+-- in-process (graph edges removed, objects deleted), so the worker skips it.
+-- Admins of the job's group. False when the job had already run or finished.
+create or replace function vera.complete_cleanup(job_id bigint)
+returns boolean
+language plpgsql volatile security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job record;
+begin
+    perform vera.require_principal();
+    select j.id, j.status, j.args ->> 'group_id' as group_id into job
+      from procrastinate.procrastinate_jobs j
+     where j.id = complete_cleanup.job_id and j.task_name = 'vera.retract_cleanup'
+     for update;
+    if not found or not (job.group_id = any (vera.administrable_groups())) then
+        raise exception 'no retract_cleanup job % in a group you administer', complete_cleanup.job_id
+            using errcode = 'VN001';
+    end if;
+    if job.status <> 'todo' then
+        return false;
+    end if;
+    perform procrastinate.procrastinate_finish_job_v1(job.id, 'succeeded', false);
+    return true;
+end
+$$;
+comment on function vera.complete_cleanup(bigint) is
+    'Marks a retract_cleanup job done after in-process cleanup; admins of its group';
+
+reset role;

@@ -1,0 +1,2313 @@
+-- 0002_write_path: the write path in SQL. Sources, episodes and chunks are
+-- ingested idempotently; claims are published with trust-tier grading, the
+-- contamination guard, entity resolution and supersession; reviews,
+-- retraction and erasure; follow-up work goes to Procrastinate's queue in
+-- the same transaction (the outbox; `vera db migrate` installs the queue's
+-- schema, see docs/operations.md).
+--
+-- Apply with:  psql -v ON_ERROR_STOP=1 -1 -f 0002_write_path.sql
+-- Frozen once released: changes go into a new numbered migration.
+
+set role vera_owner;
+
+-- a proposal a reviewer approved
+alter type vera.fact_lifecycle add value if not exists 'accepted';
+
+create type vera.claim_work as (
+    claim             integer,
+    target_group      text,
+    lifecycle         vera.fact_lifecycle,
+    subject           text,
+    subject_type      text,
+    subject_embedding public.vector,
+    predicate         text,
+    functional        boolean,
+    object            text,
+    object_is_entity  boolean,
+    object_type       text,
+    confidence        real,
+    verification      vera.verification,
+    valid_from        timestamptz,
+    stated_valid_to   timestamptz,
+    chunk_id          uuid,
+    evidence_start    integer,
+    evidence_end      integer,
+    fact_text         text,
+    embedding         public.vector,
+    subject_entity_id uuid,
+    object_entity_id  uuid,
+    resolution        text,
+    fact_id           uuid,
+    candidates        uuid[]
+);
+
+create type vera.entity_resolution as (
+    ordinal     integer,
+    group_id    text,
+    name        text,
+    norm        text,
+    embedding   public.vector,
+    entity_type text,
+    entity_id   uuid,
+    method      text,
+    candidates  uuid[]
+);
+
+alter table vera.facts
+    add column stated_valid_to timestamptz,
+    add column proposed_for text references vera.groups (group_id),
+    add column origin jsonb;
+-- until now valid_to was only ever what the claim stated
+update vera.facts set stated_valid_to = valid_to where superseded_by is null;
+
+alter table vera.facts
+    drop constraint facts_group_id_superseded_by_fkey,
+    add constraint facts_group_id_superseded_by_fkey foreign key (group_id, superseded_by)
+        references vera.facts (group_id, fact_id) on delete set null (superseded_by),
+    drop constraint facts_superseded_has_successor,
+    add constraint facts_superseded_has_successor check (
+        lifecycle <> 'superseded' or superseded_by is not null or valid_to is not null
+        or retired_at is not null),
+    add constraint facts_proposal_has_target check (lifecycle <> 'proposal' or proposed_for is not null),
+    add constraint facts_stated_validity_order check (stated_valid_to is null or stated_valid_to >= valid_from);
+
+drop index vera.facts_current_idx;
+create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from)
+    where lifecycle in ('published', 'superseded') and retired_at is null;
+create index facts_proposed_for_idx on vera.facts (proposed_for) where lifecycle = 'proposal';
+create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
+
+reset role;
+
+-- ===== sql/schema/090_settings.sql =====
+
+-- Per-group settings: entity-resolution thresholds, judges, cleanup delay.
+-- Absent rows mean the documented default (vera.setting).
+set role vera_owner;
+
+create table vera.group_settings (
+    group_id   text not null references vera.groups (group_id),
+    name       text not null constraint group_settings_name_format check (name ~ '^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$'),
+    value      jsonb not null,
+    updated_at timestamptz not null default now(),
+    updated_by uuid references vera.principals (principal_id),
+    primary key (group_id, name)
+);
+comment on table vera.group_settings is 'Per-group overrides of VERA''s settings (defaults in vera.setting_default)';
+
+reset role;
+
+-- ===== sql/functions/010_auth_context.sql =====
+
+-- The caller's identity for the current transaction, as row-level security
+-- sees it. Policies call these through a scalar subquery so that each is
+-- evaluated once per statement, not once per row.
+--
+-- They are SECURITY DEFINER because vera.auth_context is not readable by the
+-- application roles; they return nothing but the caller's own row.
+set role vera_owner;
+
+create or replace function vera.current_principal()
+returns uuid
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select principal_id
+    from vera.auth_context
+    where backend_pid = pg_catalog.pg_backend_pid()
+      and xact_started = pg_catalog.transaction_timestamp()
+$$;
+comment on function vera.current_principal() is
+    'Principal the current transaction authenticated as, or null';
+
+create or replace function vera.readable_groups()
+returns text[]
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select coalesce((
+        select readable
+        from vera.auth_context
+        where backend_pid = pg_catalog.pg_backend_pid()
+          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+$$;
+comment on function vera.readable_groups() is
+    'Groups the current transaction may read (any role); empty when unauthenticated';
+
+create or replace function vera.writable_groups()
+returns text[]
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select coalesce((
+        select writable
+        from vera.auth_context
+        where backend_pid = pg_catalog.pg_backend_pid()
+          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+$$;
+comment on function vera.writable_groups() is
+    'Groups the current transaction may write (member or above); empty when unauthenticated';
+
+create or replace function vera.administrable_groups()
+returns text[]
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select coalesce((
+        select administrable
+        from vera.auth_context
+        where backend_pid = pg_catalog.pg_backend_pid()
+          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+$$;
+comment on function vera.administrable_groups() is
+    'Groups the current transaction administers (admin or owner); empty when unauthenticated';
+
+-- Raise VA005 unless the transaction has authenticated; returns the principal.
+create or replace function vera.require_principal()
+returns uuid
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    caller uuid := vera.current_principal();
+begin
+    if caller is null then
+        raise exception 'not authenticated: call vera.authenticate(api_key) first, in the same transaction'
+            using errcode = 'VA005';
+    end if;
+    return caller;
+end
+$$;
+comment on function vera.require_principal() is
+    'The authenticated principal of this transaction; raises VA005 when there is none';
+
+-- Raise 42501 unless the caller holds at least min_role in the group.
+create or replace function vera.require_role(target_group text, min_role vera.member_role)
+returns void
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_principal();
+    if target_group is null
+       or not target_group = any (case min_role
+            when 'viewer' then vera.readable_groups()
+            when 'member' then vera.writable_groups()
+            else vera.administrable_groups() end)
+       or (min_role = 'owner' and vera.role_in(target_group) < 'owner') then
+        raise exception 'permission denied: % role required in group %', min_role, coalesce(target_group, '(none)')
+            using errcode = '42501';
+    end if;
+end
+$$;
+comment on function vera.require_role(text, vera.member_role) is
+    'Raises 42501 unless the authenticated caller holds min_role (or above) in the group';
+
+reset role;
+
+-- ===== sql/functions/020_authenticate.sql =====
+
+-- Authentication: an API key (any application), or a principal that a
+-- trusted server role has verified itself (the HTTP/MCP gateway, workers).
+-- Both compute the caller's groups once and store them for the transaction.
+set role vera_owner;
+
+-- Effective role of a principal in every group it reaches: a membership
+-- applies to the group and all of its descendants; the highest role wins.
+create or replace function vera.effective_roles(principal uuid)
+returns table (group_id text, role vera.member_role)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with recursive reach(group_id, role) as (
+        select m.group_id, m.role
+        from vera.memberships m
+        where m.principal_id = principal
+        union all
+        select g.group_id, r.role
+        from reach r
+        join vera.groups g on g.parent_group_id = r.group_id
+    )
+    select reach.group_id, max(reach.role)
+    from reach
+    group by reach.group_id
+$$;
+comment on function vera.effective_roles(uuid) is
+    'Groups a principal reaches through memberships (inherited by descendants) with its highest role';
+
+-- Effective role of the authenticated caller in one group, or null.
+create or replace function vera.role_in(target_group text)
+returns vera.member_role
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select e.role from vera.effective_roles(vera.current_principal()) e where e.group_id = target_group
+$$;
+comment on function vera.role_in(text) is 'Effective role of the authenticated caller in a group, or null';
+
+create or replace function vera.set_auth_context(principal uuid, key uuid)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    roles record;
+begin
+    if not exists (select from vera.principals p where p.principal_id = principal and p.disabled_at is null) then
+        raise exception 'principal % is unknown or disabled', principal using errcode = 'VA006';
+    end if;
+
+    select coalesce(array_agg(e.group_id order by e.group_id), '{}') as readable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'member'), '{}') as writable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'admin'), '{}') as administrable
+      into roles
+      from vera.effective_roles(principal) e;
+
+    insert into vera.auth_context as c
+        (backend_pid, xact_started, principal_id, key_id, readable, writable, administrable)
+    values (pg_catalog.pg_backend_pid(), pg_catalog.transaction_timestamp(), principal, key,
+            roles.readable, roles.writable, roles.administrable)
+    on conflict (backend_pid) do update
+        set xact_started = excluded.xact_started,
+            principal_id = excluded.principal_id,
+            key_id = excluded.key_id,
+            readable = excluded.readable,
+            writable = excluded.writable,
+            administrable = excluded.administrable;
+end
+$$;
+comment on function vera.set_auth_context(uuid, uuid) is
+    'Internal: records the caller and its groups for the current transaction only';
+
+-- Recompute the current transaction's groups after a change to the caller's
+-- own reach (a group it created, a membership it changed).
+create or replace function vera.refresh_auth_context()
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    context vera.auth_context;
+begin
+    select * into context from vera.auth_context c
+     where c.backend_pid = pg_catalog.pg_backend_pid()
+       and c.xact_started = pg_catalog.transaction_timestamp();
+    if found then
+        perform vera.set_auth_context(context.principal_id, context.key_id);
+    end if;
+end
+$$;
+comment on function vera.refresh_auth_context() is
+    'Internal: recomputes the caller''s groups for the rest of the transaction';
+
+-- Contract: authenticates an API key of the form vera_<12 hex>_<43 base64url>
+-- for the current transaction and returns the caller's principal id.
+-- Errors: VA001 malformed, VA002 not recognised, VA003 revoked, VA004 expired,
+-- VA006 principal disabled. Outside a transaction block the context ends with
+-- the statement, so call it first inside BEGIN ... COMMIT.
+create or replace function vera.authenticate(api_key text)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    parts text[];
+    key_row vera.api_keys;
+begin
+    parts := pg_catalog.regexp_match(api_key, '^vera_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$');
+    if parts is null then
+        raise exception 'malformed API key: expected vera_<12 hex>_<43 base64url characters>'
+            using errcode = 'VA001';
+    end if;
+
+    select * into key_row from vera.api_keys k where k.prefix = parts[1];
+    -- the same answer for an unknown prefix and a wrong secret: a prefix alone proves nothing
+    if not found or key_row.key_sha256 <> pg_catalog.sha256(pg_catalog.convert_to(api_key, 'UTF8')) then
+        raise exception 'API key not recognised' using errcode = 'VA002';
+    end if;
+    if key_row.revoked_at is not null then
+        raise exception 'API key % was revoked at %', key_row.prefix, key_row.revoked_at
+            using errcode = 'VA003';
+    end if;
+    if key_row.expires_at is not null and key_row.expires_at <= pg_catalog.now() then
+        raise exception 'API key % expired at %', key_row.prefix, key_row.expires_at
+            using errcode = 'VA004';
+    end if;
+
+    perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
+    -- last_used_at is advisory; at most one write a minute per key keeps hot keys cheap
+    update vera.api_keys k set last_used_at = pg_catalog.now()
+     where k.key_id = key_row.key_id
+       and (k.last_used_at is null or k.last_used_at < pg_catalog.now() - interval '1 minute');
+    return key_row.principal_id;
+end
+$$;
+comment on function vera.authenticate(text) is
+    'Authenticates an API key for the current transaction; returns the principal id';
+
+-- Contract: for trusted server roles only (vera_gateway, vera_worker), which
+-- verified the caller themselves (OAuth token, job payload). Sets the same
+-- transaction-local context as vera.authenticate.
+create or replace function vera.authenticate_principal(principal uuid)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    if principal is null then
+        raise exception 'principal id must not be null' using errcode = '22004';
+    end if;
+    perform vera.set_auth_context(principal, null);
+    return principal;
+end
+$$;
+comment on function vera.authenticate_principal(uuid) is
+    'Trusted server roles only: act as an already verified principal for the current transaction';
+
+reset role;
+
+-- ===== sql/functions/030_ids.sql =====
+
+-- Opaque identifiers and secrets, from PostgreSQL's own CSPRNG
+-- (gen_random_uuid), so no pgcrypto is required.
+set role vera_owner;
+
+-- 'o:' / 'w:' / 'p:' / 'u:' followed by 64 random bits in hex.
+create or replace function vera.new_group_id(kind vera.group_kind)
+returns text
+language sql volatile
+set search_path = vera, pg_temp
+as $$
+    select case kind when 'organisation' then 'o' when 'workspace' then 'w'
+                     when 'project' then 'p' else 'u' end
+           || ':' || left(replace(pg_catalog.gen_random_uuid()::text, '-', ''), 16)
+$$;
+comment on function vera.new_group_id(vera.group_kind) is 'Internal: a fresh opaque group id of the given kind';
+
+-- 32 bytes with a full 256 bits of entropy: SHA-256 over three version-4
+-- UUIDs (3 x 122 random bits), base64url without padding (43 characters).
+create or replace function vera.new_secret()
+returns text
+language sql volatile
+set search_path = vera, pg_temp
+as $$
+    select pg_catalog.rtrim(pg_catalog.translate(pg_catalog.encode(pg_catalog.sha256(
+               pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+            || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())
+            || pg_catalog.uuid_send(pg_catalog.gen_random_uuid())), 'base64'), '+/', '-_'), '=')
+$$;
+comment on function vera.new_secret() is 'Internal: 256 random bits, base64url (43 characters)';
+
+reset role;
+
+-- ===== sql/functions/040_audit.sql =====
+
+-- Writing the audit log. Only definer functions append to it.
+set role vera_owner;
+
+create or replace function vera.audit(
+    target_group text, action text, target_kind text, target_id text, detail jsonb default '{}'
+)
+returns void
+language sql volatile security definer
+set search_path = vera, pg_temp
+as $$
+    insert into vera.audit_log (group_id, principal_id, action, target_kind, target_id, detail)
+    values (target_group, vera.current_principal(), action, target_kind, target_id, coalesce(detail, '{}'))
+$$;
+comment on function vera.audit(text, text, text, text, jsonb) is
+    'Internal: appends one audit row attributed to the authenticated caller';
+
+reset role;
+
+-- ===== sql/functions/050_tenants.sql =====
+
+-- Provisioning: tenants (organisations), nested groups, principals and
+-- memberships. Each function checks the caller's role itself and audits.
+set role vera_owner;
+
+-- Internal: a principal with its personal u: scope, where it is owner.
+create or replace function vera.insert_principal(
+    kind vera.principal_kind, display_name text, email text
+)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    personal text := vera.new_group_id('personal');
+    principal uuid;
+begin
+    insert into vera.groups (group_id, kind, name)
+    values (personal, 'personal', 'personal: ' || btrim(display_name));
+    insert into vera.principals (kind, display_name, email, personal_group_id)
+    values (kind, btrim(display_name), nullif(btrim(email), ''), personal)
+    returning principal_id into principal;
+    insert into vera.memberships (group_id, principal_id, role) values (personal, principal, 'owner');
+    return principal;
+end
+$$;
+comment on function vera.insert_principal(vera.principal_kind, text, text) is
+    'Internal: creates a principal and its personal scope';
+
+-- Contract (operators only): creates an organisation, its first owner and an
+-- API key for that owner. The key is returned here once and never again.
+create or replace function vera.create_tenant(
+    organisation_name text, owner_name text, owner_email text default null
+)
+returns table (group_id text, principal_id uuid, api_key text)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    org text := vera.new_group_id('organisation');
+    owner_id uuid;
+    issued record;
+begin
+    if coalesce(btrim(organisation_name), '') = '' or coalesce(btrim(owner_name), '') = '' then
+        raise exception 'organisation_name and owner_name must not be empty' using errcode = '22023';
+    end if;
+    insert into vera.groups (group_id, kind, name) values (org, 'organisation', btrim(organisation_name));
+    owner_id := vera.insert_principal('user', owner_name, owner_email);
+    insert into vera.memberships (group_id, principal_id, role) values (org, owner_id, 'owner');
+    select * into issued from vera.issue_api_key(owner_id, 'initial key', null);
+    insert into vera.audit_log (group_id, principal_id, action, target_kind, target_id, detail)
+    values (org, owner_id, 'tenant.create', 'group', org,
+            jsonb_build_object('owner', owner_id, 'operator', session_user));
+    return query select org, owner_id, issued.api_key;
+end
+$$;
+comment on function vera.create_tenant(text, text, text) is
+    'Operators: creates an organisation with its owner and returns the owner''s first API key once';
+
+-- Contract: creates a workspace (under an organisation) or a project (under an
+-- organisation or workspace). Requires admin in the parent. Returns the new id.
+create or replace function vera.create_group(parent_group_id text, kind vera.group_kind, name text)
+returns text
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    parent_kind vera.group_kind;
+    new_id text;
+begin
+    perform vera.require_role(create_group.parent_group_id, 'admin');
+    if create_group.kind not in ('workspace', 'project') then
+        raise exception 'only workspaces and projects can be created inside a group, not %', create_group.kind
+            using errcode = '22023';
+    end if;
+    select g.kind into parent_kind from vera.groups g where g.group_id = create_group.parent_group_id;
+    if parent_kind = 'personal' or (create_group.kind = 'workspace' and parent_kind <> 'organisation')
+       or (create_group.kind = 'project' and parent_kind = 'project') then
+        raise exception 'a % cannot be created inside a %', create_group.kind, parent_kind using errcode = '22023';
+    end if;
+    if coalesce(btrim(create_group.name), '') = '' then
+        raise exception 'group name must not be empty' using errcode = '22023';
+    end if;
+    new_id := vera.new_group_id(create_group.kind);
+    insert into vera.groups (group_id, kind, parent_group_id, name)
+    values (new_id, create_group.kind, create_group.parent_group_id, btrim(create_group.name));
+    perform vera.audit(create_group.parent_group_id, 'group.create', 'group', new_id,
+                       jsonb_build_object('kind', create_group.kind));
+    perform vera.refresh_auth_context();
+    return new_id;
+end
+$$;
+comment on function vera.create_group(text, vera.group_kind, text) is
+    'Creates a workspace or project under a group the caller administers';
+
+-- Contract: creates a user or service account as a member of a group the
+-- caller administers, with a role no higher than the caller's own.
+create or replace function vera.create_principal(
+    group_id text, kind vera.principal_kind, display_name text,
+    role vera.member_role default 'member', email text default null
+)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    new_id uuid;
+begin
+    perform vera.require_role(create_principal.group_id, 'admin');
+    if role > vera.role_in(create_principal.group_id) then
+        raise exception 'cannot grant % in % while holding %', role, create_principal.group_id,
+            vera.role_in(create_principal.group_id) using errcode = '42501';
+    end if;
+    if coalesce(btrim(display_name), '') = '' then
+        raise exception 'display_name must not be empty' using errcode = '22023';
+    end if;
+    new_id := vera.insert_principal(kind, display_name, email);
+    insert into vera.memberships (group_id, principal_id, role, granted_by)
+    values (create_principal.group_id, new_id, role, vera.current_principal());
+    perform vera.audit(create_principal.group_id, 'principal.create', 'principal', new_id::text,
+                       jsonb_build_object('kind', kind, 'role', role));
+    return new_id;
+end
+$$;
+comment on function vera.create_principal(text, vera.principal_kind, text, vera.member_role, text) is
+    'Creates a user or service account as a member of a group the caller administers';
+
+-- Contract: grants (or changes) a principal's role in a group the caller
+-- administers. The principal must already belong to a group the caller reads,
+-- so principals of other tenants cannot be probed or pulled in.
+create or replace function vera.set_member_role(group_id text, principal_id uuid, role vera.member_role)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(set_member_role.group_id, 'admin');
+    if role > vera.role_in(set_member_role.group_id) then
+        raise exception 'cannot grant % in % while holding %', role, set_member_role.group_id,
+            vera.role_in(set_member_role.group_id) using errcode = '42501';
+    end if;
+    if not exists (select from vera.memberships m
+                    where m.principal_id = set_member_role.principal_id
+                      and m.group_id = any (vera.readable_groups())
+                      and m.group_id not like 'u:%') then
+        raise exception 'principal % not found in any group you can read', set_member_role.principal_id
+            using errcode = 'VN001';
+    end if;
+    insert into vera.memberships as m (group_id, principal_id, role, granted_by)
+    values (set_member_role.group_id, set_member_role.principal_id, role, vera.current_principal())
+    on conflict on constraint memberships_pkey do update
+        set role = excluded.role, granted_by = excluded.granted_by, granted_at = now();
+    perform vera.audit(set_member_role.group_id, 'membership.set', 'principal',
+                       set_member_role.principal_id::text, jsonb_build_object('role', role));
+    perform vera.refresh_auth_context();
+end
+$$;
+comment on function vera.set_member_role(text, uuid, vera.member_role) is
+    'Grants or changes a principal''s role in a group the caller administers';
+
+-- Contract: removes a principal from a group the caller administers.
+-- An owner can only be removed by an owner; a group keeps at least one owner
+-- among its direct members if it had one.
+create or replace function vera.remove_member(group_id text, principal_id uuid)
+returns boolean
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    removed_role vera.member_role;
+begin
+    perform vera.require_role(remove_member.group_id, 'admin');
+    select m.role into removed_role from vera.memberships m
+     where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id
+       for update;
+    if not found then
+        return false;
+    end if;
+    if remove_member.group_id like 'u:%' then
+        raise exception 'a personal scope keeps its owner' using errcode = '42501';
+    end if;
+    if removed_role = 'owner' then
+        perform vera.require_role(remove_member.group_id, 'owner');
+        if not exists (select from vera.memberships m
+                        where m.group_id = remove_member.group_id and m.role = 'owner'
+                          and m.principal_id <> remove_member.principal_id) then
+            raise exception 'cannot remove the last owner of %', remove_member.group_id using errcode = '42501';
+        end if;
+    end if;
+    delete from vera.memberships m
+     where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id;
+    perform vera.audit(remove_member.group_id, 'membership.remove', 'principal',
+                       remove_member.principal_id::text, jsonb_build_object('role', removed_role));
+    perform vera.refresh_auth_context();
+    return true;
+end
+$$;
+comment on function vera.remove_member(text, uuid) is 'Removes a principal from a group the caller administers';
+
+-- Contract: the authenticated caller and every group it reaches, with roles.
+create or replace function vera.whoami()
+returns table (principal_id uuid, display_name text, kind vera.principal_kind,
+               group_id text, group_kind vera.group_kind, group_name text,
+               parent_group_id text, role vera.member_role)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select p.principal_id, p.display_name, p.kind, g.group_id, g.kind, g.name, g.parent_group_id, e.role
+    from vera.principals p
+    join vera.effective_roles(p.principal_id) e on true
+    join vera.groups g on g.group_id = e.group_id
+    where p.principal_id = vera.require_principal()
+    order by g.group_id
+$$;
+comment on function vera.whoami() is 'The authenticated caller and each group it reaches, with its role';
+
+reset role;
+
+-- ===== sql/functions/060_api_keys.sql =====
+
+-- API keys: issue (secret shown once), list, revoke.
+set role vera_owner;
+
+-- Internal: stores the hash of a fresh key and returns the key once.
+create or replace function vera.issue_api_key(principal uuid, name text, expires_at timestamptz)
+returns table (key_id uuid, prefix text, api_key text)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    new_prefix text := left(replace(pg_catalog.gen_random_uuid()::text, '-', ''), 12);
+    key text := 'vera_' || new_prefix || '_' || vera.new_secret();
+    new_id uuid;
+begin
+    if coalesce(btrim(name), '') = '' then
+        raise exception 'API key name must not be empty' using errcode = '22023';
+    end if;
+    if expires_at is not null and expires_at <= now() then
+        raise exception 'API key expiry % is not in the future', expires_at using errcode = '22023';
+    end if;
+    insert into vera.api_keys (principal_id, prefix, key_sha256, name, expires_at)
+    values (principal, new_prefix, pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), btrim(name), expires_at)
+    returning api_keys.key_id into new_id;
+    return query select new_id, new_prefix, key;
+end
+$$;
+comment on function vera.issue_api_key(uuid, text, timestamptz) is 'Internal: creates a key and returns it once';
+
+-- True when the caller may manage keys of the principal: its own, or a
+-- service account that is a member of a group the caller administers.
+create or replace function vera.may_manage_keys_of(principal uuid)
+returns boolean
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select principal = vera.current_principal()
+        or exists (select from vera.principals p
+                     join vera.memberships m on m.principal_id = p.principal_id
+                    where p.principal_id = principal and p.kind = 'service'
+                      and m.group_id = any (vera.administrable_groups()))
+$$;
+comment on function vera.may_manage_keys_of(uuid) is 'Internal: the caller may issue or revoke this principal''s keys';
+
+-- Contract: issues an API key for the caller (or for a service account in a
+-- group the caller administers). The key is returned here once; only its
+-- SHA-256 is kept.
+create or replace function vera.create_api_key(
+    name text, expires_at timestamptz default null, principal_id uuid default null
+)
+returns table (key_id uuid, prefix text, api_key text)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    target uuid := coalesce(create_api_key.principal_id, vera.require_principal());
+    personal text;
+begin
+    perform vera.require_principal();
+    if not vera.may_manage_keys_of(target) then
+        raise exception 'permission denied: cannot issue keys for principal %', target using errcode = '42501';
+    end if;
+    select p.personal_group_id into personal from vera.principals p where p.principal_id = target;
+    return query select * from vera.issue_api_key(target, name, expires_at);
+    perform vera.audit(personal, 'api_key.create', 'principal', target::text,
+                       jsonb_build_object('name', name, 'expires_at', expires_at));
+end
+$$;
+comment on function vera.create_api_key(text, timestamptz, uuid) is
+    'Issues an API key for the caller or a service account it administers; the key is shown once';
+
+-- Contract: revokes a key by id or prefix. Revocation is immediate and final.
+create or replace function vera.revoke_api_key(key text)
+returns boolean
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    target vera.api_keys;
+    personal text;
+begin
+    perform vera.require_principal();
+    select * into target from vera.api_keys k
+     where k.prefix = key or k.key_id::text = key
+     for update;
+    if not found or not vera.may_manage_keys_of(target.principal_id) then
+        raise exception 'API key % not found', key using errcode = 'VN001';
+    end if;
+    if target.revoked_at is not null then
+        return false;
+    end if;
+    update vera.api_keys k set revoked_at = now() where k.key_id = target.key_id;
+    select p.personal_group_id into personal from vera.principals p where p.principal_id = target.principal_id;
+    perform vera.audit(personal, 'api_key.revoke', 'api_key', target.prefix, '{}');
+    return true;
+end
+$$;
+comment on function vera.revoke_api_key(text) is 'Revokes an API key (by id or prefix) the caller manages';
+
+-- Contract: the caller's own keys, without any secret material.
+create or replace function vera.list_api_keys()
+returns table (key_id uuid, prefix text, name text, created_at timestamptz,
+               expires_at timestamptz, revoked_at timestamptz, last_used_at timestamptz)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, k.last_used_at
+    from vera.api_keys k
+    where k.principal_id = vera.require_principal()
+    order by k.created_at
+$$;
+comment on function vera.list_api_keys() is 'Lists the caller''s API keys (no secrets)';
+
+reset role;
+
+-- ===== sql/functions/070_settings.sql =====
+
+-- Settings: documented defaults, overridable per group by its admins.
+set role vera_owner;
+
+-- The defaults, and the only setting names there are.
+create or replace function vera.setting_default(name text)
+returns jsonb
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select case name
+        -- entity resolution ladder: pg_trgm similarity that links a name to an alias
+        when 'er.trigram_link' then '0.85'::jsonb
+        -- cosine similarity of name embeddings that links at once
+        when 'er.semantic_link' then '0.86'::jsonb
+        -- cosine similarity from which candidates go to the equivalence judge
+        when 'er.semantic_candidate' then '0.55'::jsonb
+        -- how many candidates the judge sees
+        when 'er.candidate_limit' then '5'::jsonb
+        -- enqueue a contradiction-judge job for new values of multi-valued predicates
+        when 'judge.contradiction' then 'false'::jsonb
+        -- how long a retract_cleanup job waits for the caller to clean up in-process
+        when 'retract.cleanup_delay_seconds' then '60'::jsonb
+    end
+$$;
+comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
+
+-- Contract: a setting's value in a group (its override, else the default).
+create or replace function vera.setting(group_id text, name text)
+returns jsonb
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select coalesce(
+        (select s.value from vera.group_settings s where s.group_id = setting.group_id and s.name = setting.name),
+        vera.setting_default(setting.name))
+$$;
+comment on function vera.setting(text, text) is 'A setting''s value in a group: its override, else the default';
+
+-- Contract: overrides a setting in a group the caller administers (null resets
+-- it to the default). Unknown names and values of the wrong type are refused.
+create or replace function vera.set_setting(group_id text, name text, value jsonb)
+returns jsonb
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    fallback jsonb := vera.setting_default(set_setting.name);
+begin
+    perform vera.require_role(set_setting.group_id, 'admin');
+    if fallback is null then
+        raise exception 'unknown setting %', set_setting.name using errcode = '22023';
+    end if;
+    if value is null then
+        delete from vera.group_settings s where s.group_id = set_setting.group_id and s.name = set_setting.name;
+    else
+        if jsonb_typeof(value) <> jsonb_typeof(fallback)
+           or (jsonb_typeof(value) = 'number' and set_setting.name like 'er.%'
+               and set_setting.name <> 'er.candidate_limit' and (value::float8 < 0 or value::float8 > 1))
+           or (jsonb_typeof(value) = 'number' and (set_setting.name = 'er.candidate_limit'
+               or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400)) then
+            raise exception 'invalid value % for setting % (default %)', value, set_setting.name, fallback
+                using errcode = '22023';
+        end if;
+        insert into vera.group_settings as s (group_id, name, value, updated_by)
+        values (set_setting.group_id, set_setting.name, value, vera.current_principal())
+        on conflict on constraint group_settings_pkey do update
+            set value = excluded.value, updated_at = now(), updated_by = excluded.updated_by;
+    end if;
+    perform vera.audit(set_setting.group_id, 'setting.set', 'setting', set_setting.name,
+                       jsonb_build_object('value', value));
+    return vera.setting(set_setting.group_id, set_setting.name);
+end
+$$;
+comment on function vera.set_setting(text, text, jsonb) is
+    'Overrides (or with null resets) a setting in a group the caller administers';
+
+reset role;
+
+-- ===== sql/functions/080_outbox.sql =====
+
+-- The transactional outbox: follow-up work for the worker is deferred as a
+-- Procrastinate job in the same transaction as the write that needs it, by
+-- calling Procrastinate's own defer function. A rollback leaves no job; a
+-- commit always has it.
+set role vera_owner;
+
+-- Internal: defers one job on the 'vera' queue and returns its id.
+-- Procrastinate's functions use unqualified names, hence its schema on the path.
+create or replace function vera.enqueue_job(
+    task_name text, args jsonb, scheduled_at timestamptz default null
+)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job_ids bigint[];
+begin
+    if pg_catalog.to_regprocedure('procrastinate.procrastinate_defer_jobs_v1(procrastinate.procrastinate_job_to_defer_v1[])') is null then
+        raise exception 'the job queue (Procrastinate''s schema "procrastinate") is not installed: run vera db migrate'
+            using errcode = 'VJ001';
+    end if;
+    job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
+        row('vera', task_name, 0, null, null, args, scheduled_at)::procrastinate.procrastinate_job_to_defer_v1]);
+    return job_ids[1];
+end
+$$;
+comment on function vera.enqueue_job(text, jsonb, timestamptz) is
+    'Internal: defers a Procrastinate job in the current transaction (the outbox)';
+
+reset role;
+
+-- ===== sql/functions/090_normalize.sql =====
+
+-- Normalisation of names and predicates.
+set role vera_owner;
+
+-- Contract: the form names are matched by. Unicode NFKC (folds full-width and
+-- compatibility forms), lower case, every run of characters that are neither
+-- letters nor digits (whitespace, punctuation, symbols) collapsed to one
+-- space, trimmed. Diacritics are kept: 'Nguyễn' and 'Nguyen' stay different
+-- names. Needs a UTF-8 database whose ctype knows Unicode (the embedded
+-- server's builtin C.UTF-8 does).
+create or replace function vera.normalize_name(name text)
+returns text
+language sql immutable strict parallel safe
+set search_path = vera, pg_temp
+as $$
+    select pg_catalog.btrim(pg_catalog.regexp_replace(
+        pg_catalog.lower(pg_catalog.normalize(name, 'NFKC')),
+        -- combining marks (U+0300-036F, 1AB0-1AFF, 1DC0-1DFF, 20D0-20FF, FE20-FE2F) are part of letters
+        '[^[:alnum:]\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+', ' ', 'g'))
+$$;
+comment on function vera.normalize_name(text) is
+    'Matching form of a name: NFKC, lower case, punctuation and whitespace collapsed, diacritics kept';
+
+-- Contract: a predicate in UPPER_SNAKE ('runs on', 'runsOn', 'RUNS-ON' -> RUNS_ON);
+-- null when nothing usable is left or it does not start with a letter.
+create or replace function vera.normalize_predicate(predicate text)
+returns text
+language sql immutable strict parallel safe
+set search_path = vera, pg_temp
+as $$
+    select case when normalized ~ '^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$' and char_length(normalized) <= 100
+                then normalized end
+    from (select pg_catalog.btrim(pg_catalog.upper(pg_catalog.regexp_replace(
+                 -- split camelCase before upper-casing
+                 pg_catalog.regexp_replace(pg_catalog.normalize(predicate, 'NFKC'), '([a-z0-9])([A-Z])', '\1_\2', 'g'),
+                 '[^[:alnum:]]+', '_', 'g')), '_') as normalized) p
+$$;
+comment on function vera.normalize_predicate(text) is 'UPPER_SNAKE form of a predicate, or null';
+
+reset role;
+
+-- ===== sql/functions/100_embeddings.sql =====
+
+-- Embeddings: one model and dimension pinned per group, HNSW indexes per
+-- dimension in use, and validation of incoming vectors.
+set role vera_owner;
+
+-- Internal: creates the cosine HNSW indexes for one dimension if missing.
+-- The column is an unsized vector (groups pin different dimensions), so each
+-- index covers the rows of its dimension through a cast and a predicate.
+create or replace function vera.ensure_vector_indexes(dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    target record;
+begin
+    for target in
+        select * from (values ('facts', 'embedding'), ('chunks', 'embedding'), ('entities', 'name_embedding'))
+            as t(table_name, column_name)
+    loop
+        execute format(
+            'create index if not exists %I on vera.%I using hnsw ((%I::vector(%s)) vector_cosine_ops) '
+            'where vector_dims(%I) = %s',
+            format('%s_%s_%s_hnsw_idx', target.table_name, target.column_name, dim),
+            target.table_name, target.column_name, dim, target.column_name, dim);
+    end loop;
+end
+$$;
+comment on function vera.ensure_vector_indexes(integer) is
+    'Internal: cosine HNSW indexes on facts, chunks and entities for one dimension';
+
+-- Internal: pins (model, dim) on a group at its first vector, and refuses a
+-- different model or dimension afterwards (a model change is a reprocess).
+create or replace function vera.pin_embedding(target_group text, model text, dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    pinned record;
+begin
+    if coalesce(pg_catalog.btrim(model), '') = '' then
+        raise exception 'embedding_model is required when vectors are given' using errcode = '22023';
+    end if;
+    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = target_group for update;
+    if pinned.embedding_model is null then
+        update vera.groups g set embedding_model = model, embedding_dim = dim where g.group_id = target_group;
+        perform vera.ensure_vector_indexes(dim);
+    elsif pinned.embedding_model <> model or pinned.embedding_dim <> dim then
+        raise exception 'group % is pinned to embedding model % (% dimensions); got % (% dimensions)',
+            target_group, pinned.embedding_model, pinned.embedding_dim, model, dim using errcode = 'VE001';
+    end if;
+end
+$$;
+comment on function vera.pin_embedding(text, text, integer) is
+    'Internal: pins a group''s embedding model and dimension, or refuses a mismatch (VE001)';
+
+-- Internal: parses JSON number arrays into vectors, all of one dimension.
+-- Returns the dimension (null when no vector is given). JSON cannot carry NaN;
+-- out-of-range numbers become infinite in float4 and are refused (VE002).
+create or replace function vera.parse_vectors(vectors jsonb, what text, out dim integer, out parsed public.vector[])
+language plpgsql stable
+set search_path = vera, public, pg_temp
+as $$
+declare
+    dims integer[];
+begin
+    if vectors is null or jsonb_typeof(vectors) <> 'array' then
+        return;
+    end if;
+    begin
+        select array_agg(case when jsonb_typeof(v) = 'null' then null else (v::text)::public.vector end order by i),
+               array_agg(distinct public.vector_dims((v::text)::public.vector)) filter (where jsonb_typeof(v) <> 'null')
+          into parsed, dims
+          from jsonb_array_elements(vectors) with ordinality as e(v, i);
+    exception when data_exception or invalid_text_representation then
+        raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, sqlerrm
+            using errcode = 'VE002';
+    end;
+    if cardinality(dims) > 1 then
+        raise exception '% embeddings of different dimensions in one call: %', what, dims using errcode = 'VE001';
+    end if;
+    dim := dims[1];
+end
+$$;
+comment on function vera.parse_vectors(jsonb, text) is 'Internal: JSON arrays of numbers to vectors of one dimension';
+
+reset role;
+
+-- ===== sql/functions/110_sources.sql =====
+
+-- Ingestion: sources, episodes (versions of a source record) and chunks.
+set role vera_owner;
+
+-- Contract: registers (or updates, by name) a source in a group the caller
+-- administers: its trust tier decides how its claims are published, so only
+-- admins set it. Returns the source id.
+create or replace function vera.register_source(
+    group_id text, kind text, name text, trust_tier integer,
+    token_env text default null, config jsonb default '{}', uri text default null
+)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    registered uuid;
+begin
+    perform vera.require_role(register_source.group_id, 'admin');
+    if register_source.trust_tier is null or register_source.trust_tier not between 1 and 4 then
+        raise exception 'trust_tier must be 1 (authoritative), 2 (curated), 3 (informational) or 4 (unverified), not %',
+            coalesce(register_source.trust_tier::text, 'null') using errcode = '22023';
+    end if;
+    if register_source.kind is null or register_source.kind !~ '^[a-z][a-z0-9_]{0,39}$' then
+        raise exception 'source kind must be a lower-case identifier (markdown, jira, ...), not %',
+            coalesce(register_source.kind, 'null') using errcode = '22023';
+    end if;
+    if coalesce(btrim(register_source.name), '') = '' or char_length(register_source.name) > 200 then
+        raise exception 'source name must be 1 to 200 characters' using errcode = '22023';
+    end if;
+    if register_source.token_env is not null and register_source.token_env !~ '^[A-Z_][A-Z0-9_]{0,127}$' then
+        raise exception 'token_env names an environment variable (A-Z, 0-9, _), it never holds the secret'
+            using errcode = '22023';
+    end if;
+    if jsonb_typeof(coalesce(register_source.config, '{}')) <> 'object' then
+        raise exception 'config must be a JSON object' using errcode = '22023';
+    end if;
+    insert into vera.sources as s (group_id, kind, name, trust_tier, token_env, config, uri, created_by)
+    values (register_source.group_id, register_source.kind, btrim(register_source.name), register_source.trust_tier,
+            register_source.token_env, coalesce(register_source.config, '{}'), register_source.uri,
+            vera.current_principal())
+    on conflict on constraint sources_name_unique do update
+        set kind = excluded.kind, trust_tier = excluded.trust_tier, token_env = excluded.token_env,
+            config = excluded.config, uri = excluded.uri, retracted_at = null
+    returning s.source_id into registered;
+    perform vera.audit(register_source.group_id, 'source.register', 'source', registered::text,
+                       jsonb_build_object('name', btrim(register_source.name), 'kind', register_source.kind,
+                                          'trust_tier', register_source.trust_tier));
+    return registered;
+end
+$$;
+comment on function vera.register_source(text, text, text, integer, text, jsonb, text) is
+    'Registers or updates (by name) a source and its trust tier; admins only';
+
+-- Internal: a source of the group that the caller can see, or VN001.
+create or replace function vera.visible_source(target_group text, target_source uuid)
+returns vera.sources
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    found_source vera.sources;
+begin
+    select * into found_source from vera.sources s
+     where s.group_id = target_group and s.source_id = target_source;
+    if not found then
+        raise exception 'unknown source % in group %', target_source, target_group using errcode = 'VN001';
+    end if;
+    return found_source;
+end
+$$;
+comment on function vera.visible_source(text, uuid) is 'Internal: a visible source or VN001';
+
+-- Contract: records one version of a source record. Unchanged content (same
+-- SHA-256 as the latest version) is a no-op that returns the existing
+-- episode; changed content becomes the next version. Members and above.
+create or replace function vera.record_episode(
+    group_id text, source_id uuid, external_id text, content_sha256 bytea,
+    object_key text default null, mime text default null, observed_at timestamptz default now(),
+    title text default null, uri text default null
+)
+returns table (episode_id uuid, version integer, created boolean)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+    latest record;
+begin
+    perform vera.require_role(record_episode.group_id, 'member');
+    src := vera.visible_source(record_episode.group_id, record_episode.source_id);
+    if src.retracted_at is not null then
+        raise exception 'source % was retracted at %; register it again to ingest from it', src.name, src.retracted_at
+            using errcode = '22023';
+    end if;
+    if coalesce(record_episode.external_id, '') = '' or char_length(record_episode.external_id) > 2000 then
+        raise exception 'external_id must be 1 to 2000 characters' using errcode = '22023';
+    end if;
+    if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
+        raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
+    end if;
+    -- one writer per record at a time, so two ingesters cannot both create version n+1
+    perform pg_advisory_xact_lock(hashtextextended(
+        record_episode.group_id || '/' || record_episode.source_id || '/' || record_episode.external_id, 0));
+    select e.episode_id, e.version, e.content_sha256 into latest from vera.episodes e
+     where e.group_id = record_episode.group_id and e.source_id = record_episode.source_id
+       and e.external_id = record_episode.external_id
+     order by e.version desc limit 1;
+    if found and latest.content_sha256 = record_episode.content_sha256 then
+        return query select latest.episode_id, latest.version, false;
+        return;
+    end if;
+    return query
+    insert into vera.episodes as e (group_id, source_id, external_id, version, content_sha256, object_key, mime,
+                                    observed_at, title, uri)
+    values (record_episode.group_id, record_episode.source_id, record_episode.external_id,
+            coalesce(latest.version, 0) + 1, record_episode.content_sha256, record_episode.object_key,
+            record_episode.mime, coalesce(record_episode.observed_at, now()), record_episode.title, record_episode.uri)
+    returning e.episode_id, e.version, true;
+end
+$$;
+comment on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text) is
+    'Records a version of a source record; unchanged content returns the existing episode';
+
+-- Internal: an episode of the group that the caller can see, or VN001.
+create or replace function vera.visible_episode(target_group text, target_episode uuid)
+returns vera.episodes
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    found_episode vera.episodes;
+begin
+    select * into found_episode from vera.episodes e
+     where e.group_id = target_group and e.episode_id = target_episode;
+    if not found then
+        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
+    end if;
+    if found_episode.status = 'retracted' then
+        raise exception 'episode % was retracted', target_episode using errcode = '22023';
+    end if;
+    return found_episode;
+end
+$$;
+comment on function vera.visible_episode(text, uuid) is 'Internal: a visible, live episode or VN001';
+
+-- Contract: stores an episode's chunks, in order: a JSON array of
+-- {"text", "heading"?, "char_start"?, "char_end"?, "embedding"?: [numbers]}.
+-- Ordinals are array positions from 0; storing again updates in place.
+-- Vectors need embedding_model and must match the group's pin.
+-- Limits: 20,000 characters of text per chunk, 10,000 chunks per call.
+create or replace function vera.store_chunks(
+    group_id text, episode_id uuid, chunks jsonb, embedding_model text default null
+)
+returns table (ordinal integer, chunk_id uuid)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    vectors record;
+    problem text;
+begin
+    perform vera.require_role(store_chunks.group_id, 'member');
+    perform vera.visible_episode(store_chunks.group_id, store_chunks.episode_id);
+    if jsonb_typeof(store_chunks.chunks) is distinct from 'array' then
+        raise exception 'chunks must be a JSON array of objects' using errcode = '22023';
+    end if;
+    if jsonb_array_length(store_chunks.chunks) > 10000 then
+        raise exception 'at most 10000 chunks per call, got %', jsonb_array_length(store_chunks.chunks)
+            using errcode = '54000';
+    end if;
+    select format('chunk %s: %s', i - 1, case
+               when jsonb_typeof(c) <> 'object' then 'not a JSON object'
+               when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
+               when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters' end)
+      into problem
+      from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+     where jsonb_typeof(c) <> 'object' or coalesce(btrim(c ->> 'text'), '') = ''
+        or char_length(c ->> 'text') > 20000
+     order by i limit 1;
+    if problem is not null then
+        raise exception '%', problem
+            using errcode = case when problem like '%over 20000%' then '22001' else '22023' end;
+    end if;
+    select * into vectors from vera.parse_vectors(
+        (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
+           from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)), 'chunk');
+    if vectors.dim is not null then
+        perform vera.pin_embedding(store_chunks.group_id, store_chunks.embedding_model, vectors.dim);
+    end if;
+    return query
+    insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding)
+    select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
+           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, vectors.parsed[a.i]
+      from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+    on conflict on constraint chunks_ordinal_unique do update
+        set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
+            char_end = excluded.char_end, embedding = excluded.embedding
+    returning ch.ordinal, ch.chunk_id;
+end
+$$;
+comment on function vera.store_chunks(text, uuid, jsonb, text) is
+    'Stores an episode''s ordered chunks (text, heading, span, optional embedding)';
+
+reset role;
+
+-- ===== sql/functions/120_entities.sql =====
+
+-- Entity resolution, set-based: exact normalised alias -> pg_trgm fuzzy ->
+-- semantic (name embeddings). A very close embedding links at once; a looser
+-- one only names candidates for the equivalence judge (a worker job) and the
+-- new entity stays provisional meanwhile.
+set role vera_owner;
+
+-- Internal: resolves names to entities, creating what is not found.
+-- Inputs are aligned arrays, one element per (group, name); names with the
+-- same normalised form in a group resolve to the same entity.
+-- method: exact | fuzzy | semantic | new | provisional. candidates: for a
+-- provisional entity, the judge's candidate entity ids, best first.
+create or replace function vera.resolve_entities(
+    groups text[], names text[], embeddings public.vector[], types text[]
+)
+returns table (ordinal integer, entity_id uuid, method text, candidates uuid[])
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    work vera.entity_resolution[];
+    previous_threshold text := coalesce(current_setting('pg_trgm.similarity_threshold', true), '0.3');
+    lowest_threshold float8;
+    pending vera.entity_resolution;
+    nearest record;
+    semantic_link float8;
+    semantic_candidate float8;
+    candidate_limit integer;
+begin
+    select array_agg(row(i::integer, g, btrim(n), vera.normalize_name(n), e, t, null, null, null)::vera.entity_resolution
+                     order by i)
+      into work
+      from unnest(groups, names, embeddings, types) with ordinality as u(g, n, e, t, i);
+    if work is null then
+        return;
+    end if;
+
+    -- serialise resolution of the same names across transactions (1024 buckets, in order: no deadlock)
+    perform pg_advisory_xact_lock(b)
+       from (select distinct (hashtextextended(w.group_id || '/' || w.norm, 0) & 1023) as b
+               from unnest(work) w order by 1) buckets;
+
+    -- 1. exact normalised alias (the oldest live entity wins a tie)
+    select array_agg(row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                         hit.entity_id, case when hit.entity_id is not null then 'exact' end, null)::vera.entity_resolution
+                     order by w.ordinal)
+      into work
+      from unnest(work) w
+      left join lateral (
+          select a.entity_id
+            from vera.entity_aliases a
+            join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+           where a.group_id = w.group_id and a.alias_norm = w.norm and e.status <> 'merged'
+           order by e.created_at, e.entity_id limit 1) hit on true;
+
+    -- 2. trigram similarity to known aliases, at or above the group's threshold,
+    --    with the same numbers in both names
+    select min((vera.setting(w.group_id, 'er.trigram_link'))::float8) into lowest_threshold
+      from unnest(work) w where w.entity_id is null;
+    if lowest_threshold is not null then
+        -- the % operator (which the trigram index serves) reads this setting
+        perform set_config('pg_trgm.similarity_threshold', lowest_threshold::text, true);
+        select array_agg(case when w.entity_id is null and best.score >= (vera.setting(w.group_id, 'er.trigram_link'))::float8
+                              then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                                       best.entity_id, 'fuzzy', null)::vera.entity_resolution
+                              else w end order by w.ordinal)
+          into work
+          from unnest(work) w
+          left join lateral (
+              select a.entity_id, similarity(a.alias_norm, w.norm) as score
+                from vera.entity_aliases a
+                join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+               where w.entity_id is null and w.norm <> ''
+                 and a.group_id = w.group_id and a.alias_norm % w.norm and e.status <> 'merged'
+                 -- numbers tell siblings apart (db-1 / db-2, api-v1 / api-v2): they must agree
+                 and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(w.norm, '[^0-9]+', ' ', 'g')
+               order by score desc, e.created_at limit 1) best on true;
+        perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
+    end if;
+
+    -- 3. name embeddings: the nearest entities of the same group and dimension
+    for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop
+        semantic_link := (vera.setting(pending.group_id, 'er.semantic_link'))::float8;
+        semantic_candidate := (vera.setting(pending.group_id, 'er.semantic_candidate'))::float8;
+        candidate_limit := (vera.setting(pending.group_id, 'er.candidate_limit'))::integer;
+        execute format(
+            'select array_agg(entity_id order by distance) as ids, min(distance) as best '
+            '  from (select e.entity_id, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance '
+            '          from vera.entities e '
+            '         where e.group_id = $2 and vector_dims(e.name_embedding) = %1$s and e.status <> ''merged'' '
+            '         order by distance limit $3) nearest '
+            ' where distance <= 1 - $4', public.vector_dims(pending.embedding))
+          into nearest
+          using pending.embedding, pending.group_id, greatest(candidate_limit, 1), semantic_candidate;
+        if nearest.best is not null and 1 - nearest.best >= semantic_link then
+            pending.entity_id := nearest.ids[1];
+            pending.method := 'semantic';
+        elsif nearest.ids is not null and candidate_limit > 0 then
+            pending.method := 'provisional';
+            pending.candidates := nearest.ids[1:candidate_limit];
+        end if;
+        work[pending.ordinal] := pending;
+    end loop;
+
+    -- 4. the rest are new entities, one per (group, normalised name)
+    with created as (
+        insert into vera.entities (group_id, canonical_name, entity_type, status, name_embedding)
+        select distinct on (w.group_id, w.norm) w.group_id, w.name, w.entity_type,
+               case when w.method = 'provisional' then 'provisional' else 'active' end, w.embedding
+          from unnest(work) w
+         where w.entity_id is null
+         order by w.group_id, w.norm, w.ordinal
+        returning vera.entities.group_id, vera.entities.entity_id, vera.normalize_name(canonical_name) as norm
+    )
+    select array_agg(case when w.entity_id is null
+                          then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                                   c.entity_id, coalesce(w.method, 'new'), w.candidates)::vera.entity_resolution
+                          else w end order by w.ordinal)
+      into work
+      from unnest(work) w
+      left join created c on w.entity_id is null and c.group_id = w.group_id and c.norm = w.norm;
+
+    -- every surface form becomes an alias of the entity it resolved to
+    insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm)
+    select distinct on (w.group_id, w.entity_id, w.norm) w.group_id, w.entity_id, w.name, w.norm
+      from unnest(work) w
+     where w.norm <> ''
+    on conflict do nothing;
+
+    return query select w.ordinal, w.entity_id, w.method, w.candidates from unnest(work) w order by w.ordinal;
+end
+$$;
+comment on function vera.resolve_entities(text[], text[], public.vector[], text[]) is
+    'Internal: resolves names to entities (exact, fuzzy, semantic), creating the rest';
+
+reset role;
+
+-- ===== sql/functions/125_supersede.sql =====
+
+-- Supersession: the valid-time history of functional predicates.
+set role vera_owner;
+
+-- Internal: rebuilds the history of each (group, subject, predicate) given,
+-- for functional predicates. The live values (published or superseded, not
+-- retired) are ordered by valid_from; each is closed at the next one's
+-- valid_from (or earlier, where the claim itself stated an end) and points
+-- to it; the last is the current value. Out-of-order arrivals therefore slot
+-- into history, and retracting the current value brings back the previous.
+-- Returns the facts whose lifecycle, successor or validity changed.
+create or replace function vera.rebuild_timelines(groups text[], subjects uuid[], predicates text[])
+returns table (group_id text, fact_id uuid, lifecycle vera.fact_lifecycle)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+begin
+    -- one writer per history (1024 buckets, taken in order: no deadlock). Under
+    -- READ COMMITTED the statements below then see every committed value.
+    perform pg_advisory_xact_lock(b)
+       from (select distinct (hashtextextended(k.g || '/' || k.s::text || '/' || k.p, 1) & 1023) as b
+               from unnest(groups, subjects, predicates) as k(g, s, p)
+              order by 1) buckets;
+
+    return query
+    with keys as (
+        select distinct k.g, k.s, k.p
+          from unnest(groups, subjects, predicates) as k(g, s, p)
+          join vera.predicates pr on pr.group_id = k.g and pr.name = k.p and pr.cardinality = 'functional'
+    ), history as (
+        select f.group_id as g, f.fact_id as id, f.stated_valid_to,
+               lead(f.fact_id) over w as next_id,
+               lead(f.valid_from) over w as next_from
+          from keys
+          join vera.facts f on f.group_id = keys.g and f.subject_entity_id = keys.s and f.predicate = keys.p
+         where f.lifecycle in ('published', 'superseded') and f.retired_at is null
+        window w as (partition by f.group_id, f.subject_entity_id, f.predicate
+                     order by f.valid_from, f.recorded_at, f.fact_id)
+    ), wanted as (
+        select h.g, h.id, h.next_id,
+               case when h.next_id is null then 'published' else 'superseded' end::vera.fact_lifecycle as state,
+               least(h.stated_valid_to, h.next_from) as valid_to
+          from history h
+    )
+    update vera.facts f
+       set lifecycle = wanted.state, superseded_by = wanted.next_id, valid_to = wanted.valid_to
+      from wanted
+     where f.group_id = wanted.g and f.fact_id = wanted.id
+       and (f.lifecycle, f.superseded_by, f.valid_to)
+           is distinct from (wanted.state, wanted.next_id, wanted.valid_to)
+    returning f.group_id, f.fact_id, f.lifecycle;
+end
+$$;
+comment on function vera.rebuild_timelines(text[], uuid[], text[]) is
+    'Internal: re-derives supersession (successor, validity end, current value) of functional predicates';
+
+reset role;
+
+-- ===== sql/functions/130_publish.sql =====
+
+-- Publishing claims: grading by trust tier, the contamination guard, entity
+-- resolution, supersession and the outbox, for a whole batch at once.
+set role vera_owner;
+
+-- Authority of a source's trust tier.
+create or replace function vera.tier_authority(tier integer)
+returns real
+language sql immutable strict parallel safe
+set search_path = vera, pg_temp
+as $$
+    select case tier when 1 then 1.00 when 2 then 0.85 when 3 then 0.70 when 4 then 0.40 end::real
+$$;
+comment on function vera.tier_authority(integer) is 'Authority of a trust tier: 1.00, 0.85, 0.70, 0.40';
+
+-- Internal: the first problem of a claim batch, as 'claim N: ...', or null.
+create or replace function vera.claim_problem(claims jsonb)
+returns table (problem text, sqlstate text)
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select format('claim %s: %s', i - 1, reason), code
+      from jsonb_array_elements(claims) with ordinality as a(c, i)
+     cross join lateral (select case
+            when jsonb_typeof(c) <> 'object' then 'not a JSON object'
+            when jsonb_typeof(c -> 'subject') is distinct from 'string' or btrim(c ->> 'subject') = '' then 'subject is empty'
+            when jsonb_typeof(c -> 'predicate') is distinct from 'string' or btrim(c ->> 'predicate') = '' then 'predicate is empty'
+            when vera.normalize_predicate(c ->> 'predicate') is null
+                then format('predicate %s has no UPPER_SNAKE form (letters, digits, separators; at most 100)', c -> 'predicate')
+            when jsonb_typeof(c -> 'object') is distinct from 'string' or btrim(c ->> 'object') = '' then 'object is empty'
+            when char_length(c ->> 'subject') > 500 then 'subject is over 500 characters'
+            when char_length(c ->> 'object') > 2000 then 'object is over 2000 characters'
+            when char_length(c ->> 'fact_text') > 4000 then 'fact_text is over 4000 characters'
+            when c ? 'confidence' and (jsonb_typeof(c -> 'confidence') <> 'number'
+                 or (c ->> 'confidence')::numeric not between 0 and 1) then 'confidence must be a number from 0 to 1'
+            when c ? 'verification' and coalesce(c ->> 'verification', '') not in ('human_verified', 'auto', 'pending')
+                then 'verification must be human_verified, auto or pending'
+            when c ? 'chunk' and jsonb_typeof(c -> 'chunk') <> 'number' then 'chunk must be the chunk''s ordinal'
+        end as reason,
+        case when c ->> 'subject' is not null and char_length(c ->> 'subject') > 500
+                  or char_length(c ->> 'object') > 2000 or char_length(c ->> 'fact_text') > 4000
+             then '22001' else '22023' end as code) checks
+     where reason is not null
+     order by i
+     limit 1
+$$;
+comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid claim of a batch, or nothing';
+
+-- Contract: publishes a batch of claims, all or nothing. claims is a JSON array of
+--   {"subject", "predicate", "object"                     required strings
+--    "subject_type", "object_is_entity", "object_type"    optional
+--    "functional": true                                   declares a new predicate functional
+--    "confidence": 0..1, "verification": human_verified | auto | pending
+--    "valid_from", "valid_to"                             timestamps (valid time)
+--    "chunk": ordinal, "evidence_start", "evidence_end"   evidence in the episode
+--    "fact_text", "embedding": [..], "subject_embedding": [..]}
+-- for an episode of group_id (or no episode: an agent's own claim, tier 4).
+-- Grading: tiers 1-2 publish (authority 1.00 / 0.85), tier 3 waits for
+-- review (0.70), tier 4 is a proposal (0.40). Shared scopes (o:, w:, p:)
+-- accept only verified knowledge: tier 4 or verification 'pending' becomes a
+-- proposal in the caller's own u: scope, naming the scope it is meant for.
+-- Limits: 10,000 claims per call; subject 500, object 2,000, fact_text 4,000 characters.
+-- Returns one row per claim (duplicates within the batch share a fact).
+create or replace function vera.publish_claims(
+    group_id text, episode_id uuid, claims jsonb, embedding_model text default null
+)
+returns table (claim integer, fact_id uuid, fact_group_id text, lifecycle vera.fact_lifecycle,
+               subject_entity_id uuid, resolution text)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    caller uuid := vera.require_principal();
+    scope vera.groups;
+    episode vera.episodes;
+    tier integer := 4;
+    personal text;
+    earlier_versions uuid[] := '{}';
+    first_problem record;
+    fact_vectors record;
+    subject_vectors record;
+    work vera.claim_work[];
+    changed record;
+    judged record;
+    job_group text;
+begin
+    perform vera.require_role(publish_claims.group_id, 'member');
+    select * into scope from vera.groups g where g.group_id = publish_claims.group_id;
+    if publish_claims.episode_id is not null then
+        episode := vera.visible_episode(publish_claims.group_id, publish_claims.episode_id);
+        select s.trust_tier into tier from vera.sources s
+         where s.group_id = episode.group_id and s.source_id = episode.source_id;
+        select coalesce(array_agg(e.episode_id), '{}') into earlier_versions from vera.episodes e
+         where e.group_id = episode.group_id and e.source_id = episode.source_id
+           and e.external_id = episode.external_id and e.version < episode.version;
+    end if;
+    if jsonb_typeof(publish_claims.claims) is distinct from 'array' then
+        raise exception 'claims must be a JSON array of objects' using errcode = '22023';
+    end if;
+    if jsonb_array_length(publish_claims.claims) > 10000 then
+        raise exception 'at most 10000 claims per call, got %', jsonb_array_length(publish_claims.claims)
+            using errcode = '54000';
+    end if;
+    select * into first_problem from vera.claim_problem(publish_claims.claims);
+    if first_problem.problem is not null then
+        raise exception '%', first_problem.problem using errcode = first_problem.sqlstate;
+    end if;
+    select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
+
+    select * into fact_vectors from vera.parse_vectors(
+        (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
+           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'fact');
+    select * into subject_vectors from vera.parse_vectors(
+        (select jsonb_agg(coalesce(c -> 'subject_embedding', 'null') order by i)
+           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'subject');
+    if fact_vectors.dim is not null and subject_vectors.dim is not null and fact_vectors.dim <> subject_vectors.dim then
+        raise exception 'fact embeddings have % dimensions, subject embeddings %', fact_vectors.dim, subject_vectors.dim
+            using errcode = 'VE001';
+    end if;
+
+    -- parse and grade
+    begin
+        select array_agg(row(
+                   (i - 1)::integer,
+                   -- where the claim lands: the contamination guard
+                   case when graded.state = 'proposal' then personal else publish_claims.group_id end,
+                   graded.state,
+                   btrim(c ->> 'subject'), c ->> 'subject_type', subject_vectors.parsed[i],
+                   vera.normalize_predicate(c ->> 'predicate'), coalesce((c ->> 'functional')::boolean, false),
+                   btrim(c ->> 'object'), coalesce((c ->> 'object_is_entity')::boolean, false), c ->> 'object_type',
+                   coalesce((c ->> 'confidence')::real, 1), v.verification,
+                   (c ->> 'valid_from')::timestamptz, (c ->> 'valid_to')::timestamptz,
+                   null, (c ->> 'evidence_start')::integer, (c ->> 'evidence_end')::integer,
+                   coalesce(nullif(btrim(c ->> 'fact_text'), ''),
+                            btrim(c ->> 'subject') || ' '
+                            || lower(replace(vera.normalize_predicate(c ->> 'predicate'), '_', ' '))
+                            || ' ' || btrim(c ->> 'object')),
+                   fact_vectors.parsed[i], null, null, null, gen_random_uuid(), null)::vera.claim_work order by i)
+          into work
+          from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)
+         cross join lateral (select coalesce(c ->> 'verification',
+                                    case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
+                                 as verification) v
+         cross join lateral (select case
+                                 when scope.kind = 'personal' then 'published'
+                                 when tier = 3 then 'pending_review'
+                                 when tier = 4 or v.verification = 'pending' then 'proposal'
+                                 else 'published' end::vera.fact_lifecycle as state) graded;
+    exception when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
+                   or numeric_value_out_of_range then
+        raise exception 'a claim field has the wrong type: %', sqlerrm using errcode = '22023';
+    end;
+
+    if exists (select from unnest(work) w where w.stated_valid_to < coalesce(w.valid_from, w.stated_valid_to)) then
+        raise exception 'claim %: valid_to is before valid_from',
+            (select min(w.claim) from unnest(work) w where w.stated_valid_to < w.valid_from) using errcode = '22023';
+    end if;
+
+    -- the evidence chunk must belong to the episode
+    if exists (select from jsonb_array_elements(publish_claims.claims) c where c ? 'chunk') then
+        if publish_claims.episode_id is null then
+            raise exception 'claims cite chunks but no episode was given' using errcode = '22023';
+        end if;
+        select array_agg(case when ch.chunk_id is null then w
+                              else row(w.claim, w.target_group, w.lifecycle, w.subject, w.subject_type, w.subject_embedding,
+                                       w.predicate, w.functional, w.object, w.object_is_entity, w.object_type,
+                                       w.confidence, w.verification, w.valid_from, w.stated_valid_to, ch.chunk_id,
+                                       w.evidence_start, w.evidence_end, w.fact_text, w.embedding,
+                                       null, null, null, w.fact_id, null)::vera.claim_work end order by w.claim)
+          into work
+          from unnest(work) w
+          left join lateral (select (publish_claims.claims -> w.claim ->> 'chunk')::integer as ordinal) cited on true
+          left join vera.chunks ch on ch.group_id = episode.group_id and ch.episode_id = episode.episode_id
+                                  and ch.ordinal = cited.ordinal;
+        if exists (select from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null) then
+            raise exception 'claim %: chunk % is not a chunk of episode %',
+                (select min(w.claim) from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
+                (select publish_claims.claims -> min(w.claim) ->> 'chunk' from unnest(work) w
+                  where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
+                publish_claims.episode_id using errcode = '22023';
+        end if;
+    end if;
+
+    -- pin the embedding model on every group that receives vectors
+    if coalesce(fact_vectors.dim, subject_vectors.dim) is not null then
+        perform vera.pin_embedding(g, publish_claims.embedding_model, coalesce(fact_vectors.dim, subject_vectors.dim))
+           from (select distinct w.target_group as g from unnest(work) w order by 1) targets;
+    end if;
+
+    -- the ontology: unknown predicates join it, multi-valued unless declared functional
+    insert into vera.predicates (group_id, name, cardinality)
+    select distinct on (w.target_group, w.predicate) w.target_group, w.predicate,
+           case when w.functional then 'functional' else 'multi' end::vera.predicate_cardinality
+      from unnest(work) w
+     order by w.target_group, w.predicate, w.functional desc
+    on conflict do nothing;
+
+    -- entities: subjects, and objects that are entities, resolved in the landing group
+    with names as (
+        select w.claim, 'subject' as role, w.target_group as g, w.subject as n, w.subject_embedding as e,
+               w.subject_type as t
+          from unnest(work) w
+        union all
+        select w.claim, 'object', w.target_group, w.object, null, w.object_type
+          from unnest(work) w where w.object_is_entity
+    ), numbered as (
+        select row_number() over (order by names.claim, names.role desc) as position, names.* from names
+    ), resolved as (
+        select numbered.claim, numbered.role, r.entity_id as resolved_id, r.method, r.candidates
+          from vera.resolve_entities(
+                   (select array_agg(numbered.g order by numbered.position) from numbered),
+                   (select array_agg(numbered.n order by numbered.position) from numbered),
+                   (select array_agg(numbered.e order by numbered.position) from numbered),
+                   (select array_agg(numbered.t order by numbered.position) from numbered)) r
+          join numbered on numbered.position = r.ordinal
+    )
+    select array_agg(row(w.claim, w.target_group, w.lifecycle, w.subject, w.subject_type, w.subject_embedding,
+                         w.predicate, w.functional, w.object, w.object_is_entity, w.object_type,
+                         w.confidence, w.verification,
+                         -- no stated valid_from: an unchanged restatement keeps the earlier version's,
+                         -- otherwise the episode's observation time
+                         coalesce(w.valid_from, carried.valid_from, episode.observed_at, now()),
+                         w.stated_valid_to, w.chunk_id, w.evidence_start, w.evidence_end, w.fact_text, w.embedding,
+                         s.resolved_id, o.resolved_id, s.method, w.fact_id, s.candidates)::vera.claim_work
+                     order by w.claim)
+      into work
+      from unnest(work) w
+      join resolved s on s.claim = w.claim and s.role = 'subject'
+      left join resolved o on o.claim = w.claim and o.role = 'object'
+      left join lateral (
+          select f.valid_from from vera.facts f
+           where cardinality(earlier_versions) > 0 and w.valid_from is null
+             and f.group_id = episode.group_id and f.episode_id = any (earlier_versions)
+             and f.subject_entity_id = s.resolved_id and f.predicate = w.predicate and f.object_value = w.object
+           order by f.valid_from limit 1) carried on true;
+
+    -- duplicates within the batch become one fact
+    select array_agg(deduplicated.w order by (deduplicated.w).claim) into work
+      from (select row(w.claim, w.target_group, w.lifecycle, w.subject, w.subject_type, w.subject_embedding,
+                       w.predicate, w.functional, w.object, w.object_is_entity, w.object_type,
+                       w.confidence, w.verification, w.valid_from, w.stated_valid_to, w.chunk_id,
+                       w.evidence_start, w.evidence_end, w.fact_text, w.embedding,
+                       w.subject_entity_id, w.object_entity_id, w.resolution,
+                       first_value(w.fact_id) over (partition by w.target_group, w.subject_entity_id, w.predicate,
+                                                    w.object, w.valid_from order by w.claim),
+                       w.candidates)::vera.claim_work as w
+              from unnest(work) w) deduplicated;
+
+    insert into vera.facts (group_id, fact_id, subject_entity_id, predicate, object_entity_id, object_value, fact_text,
+                            embedding, tier, authority, verification, confidence, lifecycle, valid_from, valid_to,
+                            stated_valid_to, source_id, episode_id, chunk_id, evidence_start, evidence_end,
+                            proposed_by, proposed_for, origin)
+    select distinct on (w.fact_id)
+           w.target_group, w.fact_id, w.subject_entity_id, w.predicate, w.object_entity_id, w.object, w.fact_text,
+           w.embedding, tier, vera.tier_authority(tier), w.verification, w.confidence, w.lifecycle, w.valid_from,
+           w.stated_valid_to, w.stated_valid_to,
+           case when w.target_group = publish_claims.group_id then episode.source_id end,
+           case when w.target_group = publish_claims.group_id then episode.episode_id end,
+           case when w.target_group = publish_claims.group_id then w.chunk_id end,
+           w.evidence_start, w.evidence_end, caller,
+           case when w.lifecycle = 'proposal' then publish_claims.group_id end,
+           -- a proposal carries its provenance and names: its reviewers cannot read its u: scope
+           case when w.target_group <> publish_claims.group_id then jsonb_strip_nulls(jsonb_build_object(
+               'group_id', publish_claims.group_id, 'source_id', episode.source_id,
+               'episode_id', episode.episode_id, 'chunk_id', w.chunk_id, 'subject', w.subject,
+               'subject_type', w.subject_type,
+               'object_entity', case when w.object_is_entity then w.object end, 'object_type', w.object_type)) end
+      from unnest(work) w
+     order by w.fact_id, w.claim;
+
+    -- a new version of a record supersedes what the earlier versions said
+    with retired as (
+        update vera.facts f set lifecycle = 'superseded', retired_at = now()
+         where cardinality(earlier_versions) > 0
+           and ((f.group_id = episode.group_id and f.episode_id = any (earlier_versions))
+                or (f.origin ->> 'episode_id')::uuid = any (earlier_versions))
+           and f.lifecycle in ('published', 'superseded', 'pending_review', 'proposal') and f.retired_at is null
+        returning f.group_id, f.subject_entity_id, f.predicate
+    ), keys as (
+        select w.target_group as g, w.subject_entity_id as s, w.predicate as p
+          from unnest(work) w where w.lifecycle = 'published'
+        union
+        select r.group_id, r.subject_entity_id, r.predicate from retired r
+    )
+    select array_agg(keys.g) as g, array_agg(keys.s) as s, array_agg(keys.p) as p into changed from keys;
+
+    -- supersession, then the outbox: one job of each kind per group
+    for job_group in
+        select distinct t.group_id
+          from vera.rebuild_timelines(changed.g, changed.s, changed.p) t
+        union
+        select distinct w.target_group from unnest(work) w where w.lifecycle = 'published'
+    loop
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'group_id', job_group,
+            'fact_ids', (select jsonb_agg(distinct f.fact_id) from vera.facts f
+                          where f.group_id = job_group
+                            and (f.fact_id in (select w.fact_id from unnest(work) w)
+                                 or (f.group_id, f.subject_entity_id, f.predicate) in
+                                    (select * from unnest(changed.g, changed.s, changed.p)))
+                            and f.lifecycle in ('published', 'superseded', 'retracted'))));
+    end loop;
+    for job_group in select distinct w.target_group from unnest(work) w where w.embedding is null loop
+        perform vera.enqueue_job('vera.embed', jsonb_build_object(
+            'group_id', job_group,
+            'fact_ids', (select jsonb_agg(distinct w.fact_id) from unnest(work) w
+                          where w.target_group = job_group and w.embedding is null)));
+    end loop;
+    for judged in
+        select w.target_group as g,
+               jsonb_agg(distinct jsonb_build_object('entity_id', e.entity_id, 'name', e.canonical_name,
+                                                     'candidates', w.candidates)) as entities
+          from unnest(work) w
+          join vera.entities e on e.group_id = w.target_group and e.entity_id = w.subject_entity_id
+         where w.resolution = 'provisional'
+         group by w.target_group
+    loop
+        perform vera.enqueue_job('vera.judge_equivalence',
+                                 jsonb_build_object('group_id', judged.g, 'entities', judged.entities));
+    end loop;
+    for judged in
+        select w.target_group as g, jsonb_agg(distinct w.fact_id) as fact_ids
+          from unnest(work) w
+          join vera.predicates pr on pr.group_id = w.target_group and pr.name = w.predicate and pr.cardinality = 'multi'
+         where w.lifecycle = 'published' and (vera.setting(w.target_group, 'judge.contradiction'))::boolean
+           and exists (select from vera.facts f
+                        where f.group_id = w.target_group and f.subject_entity_id = w.subject_entity_id
+                          and f.predicate = w.predicate and f.lifecycle = 'published' and f.object_value <> w.object)
+         group by w.target_group
+    loop
+        perform vera.enqueue_job('vera.judge_contradiction',
+                                 jsonb_build_object('group_id', judged.g, 'fact_ids', judged.fact_ids));
+    end loop;
+
+    return query
+    select w.claim, w.fact_id, w.target_group, f.lifecycle, w.subject_entity_id, w.resolution
+      from unnest(work) w
+      join vera.facts f on f.group_id = w.target_group and f.fact_id = w.fact_id
+     order by w.claim;
+end
+$$;
+comment on function vera.publish_claims(text, uuid, jsonb, text) is
+    'Publishes a batch of claims with grading, the contamination guard, resolution and supersession';
+
+reset role;
+
+-- ===== sql/functions/140_review.sql =====
+
+-- Review: admins of a scope approve or reject claims waiting for it
+-- (tier-3 claims pending review in the scope, and proposals made for it from
+-- someone's u: scope). Every decision is audited and reaches the outbox.
+set role vera_owner;
+
+-- Contract: what waits for review in a group the caller administers.
+create or replace function vera.pending_reviews(group_id text)
+returns table (fact_id uuid, fact_group_id text, lifecycle vera.fact_lifecycle, subject text, predicate text,
+               object text, fact_text text, tier smallint, verification vera.verification, confidence real,
+               proposed_by uuid, recorded_at timestamptz, origin jsonb)
+language plpgsql stable security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(pending_reviews.group_id, 'admin');
+    return query
+    select f.fact_id, f.group_id, f.lifecycle, coalesce(f.origin ->> 'subject', e.canonical_name), f.predicate,
+           f.object_value, f.fact_text, f.tier, f.verification, f.confidence, f.proposed_by, f.recorded_at, f.origin
+      from vera.facts f
+      -- a proposal's entities live in its proposer's u: scope; its origin names them
+      left join vera.entities e on e.group_id = f.group_id and e.entity_id = f.subject_entity_id
+     where (f.group_id = pending_reviews.group_id and f.lifecycle = 'pending_review')
+        or (f.proposed_for = pending_reviews.group_id and f.lifecycle = 'proposal')
+     order by f.recorded_at, f.fact_id;
+end
+$$;
+comment on function vera.pending_reviews(text) is 'Claims pending review in, or proposed for, a group the caller administers';
+
+-- Contract: decides on one claim waiting for group_id: 'approve' publishes it
+-- there as human_verified (a proposal is copied from its u: scope into the
+-- shared scope and marked accepted); 'reject' marks it rejected. Admins only.
+-- Returns the published fact (on approval) or the rejected one.
+create or replace function vera.review_claim(group_id text, fact_id uuid, decision text, note text default null)
+returns table (result_fact_id uuid, result_group_id text, result_lifecycle vera.fact_lifecycle)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    claim vera.facts;
+    subject_name text;
+    object_name text;
+    resolved_subject uuid;
+    resolved_object uuid;
+    published uuid;
+    same_scope boolean;
+begin
+    perform vera.require_role(review_claim.group_id, 'admin');
+    if review_claim.decision is null or review_claim.decision not in ('approve', 'reject') then
+        raise exception 'decision must be approve or reject, not %', coalesce(review_claim.decision, 'null')
+            using errcode = '22023';
+    end if;
+    select * into claim from vera.facts f
+     where f.fact_id = review_claim.fact_id
+       and ((f.group_id = review_claim.group_id and f.lifecycle = 'pending_review')
+            or (f.proposed_for = review_claim.group_id and f.lifecycle = 'proposal'))
+     for update;
+    if not found then
+        raise exception 'no claim % is waiting for review in %', review_claim.fact_id, review_claim.group_id
+            using errcode = 'VN001';
+    end if;
+
+    if review_claim.decision = 'reject' then
+        update vera.facts f set lifecycle = 'rejected', retired_at = now(), reviewed_by = vera.current_principal(),
+                                reviewed_at = now()
+         where f.group_id = claim.group_id and f.fact_id = claim.fact_id;
+        perform vera.audit(review_claim.group_id, 'claim.reject', 'fact', claim.fact_id::text,
+                           jsonb_build_object('note', review_claim.note, 'fact_group_id', claim.group_id));
+        return query select claim.fact_id, claim.group_id, 'rejected'::vera.fact_lifecycle;
+        return;
+    end if;
+
+    same_scope := claim.group_id = review_claim.group_id;
+    if same_scope then
+        update vera.facts f set lifecycle = 'published', verification = 'human_verified',
+                                reviewed_by = vera.current_principal(), reviewed_at = now()
+         where f.group_id = claim.group_id and f.fact_id = claim.fact_id;
+        published := claim.fact_id;
+        resolved_subject := claim.subject_entity_id;
+    else
+        -- a proposal: resolve its entities in the shared scope and publish a copy there
+        subject_name := claim.origin ->> 'subject';
+        object_name := claim.origin ->> 'object_entity';
+        select r.entity_id into resolved_subject
+          from vera.resolve_entities(array[review_claim.group_id], array[subject_name], array[null::public.vector],
+                                     array[claim.origin ->> 'subject_type']) r;
+        if object_name is not null then
+            select r.entity_id into resolved_object
+              from vera.resolve_entities(array[review_claim.group_id], array[object_name],
+                                         array[null::public.vector], array[claim.origin ->> 'object_type']) r;
+        end if;
+        insert into vera.predicates (group_id, name) values (review_claim.group_id, claim.predicate)
+        on conflict do nothing;
+        published := gen_random_uuid();
+        insert into vera.facts (group_id, fact_id, subject_entity_id, predicate, object_entity_id, object_value,
+                                fact_text, embedding, tier, authority, verification, confidence, lifecycle,
+                                valid_from, valid_to, stated_valid_to, source_id, episode_id, chunk_id,
+                                evidence_start, evidence_end, proposed_by, reviewed_by, reviewed_at)
+        select review_claim.group_id, published, resolved_subject, claim.predicate, resolved_object,
+               claim.object_value, claim.fact_text, claim.embedding, claim.tier, claim.authority, 'human_verified',
+               claim.confidence, 'published', claim.valid_from, claim.stated_valid_to, claim.stated_valid_to,
+               ep.source_id, ep.episode_id, ch.chunk_id, claim.evidence_start, claim.evidence_end,
+               claim.proposed_by, vera.current_principal(), now()
+          from (select 1) one
+          left join vera.episodes ep on ep.group_id = review_claim.group_id
+                                    and ep.episode_id = (claim.origin ->> 'episode_id')::uuid
+          left join vera.chunks ch on ch.group_id = review_claim.group_id
+                                  and ch.chunk_id = (claim.origin ->> 'chunk_id')::uuid;
+        update vera.facts f set lifecycle = 'accepted', retired_at = now(), reviewed_by = vera.current_principal(),
+                                reviewed_at = now()
+         where f.group_id = claim.group_id and f.fact_id = claim.fact_id;
+    end if;
+
+    perform vera.rebuild_timelines(array[review_claim.group_id], array[resolved_subject], array[claim.predicate]);
+    perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+        'group_id', review_claim.group_id,
+        'fact_ids', (select jsonb_agg(f.fact_id) from vera.facts f
+                      where f.group_id = review_claim.group_id and f.subject_entity_id = resolved_subject
+                        and f.predicate = claim.predicate and f.lifecycle in ('published', 'superseded'))));
+    perform vera.audit(review_claim.group_id, 'claim.approve', 'fact', published::text,
+                       jsonb_build_object('note', review_claim.note, 'reviewed_fact_id', claim.fact_id,
+                                          'reviewed_group_id', claim.group_id));
+    return query select f.fact_id, f.group_id, f.lifecycle from vera.facts f
+                  where f.group_id = review_claim.group_id and f.fact_id = published;
+end
+$$;
+comment on function vera.review_claim(text, uuid, text, text) is
+    'Approves (publishes, human_verified) or rejects a claim waiting for review in a group; admins only';
+
+reset role;
+
+-- ===== sql/functions/150_retract.sql =====
+
+-- Retraction and erasure of sources and episodes, end to end.
+--
+-- Retraction takes a source's knowledge out of search (lifecycle retracted),
+-- restores the values it had superseded, and queues the graph edges for
+-- removal. Erasure also deletes the episodes, their chunks, the facts drawn
+-- from them, snapshot copies and feedback citing them, and queues deletion
+-- of the raw bytes. PostgreSQL commits first, with a retract_cleanup job
+-- scheduled a little ahead; the caller may clean up at once and mark the job
+-- completed (vera.complete_cleanup), otherwise the worker runs it when due.
+set role vera_owner;
+
+-- Internal: retracts (and with erase, deletes) episodes of one group.
+-- Returns the retract_cleanup job id.
+create or replace function vera.withdraw_episodes(
+    target_group text, episode_ids uuid[], erase boolean, action text, target_kind text, target_id text,
+    reason text
+)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    withdrawn record;
+    restored record;
+    object_keys jsonb;
+    erased record;
+    cleanup_job bigint;
+begin
+    -- the facts drawn from the episodes, and proposals made from them
+    with gone as (
+        update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())
+         where ((f.group_id = target_group and f.episode_id = any (episode_ids))
+                or (f.origin ->> 'episode_id')::uuid = any (episode_ids))
+           and f.lifecycle <> 'retracted'
+        returning f.group_id, f.fact_id, f.subject_entity_id, f.predicate
+    )
+    select coalesce(jsonb_agg(gone.fact_id), '[]') as fact_ids,
+           array_agg(gone.group_id) as g, array_agg(gone.subject_entity_id) as s, array_agg(gone.predicate) as p
+      into withdrawn from gone;
+    -- facts retracted earlier (say, with their source) still name their graph edges
+    select coalesce(jsonb_agg(distinct f.fact_id), '[]') as fact_ids into erased
+      from vera.facts f
+     where (f.group_id = target_group and f.episode_id = any (episode_ids))
+        or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+    select coalesce(jsonb_agg(e.object_key) filter (where e.object_key is not null), '[]') into object_keys
+      from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+
+    update vera.episodes e set status = 'retracted'
+     where e.group_id = target_group and e.episode_id = any (episode_ids);
+
+    if erase then
+        delete from vera.feedback fb
+         where fb.group_id = target_group
+           and ((fb.item_kind = 'fact' and fb.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x))
+                or (fb.item_kind = 'passage' and fb.item_id in (
+                        select c.chunk_id from vera.chunks c
+                         where c.group_id = target_group and c.episode_id = any (episode_ids))));
+        delete from vera.snapshot_items si
+         where si.group_id = target_group
+           and (si.episode_id = any (episode_ids)
+                or (si.item_kind = 'fact' and si.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x)));
+        delete from vera.facts f
+         where (f.group_id = target_group and f.episode_id = any (episode_ids))
+            or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+        -- chunks go with their episodes (on delete cascade)
+        delete from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+    end if;
+
+    -- values these facts had superseded become current again
+    select coalesce(jsonb_agg(t.fact_id) filter (where t.lifecycle = 'published'), '[]') as fact_ids into restored
+      from vera.rebuild_timelines(withdrawn.g, withdrawn.s, withdrawn.p) t;
+
+    cleanup_job := vera.enqueue_job('vera.retract_cleanup', jsonb_build_object(
+        'group_id', target_group,
+        'edge_ids', erased.fact_ids,
+        'object_keys', case when erase then object_keys else '[]'::jsonb end,
+        'episode_ids', to_jsonb(episode_ids),
+        'restored_fact_ids', restored.fact_ids,
+        'erase', erase),
+        now() + make_interval(secs => (vera.setting(target_group, 'retract.cleanup_delay_seconds'))::float8));
+    perform vera.audit(target_group, action, target_kind, target_id, jsonb_build_object(
+        'reason', reason, 'episodes', cardinality(episode_ids), 'facts', jsonb_array_length(erased.fact_ids),
+        'cleanup_job', cleanup_job));
+    return cleanup_job;
+end
+$$;
+comment on function vera.withdraw_episodes(text, uuid[], boolean, text, text, text, text) is
+    'Internal: retracts or erases episodes and enqueues their retract_cleanup job';
+
+-- Contract: retracts one episode (admins). Returns the retract_cleanup job id.
+create or replace function vera.retract_episode(group_id text, episode_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(retract_episode.group_id, 'admin');
+    if not exists (select from vera.episodes e
+                    where e.group_id = retract_episode.group_id and e.episode_id = retract_episode.episode_id) then
+        raise exception 'unknown episode % in group %', retract_episode.episode_id, retract_episode.group_id
+            using errcode = 'VN001';
+    end if;
+    return vera.withdraw_episodes(retract_episode.group_id, array[retract_episode.episode_id], false,
+                                  'episode.retract', 'episode', retract_episode.episode_id::text, reason);
+end
+$$;
+comment on function vera.retract_episode(text, uuid, text) is 'Retracts an episode''s knowledge end to end; admins only';
+
+-- Contract: erases one episode (admins): retraction, then the episode, its
+-- chunks, facts, snapshot copies and feedback are deleted and its raw bytes
+-- queued for deletion. Returns the retract_cleanup job id.
+create or replace function vera.erase_episode(group_id text, episode_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(erase_episode.group_id, 'admin');
+    if not exists (select from vera.episodes e
+                    where e.group_id = erase_episode.group_id and e.episode_id = erase_episode.episode_id) then
+        raise exception 'unknown episode % in group %', erase_episode.episode_id, erase_episode.group_id
+            using errcode = 'VN001';
+    end if;
+    return vera.withdraw_episodes(erase_episode.group_id, array[erase_episode.episode_id], true,
+                                  'episode.erase', 'episode', erase_episode.episode_id::text, reason);
+end
+$$;
+comment on function vera.erase_episode(text, uuid, text) is 'Erases an episode and everything drawn from it; admins only';
+
+-- Contract: retracts every episode of a source and the source itself (admins);
+-- new ingestion from it is refused until it is registered again.
+create or replace function vera.retract_source(group_id text, source_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+begin
+    perform vera.require_role(retract_source.group_id, 'admin');
+    src := vera.visible_source(retract_source.group_id, retract_source.source_id);
+    update vera.sources s set retracted_at = coalesce(s.retracted_at, now())
+     where s.group_id = src.group_id and s.source_id = src.source_id;
+    return vera.withdraw_episodes(
+        src.group_id,
+        coalesce((select array_agg(e.episode_id) from vera.episodes e
+                   where e.group_id = src.group_id and e.source_id = src.source_id), '{}'),
+        false, 'source.retract', 'source', src.source_id::text, reason);
+end
+$$;
+comment on function vera.retract_source(text, uuid, text) is 'Retracts a source and all its episodes; admins only';
+
+-- Contract: erases a source (admins): all its episodes as erase_episode does,
+-- then the source row itself.
+create or replace function vera.erase_source(group_id text, source_id uuid, reason text default null)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+    cleanup_job bigint;
+begin
+    perform vera.require_role(erase_source.group_id, 'admin');
+    src := vera.visible_source(erase_source.group_id, erase_source.source_id);
+    cleanup_job := vera.withdraw_episodes(
+        src.group_id,
+        coalesce((select array_agg(e.episode_id) from vera.episodes e
+                   where e.group_id = src.group_id and e.source_id = src.source_id), '{}'),
+        true, 'source.erase', 'source', src.source_id::text, reason);
+    -- facts of the source without an episode, and the source row itself
+    delete from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id;
+    delete from vera.sources s where s.group_id = src.group_id and s.source_id = src.source_id;
+    return cleanup_job;
+end
+$$;
+comment on function vera.erase_source(text, uuid, text) is 'Erases a source and everything drawn from it; admins only';
+
+-- Contract: marks a retract_cleanup job completed after the caller cleaned up
+-- in-process (graph edges removed, objects deleted), so the worker skips it.
+-- Admins of the job's group. False when the job had already run or finished.
+create or replace function vera.complete_cleanup(job_id bigint)
+returns boolean
+language plpgsql volatile security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job record;
+begin
+    perform vera.require_principal();
+    select j.id, j.status, j.args ->> 'group_id' as group_id into job
+      from procrastinate.procrastinate_jobs j
+     where j.id = complete_cleanup.job_id and j.task_name = 'vera.retract_cleanup'
+     for update;
+    if not found or not (job.group_id = any (vera.administrable_groups())) then
+        raise exception 'no retract_cleanup job % in a group you administer', complete_cleanup.job_id
+            using errcode = 'VN001';
+    end if;
+    if job.status <> 'todo' then
+        return false;
+    end if;
+    perform procrastinate.procrastinate_finish_job_v1(job.id, 'succeeded', false);
+    return true;
+end
+$$;
+comment on function vera.complete_cleanup(bigint) is
+    'Marks a retract_cleanup job done after in-process cleanup; admins of its group';
+
+reset role;
+
+-- ===== sql/functions/160_predicates.sql =====
+
+-- The ontology: declaring predicates ahead of the claims that use them.
+set role vera_owner;
+
+-- Contract: declares (or re-declares) a predicate in a group the caller
+-- administers; the name is normalised to UPPER_SNAKE and returned.
+-- Turning a multi-valued predicate functional rebuilds its histories.
+create or replace function vera.declare_predicate(
+    group_id text, name text, cardinality vera.predicate_cardinality default 'multi', description text default null
+)
+returns text
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    normalized text := vera.normalize_predicate(declare_predicate.name);
+    affected record;
+begin
+    perform vera.require_role(declare_predicate.group_id, 'admin');
+    if normalized is null then
+        raise exception 'predicate % has no UPPER_SNAKE form', coalesce(declare_predicate.name, 'null')
+            using errcode = '22023';
+    end if;
+    insert into vera.predicates as p (group_id, name, cardinality, description)
+    values (declare_predicate.group_id, normalized, coalesce(declare_predicate.cardinality, 'multi'),
+            declare_predicate.description)
+    on conflict on constraint predicates_pkey do update
+        set cardinality = excluded.cardinality, description = coalesce(excluded.description, p.description);
+    select array_agg(f.group_id) as g, array_agg(f.subject_entity_id) as s, array_agg(f.predicate) as p
+      into affected
+      from vera.facts f
+     where f.group_id = declare_predicate.group_id and f.predicate = normalized and f.lifecycle = 'published';
+    perform vera.rebuild_timelines(affected.g, affected.s, affected.p);
+    perform vera.audit(declare_predicate.group_id, 'predicate.declare', 'predicate', normalized,
+                       jsonb_build_object('cardinality', declare_predicate.cardinality));
+    return normalized;
+end
+$$;
+comment on function vera.declare_predicate(text, text, vera.predicate_cardinality, text) is
+    'Declares a predicate (functional or multi-valued) in a group''s ontology; admins only';
+
+reset role;
+
+-- ===== sql/rls/010_policies.sql =====
+
+-- Row-level security. Enabled and FORCED on every table, so the owner
+-- (vera_owner, which the definer functions run as) is bound by it too.
+--
+-- Knowledge tables: the caller's groups decide, nothing else. A definer
+-- function with a bug still cannot read or write another tenant's rows.
+-- Identity tables (groups, principals, memberships, api_keys, auth_context)
+-- and the audit log additionally let vera_owner through, because
+-- authentication must read them before any caller context exists.
+--
+-- Idempotent: every policy is dropped and created again.
+set role vera_owner;
+set client_min_messages = warning;
+
+do $policies$
+declare
+    knowledge_table text;
+begin
+    foreach knowledge_table in array array[
+        'sources', 'episodes', 'chunks', 'entities', 'entity_aliases', 'predicates',
+        'facts', 'feedback', 'ranking_weights', 'snapshots', 'snapshot_items', 'group_settings']
+    loop
+        execute format('alter table vera.%I enable row level security', knowledge_table);
+        execute format('alter table vera.%I force row level security', knowledge_table);
+        execute format('drop policy if exists read_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists insert_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists update_own_groups on vera.%I', knowledge_table);
+        execute format('drop policy if exists delete_own_groups on vera.%I', knowledge_table);
+        -- the scalar subqueries make each function run once per statement
+        execute format($p$create policy read_own_groups on vera.%I for select
+            using (group_id = any ((select vera.readable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy insert_own_groups on vera.%I for insert
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy update_own_groups on vera.%I for update
+            using (group_id = any ((select vera.writable_groups())::text[]))
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+        execute format($p$create policy delete_own_groups on vera.%I for delete
+            using (group_id = any ((select vera.writable_groups())::text[]))$p$, knowledge_table);
+    end loop;
+end
+$policies$;
+
+-- Proposals live in their proposer's u: scope; the admins of the scope they
+-- are proposed for may see them, decide on them and erase them.
+drop policy if exists read_proposals_for_administered_groups on vera.facts;
+drop policy if exists update_proposals_for_administered_groups on vera.facts;
+drop policy if exists delete_proposals_for_administered_groups on vera.facts;
+create policy read_proposals_for_administered_groups on vera.facts for select
+    using (proposed_for = any ((select vera.administrable_groups())::text[]));
+create policy update_proposals_for_administered_groups on vera.facts for update
+    using (proposed_for = any ((select vera.administrable_groups())::text[]))
+    with check (proposed_for = any ((select vera.administrable_groups())::text[]));
+create policy delete_proposals_for_administered_groups on vera.facts for delete
+    using (proposed_for = any ((select vera.administrable_groups())::text[]));
+
+alter table vera.groups enable row level security;
+alter table vera.groups force row level security;
+drop policy if exists read_own_groups on vera.groups;
+drop policy if exists owner_manages on vera.groups;
+create policy read_own_groups on vera.groups for select
+    using (group_id = any ((select vera.readable_groups())::text[]));
+create policy owner_manages on vera.groups to vera_owner using (true) with check (true);
+
+alter table vera.memberships enable row level security;
+alter table vera.memberships force row level security;
+drop policy if exists read_own_groups on vera.memberships;
+drop policy if exists owner_manages on vera.memberships;
+create policy read_own_groups on vera.memberships for select
+    using (group_id = any ((select vera.readable_groups())::text[]));
+create policy owner_manages on vera.memberships to vera_owner using (true) with check (true);
+
+-- a principal is visible to itself and to callers who share a readable group
+alter table vera.principals enable row level security;
+alter table vera.principals force row level security;
+drop policy if exists read_self_and_members on vera.principals;
+drop policy if exists owner_manages on vera.principals;
+create policy read_self_and_members on vera.principals for select
+    using (principal_id = (select vera.current_principal())
+           or exists (select from vera.memberships m
+                       where m.principal_id = principals.principal_id
+                         and m.group_id = any ((select vera.readable_groups())::text[])));
+create policy owner_manages on vera.principals to vera_owner using (true) with check (true);
+
+-- keys and the context table are reached only through definer functions
+alter table vera.api_keys enable row level security;
+alter table vera.api_keys force row level security;
+drop policy if exists owner_manages on vera.api_keys;
+create policy owner_manages on vera.api_keys to vera_owner using (true) with check (true);
+
+alter table vera.auth_context enable row level security;
+alter table vera.auth_context force row level security;
+drop policy if exists owner_manages on vera.auth_context;
+create policy owner_manages on vera.auth_context to vera_owner using (true) with check (true);
+
+-- the audit log is appended by definer functions and read by group admins
+alter table vera.audit_log enable row level security;
+alter table vera.audit_log force row level security;
+drop policy if exists read_administered_groups on vera.audit_log;
+drop policy if exists owner_appends on vera.audit_log;
+drop policy if exists owner_reads on vera.audit_log;
+create policy read_administered_groups on vera.audit_log for select
+    using (group_id = any ((select vera.administrable_groups())::text[]));
+create policy owner_appends on vera.audit_log for insert to vera_owner with check (true);
+
+reset role;
+
+-- ===== sql/rls/020_grants.sql =====
+
+-- Grants: what each role may touch. Idempotent (grant is a no-op when held).
+--
+-- vera_app     reads knowledge through RLS; writes only through the SQL API,
+--              so curation rules (tiers, contamination guard) cannot be skipped.
+-- vera_worker  also updates rows in place (embeddings, statuses) through RLS.
+-- vera_gateway an HTTP/MCP server: the SQL API plus authenticate_principal.
+-- vera_operator provisions tenants.
+set role vera_owner;
+
+grant select on vera.sources, vera.episodes, vera.chunks, vera.entities, vera.entity_aliases,
+    vera.predicates, vera.facts, vera.feedback, vera.ranking_weights, vera.snapshots,
+    vera.snapshot_items, vera.groups, vera.memberships, vera.principals, vera.audit_log, vera.group_settings
+    to vera_app, vera_worker, vera_gateway;
+
+grant insert, update, delete on vera.sources, vera.episodes, vera.chunks, vera.entities,
+    vera.entity_aliases, vera.predicates, vera.facts, vera.snapshot_items
+    to vera_worker;
+
+-- helpers that policies call must be executable by whoever the policy applies to
+grant execute on function vera.current_principal(), vera.readable_groups(), vera.writable_groups(),
+    vera.administrable_groups()
+    to public;
+
+-- the public SQL API
+grant execute on function
+    vera.authenticate(text),
+    vera.require_principal(),
+    vera.require_role(text, vera.member_role),
+    vera.role_in(text),
+    vera.whoami(),
+    vera.create_group(text, vera.group_kind, text),
+    vera.create_principal(text, vera.principal_kind, text, vera.member_role, text),
+    vera.set_member_role(text, uuid, vera.member_role),
+    vera.remove_member(text, uuid),
+    vera.create_api_key(text, timestamptz, uuid),
+    vera.revoke_api_key(text),
+    vera.list_api_keys(),
+    vera.normalize_name(text),
+    vera.normalize_predicate(text),
+    vera.tier_authority(integer),
+    vera.setting_default(text),
+    vera.setting(text, text),
+    vera.set_setting(text, text, jsonb),
+    vera.register_source(text, text, text, integer, text, jsonb, text),
+    vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text),
+    vera.store_chunks(text, uuid, jsonb, text),
+    vera.declare_predicate(text, text, vera.predicate_cardinality, text),
+    vera.publish_claims(text, uuid, jsonb, text),
+    vera.pending_reviews(text),
+    vera.review_claim(text, uuid, text, text),
+    vera.retract_episode(text, uuid, text),
+    vera.erase_episode(text, uuid, text),
+    vera.retract_source(text, uuid, text),
+    vera.erase_source(text, uuid, text),
+    vera.complete_cleanup(bigint)
+    to vera_app, vera_worker, vera_gateway;
+
+grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
+
+grant execute on function vera.create_tenant(text, text, text) to vera_operator;
+
+reset role;
