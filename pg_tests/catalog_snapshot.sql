@@ -7,7 +7,7 @@ select kind, name, definition from (
     from pg_namespace n where n.nspname = 'vera'
   union all
     select 'extension', e.extname, e.extversion from pg_extension e
-    where e.extname in ('vector', 'pg_trgm', 'unaccent')
+    where e.extname in ('vector', 'pg_trgm', 'unaccent', 'btree_gin')
   union all
     select 'type', t.typname,
            concat_ws(' | ', pg_get_userbyid(t.typowner),

@@ -172,7 +172,7 @@ BAD_CLAIMS = [
     ([claim("s", "p", "o" * 2001)], "22001", "object is over 2000 characters"),
     ([claim("s", "p", "o", confidence=1.5)], "22023", "confidence must be a number from 0 to 1"),
     ([claim("s", "p", "o", verification="trust me")], "22023", "verification must be"),
-    ([claim("s", "p", "o", valid_from="yesterday-ish")], "22023", "wrong type"),
+    ([claim("s", "p", "o", valid_from="yesterday-ish")], "22023", "fields of the right types"),
     ([claim("s", "p", "o", valid_from="2026-02-01", valid_to="2026-01-01")], "22023", "valid_to is before"),
     ([claim("s", "p", "o", embedding=[1, 2])], "22023", "embedding_model is required"),
     ([claim("s", "p", "o", embedding=[1, "x"])], "VE002", "invalid fact embedding"),

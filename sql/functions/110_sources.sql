@@ -190,8 +190,10 @@ begin
     return query
     insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding)
     select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
-           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, vectors.parsed[a.i]
+           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, v.vector
       from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+      -- joined by position: subscripting the array once per row would be quadratic
+      left join unnest(vectors.parsed) with ordinality as v(vector, i) on v.i = a.i
     on conflict on constraint chunks_ordinal_unique do update
         set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
             char_end = excluded.char_end, embedding = excluded.embedding

@@ -4,6 +4,40 @@
 -- new entity stays provisional meanwhile.
 set role vera_owner;
 
+-- Internal: the alias of a group most similar to a normalised name, by
+-- pg_trgm similarity at or above threshold, with the same numbers in both
+-- (numbers tell siblings apart: db-1 / db-2, api-v1 / api-v2).
+-- It belongs to vera_resolver, which bypasses row-level security: the %
+-- operator is not leakproof, so under RLS the planner may not use the trigram
+-- index for it and would compare the name with every alias (50 ms at 20,000
+-- aliases instead of 1 ms). The group check RLS would make is made here.
+create or replace function vera.similar_alias(target_group text, norm text, threshold float8)
+returns table (entity_id uuid, score real)
+language plpgsql stable security definer
+set search_path = vera, public, pg_temp
+as $$
+begin
+    if not target_group = any (vera.writable_groups()) then
+        raise exception 'permission denied: member role required in group %', target_group using errcode = '42501';
+    end if;
+    -- the % operator, which the index serves, reads this setting
+    perform set_config('pg_trgm.similarity_threshold', threshold::text, true);
+    -- planned with its values (EXECUTE), so the planner sees the trigrams to look up
+    return query execute
+        'select a.entity_id, similarity(a.alias_norm, $2)
+           from vera.entity_aliases a
+           join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+          where a.group_id = $1 and a.alias_norm % $2 and e.status <> ''merged''
+            and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
+          order by 2 desc, e.created_at
+          limit 1'
+        using target_group, norm;
+end
+$$;
+comment on function vera.similar_alias(text, text, float8) is
+    'Internal: the most similar alias of a group by trigrams (reads past RLS, checks the group itself)';
+alter function vera.similar_alias(text, text, float8) owner to vera_resolver;
+
 -- Internal: resolves names to entities, creating what is not found.
 -- Inputs are aligned arrays, one element per (group, name); names with the
 -- same normalised form in a group resolve to the same entity.
@@ -19,7 +53,7 @@ as $$
 declare
     work vera.entity_resolution[];
     previous_threshold text := coalesce(current_setting('pg_trgm.similarity_threshold', true), '0.3');
-    lowest_threshold float8;
+    threshold float8;
     pending vera.entity_resolution;
     nearest record;
     semantic_link float8;
@@ -39,43 +73,32 @@ begin
        from (select distinct (hashtextextended(w.group_id || '/' || w.norm, 0) & 1023) as b
                from unnest(work) w order by 1) buckets;
 
-    -- 1. exact normalised alias (the oldest live entity wins a tie)
+    -- 1. exact normalised alias (the oldest live entity wins a tie), as one join
     select array_agg(row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
                          hit.entity_id, case when hit.entity_id is not null then 'exact' end, null)::vera.entity_resolution
                      order by w.ordinal)
       into work
       from unnest(work) w
-      left join lateral (
-          select a.entity_id
+      left join (
+          select distinct on (a.group_id, a.alias_norm) a.group_id, a.alias_norm, a.entity_id
             from vera.entity_aliases a
             join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-           where a.group_id = w.group_id and a.alias_norm = w.norm and e.status <> 'merged'
-           order by e.created_at, e.entity_id limit 1) hit on true;
+           where e.status <> 'merged'
+             and (a.group_id, a.alias_norm) in (select u.group_id, u.norm from unnest(work) u)
+           order by a.group_id, a.alias_norm, e.created_at, e.entity_id) hit
+        on hit.group_id = w.group_id and hit.alias_norm = w.norm;
 
-    -- 2. trigram similarity to known aliases, at or above the group's threshold,
-    --    with the same numbers in both names
-    select min((vera.setting(w.group_id, 'er.trigram_link'))::float8) into lowest_threshold
-      from unnest(work) w where w.entity_id is null;
-    if lowest_threshold is not null then
-        -- the % operator (which the trigram index serves) reads this setting
-        perform set_config('pg_trgm.similarity_threshold', lowest_threshold::text, true);
-        select array_agg(case when w.entity_id is null and best.score >= (vera.setting(w.group_id, 'er.trigram_link'))::float8
-                              then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
-                                       best.entity_id, 'fuzzy', null)::vera.entity_resolution
-                              else w end order by w.ordinal)
-          into work
-          from unnest(work) w
-          left join lateral (
-              select a.entity_id, similarity(a.alias_norm, w.norm) as score
-                from vera.entity_aliases a
-                join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-               where w.entity_id is null and w.norm <> ''
-                 and a.group_id = w.group_id and a.alias_norm % w.norm and e.status <> 'merged'
-                 -- numbers tell siblings apart (db-1 / db-2, api-v1 / api-v2): they must agree
-                 and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(w.norm, '[^0-9]+', ' ', 'g')
-               order by score desc, e.created_at limit 1) best on true;
-        perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
-    end if;
+    -- 2. trigram similarity to known aliases, at or above the group's threshold
+    for pending in select * from unnest(work) w where w.entity_id is null and w.norm <> '' loop
+        threshold := (vera.setting(pending.group_id, 'er.trigram_link'))::float8;
+        select s.entity_id, s.score into nearest from vera.similar_alias(pending.group_id, pending.norm, threshold) s;
+        if nearest.entity_id is not null and nearest.score >= threshold then
+            pending.entity_id := nearest.entity_id;
+            pending.method := 'fuzzy';
+            work[pending.ordinal] := pending;
+        end if;
+    end loop;
+    perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
     -- 3. name embeddings: the nearest entities of the same group and dimension
     for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop

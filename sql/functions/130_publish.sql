@@ -2,46 +2,64 @@
 -- resolution, supersession and the outbox, for a whole batch at once.
 set role vera_owner;
 
--- Authority of a source's trust tier.
+-- Authority of a source's trust tier. (Pure; no search_path pinned so that
+-- it inlines, see 090_normalize.sql.)
 create or replace function vera.tier_authority(tier integer)
 returns real
 language sql immutable strict parallel safe
-set search_path = vera, pg_temp
 as $$
     select case tier when 1 then 1.00 when 2 then 0.85 when 3 then 0.70 when 4 then 0.40 end::real
 $$;
 comment on function vera.tier_authority(integer) is 'Authority of a trust tier: 1.00, 0.85, 0.70, 0.40';
 
--- Internal: the first problem of a claim batch, as 'claim N: ...', or null.
+-- Internal: the first problem of a claim batch, as 'claim N: ...', or nothing.
+-- Each claim object is parsed once into typed fields (jsonb_to_recordset).
 create or replace function vera.claim_problem(claims jsonb)
 returns table (problem text, sqlstate text)
-language sql immutable
+language plpgsql stable
 set search_path = vera, pg_temp
 as $$
-    select format('claim %s: %s', i - 1, reason), code
-      from jsonb_array_elements(claims) with ordinality as a(c, i)
+begin
+    return query
+    with parsed as materialized (
+    select x.*
+      -- every typed field is listed, so a value of the wrong type is caught here
+      from rows from (jsonb_to_recordset(claims) as (
+               subject text, predicate text, object text, fact_text text, confidence numeric, verification text,
+               functional boolean, object_is_entity boolean, valid_from timestamptz, valid_to timestamptz,
+               chunk integer, evidence_start integer, evidence_end integer))
+           with ordinality as x(subject, predicate, object, fact_text, confidence, verification, functional,
+                                object_is_entity, valid_from, valid_to, chunk, evidence_start, evidence_end, i)
+    ), predicates as (
+        -- a batch uses few predicates: normalise each once
+        select distinct parsed.predicate as raw, vera.normalize_predicate(parsed.predicate) as normalized from parsed
+    )
+    select format('claim %s: %s', x.i - 1, checks.reason), checks.code
+      from parsed x
+      left join predicates pr on pr.raw = x.predicate
      cross join lateral (select case
-            when jsonb_typeof(c) <> 'object' then 'not a JSON object'
-            when jsonb_typeof(c -> 'subject') is distinct from 'string' or btrim(c ->> 'subject') = '' then 'subject is empty'
-            when jsonb_typeof(c -> 'predicate') is distinct from 'string' or btrim(c ->> 'predicate') = '' then 'predicate is empty'
-            when vera.normalize_predicate(c ->> 'predicate') is null
-                then format('predicate %s has no UPPER_SNAKE form (letters, digits, separators; at most 100)', c -> 'predicate')
-            when jsonb_typeof(c -> 'object') is distinct from 'string' or btrim(c ->> 'object') = '' then 'object is empty'
-            when char_length(c ->> 'subject') > 500 then 'subject is over 500 characters'
-            when char_length(c ->> 'object') > 2000 then 'object is over 2000 characters'
-            when char_length(c ->> 'fact_text') > 4000 then 'fact_text is over 4000 characters'
-            when c ? 'confidence' and (jsonb_typeof(c -> 'confidence') <> 'number'
-                 or (c ->> 'confidence')::numeric not between 0 and 1) then 'confidence must be a number from 0 to 1'
-            when c ? 'verification' and coalesce(c ->> 'verification', '') not in ('human_verified', 'auto', 'pending')
+            when coalesce(btrim(x.subject), '') = '' then 'subject is empty'
+            when coalesce(btrim(x.predicate), '') = '' then 'predicate is empty'
+            when pr.normalized is null
+                then format('predicate "%s" has no UPPER_SNAKE form (letters, digits, separators; at most 100)', x.predicate)
+            when coalesce(btrim(x.object), '') = '' then 'object is empty'
+            when char_length(x.subject) > 500 then 'subject is over 500 characters'
+            when char_length(x.object) > 2000 then 'object is over 2000 characters'
+            when char_length(x.fact_text) > 4000 then 'fact_text is over 4000 characters'
+            when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
+            when x.verification not in ('human_verified', 'auto', 'pending')
                 then 'verification must be human_verified, auto or pending'
-            when c ? 'chunk' and jsonb_typeof(c -> 'chunk') <> 'number' then 'chunk must be the chunk''s ordinal'
         end as reason,
-        case when c ->> 'subject' is not null and char_length(c ->> 'subject') > 500
-                  or char_length(c ->> 'object') > 2000 or char_length(c ->> 'fact_text') > 4000
+        case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
              then '22001' else '22023' end as code) checks
-     where reason is not null
-     order by i
-     limit 1
+     where checks.reason is not null
+     order by x.i
+     limit 1;
+exception when invalid_parameter_value or invalid_text_representation or invalid_datetime_format
+               or datetime_field_overflow or numeric_value_out_of_range then
+    -- a non-object element, or a field of the wrong type
+    return query select format('claims must be JSON objects with fields of the right types: %s', sqlerrm), '22023'::text;
+end
 $$;
 comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid claim of a batch, or nothing';
 
@@ -76,9 +94,13 @@ declare
     personal text;
     earlier_versions uuid[] := '{}';
     first_problem record;
-    fact_vectors record;
-    subject_vectors record;
+    has_vectors boolean;
+    fact_dim integer;
+    fact_parsed public.vector[];
+    subject_dim integer;
+    subject_parsed public.vector[];
     work vera.claim_work[];
+    retired record;
     changed record;
     judged record;
     job_group text;
@@ -106,64 +128,75 @@ begin
     end if;
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
 
-    select * into fact_vectors from vera.parse_vectors(
-        (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
-           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'fact');
-    select * into subject_vectors from vera.parse_vectors(
-        (select jsonb_agg(coalesce(c -> 'subject_embedding', 'null') order by i)
-           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'subject');
-    if fact_vectors.dim is not null and subject_vectors.dim is not null and fact_vectors.dim <> subject_vectors.dim then
-        raise exception 'fact embeddings have % dimensions, subject embeddings %', fact_vectors.dim, subject_vectors.dim
-            using errcode = 'VE001';
+    -- vectors, only when some claim carries one
+    has_vectors := publish_claims.claims @? '$[*] ? (exists (@.embedding) || exists (@.subject_embedding))';
+    if has_vectors then
+        select v.dim, v.parsed into fact_dim, fact_parsed from vera.parse_vectors(
+            (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
+               from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'fact') v;
+        select v.dim, v.parsed into subject_dim, subject_parsed from vera.parse_vectors(
+            (select jsonb_agg(coalesce(c -> 'subject_embedding', 'null') order by i)
+               from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'subject') v;
+        if fact_dim <> subject_dim then
+            raise exception 'fact embeddings have % dimensions, subject embeddings %', fact_dim, subject_dim
+                using errcode = 'VE001';
+        end if;
     end if;
 
-    -- parse and grade
-    begin
-        select array_agg(row(
-                   (i - 1)::integer,
-                   -- where the claim lands: the contamination guard
-                   case when graded.state = 'proposal' then personal else publish_claims.group_id end,
-                   graded.state,
-                   btrim(c ->> 'subject'), c ->> 'subject_type', subject_vectors.parsed[i],
-                   vera.normalize_predicate(c ->> 'predicate'), coalesce((c ->> 'functional')::boolean, false),
-                   btrim(c ->> 'object'), coalesce((c ->> 'object_is_entity')::boolean, false), c ->> 'object_type',
-                   coalesce((c ->> 'confidence')::real, 1), v.verification,
-                   (c ->> 'valid_from')::timestamptz, (c ->> 'valid_to')::timestamptz,
-                   null, (c ->> 'evidence_start')::integer, (c ->> 'evidence_end')::integer,
-                   coalesce(nullif(btrim(c ->> 'fact_text'), ''),
-                            btrim(c ->> 'subject') || ' '
-                            || lower(replace(vera.normalize_predicate(c ->> 'predicate'), '_', ' '))
-                            || ' ' || btrim(c ->> 'object')),
-                   fact_vectors.parsed[i], null, null, null, gen_random_uuid(), null)::vera.claim_work order by i)
-          into work
-          from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)
-         cross join lateral (select coalesce(c ->> 'verification',
-                                    case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
-                                 as verification) v
-         cross join lateral (select case
-                                 when scope.kind = 'personal' then 'published'
-                                 when tier = 3 then 'pending_review'
-                                 when tier = 4 or v.verification = 'pending' then 'proposal'
-                                 else 'published' end::vera.fact_lifecycle as state) graded;
-    exception when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-                   or numeric_value_out_of_range then
-        raise exception 'a claim field has the wrong type: %', sqlerrm using errcode = '22023';
-    end;
+    -- parse and grade: one typed pass over the claims
+    select array_agg(row(
+               (x.i - 1)::integer,
+               -- where the claim lands: the contamination guard
+               case when graded.state = 'proposal' then personal else publish_claims.group_id end,
+               graded.state,
+               btrim(x.subject), x.subject_type, sv.v,
+               pr.normalized, coalesce(x.functional, false),
+               btrim(x.object), coalesce(x.object_is_entity, false), x.object_type,
+               coalesce(x.confidence, 1), v.verification, x.valid_from, x.valid_to,
+               null, x.evidence_start, x.evidence_end,
+               coalesce(nullif(btrim(x.fact_text), ''),
+                        btrim(x.subject) || ' ' || lower(replace(pr.normalized, '_', ' '))
+                        || ' ' || btrim(x.object)),
+               fv.v, null, null, null, gen_random_uuid(), null)::vera.claim_work order by x.i)
+      into work
+      from rows from (jsonb_to_recordset(publish_claims.claims) as (
+               subject text, subject_type text, predicate text, functional boolean, object text,
+               object_is_entity boolean, object_type text, confidence real, verification text,
+               valid_from timestamptz, valid_to timestamptz, evidence_start integer, evidence_end integer,
+               fact_text text))
+           with ordinality as x(subject, subject_type, predicate, functional, object, object_is_entity, object_type,
+                                confidence, verification, valid_from, valid_to, evidence_start, evidence_end,
+                                fact_text, i)
+      -- a batch uses few predicates: normalise each once
+      join (select distinct p.predicate as raw, vera.normalize_predicate(p.predicate) as normalized
+              from jsonb_to_recordset(publish_claims.claims) as p(predicate text)) pr on pr.raw = x.predicate
+      -- joined by position (a subscript per row would be quadratic)
+      left join unnest(fact_parsed) with ordinality as fv(v, fi) on has_vectors and fv.fi = x.i
+      left join unnest(subject_parsed) with ordinality as sv(v, si) on has_vectors and sv.si = x.i
+     cross join lateral (select coalesce(x.verification,
+                                case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
+                             as verification) v
+     cross join lateral (select case
+                             when scope.kind = 'personal' then 'published'
+                             when tier = 3 then 'pending_review'
+                             when tier = 4 or v.verification = 'pending' then 'proposal'
+                             else 'published' end::vera.fact_lifecycle as state) graded;
 
-    if exists (select from unnest(work) w where w.stated_valid_to < coalesce(w.valid_from, w.stated_valid_to)) then
+    if exists (select from unnest(work) w where w.stated_valid_to < w.valid_from) then
         raise exception 'claim %: valid_to is before valid_from',
             (select min(w.claim) from unnest(work) w where w.stated_valid_to < w.valid_from) using errcode = '22023';
     end if;
 
     -- the evidence chunk must belong to the episode
-    if exists (select from jsonb_array_elements(publish_claims.claims) c where c ? 'chunk') then
+    if publish_claims.claims @? '$[*].chunk' then
         if publish_claims.episode_id is null then
             raise exception 'claims cite chunks but no episode was given' using errcode = '22023';
         end if;
-        select array_agg(case when ch.chunk_id is null then w
+        select array_agg(case when cited.ordinal is null then w
                               else row(w.claim, w.target_group, w.lifecycle, w.subject, w.subject_type, w.subject_embedding,
                                        w.predicate, w.functional, w.object, w.object_is_entity, w.object_type,
-                                       w.confidence, w.verification, w.valid_from, w.stated_valid_to, ch.chunk_id,
+                                       w.confidence, w.verification, w.valid_from, w.stated_valid_to,
+                                       coalesce(ch.chunk_id, '00000000-0000-0000-0000-000000000000'),
                                        w.evidence_start, w.evidence_end, w.fact_text, w.embedding,
                                        null, null, null, w.fact_id, null)::vera.claim_work end order by w.claim)
           into work
@@ -171,18 +204,17 @@ begin
           left join lateral (select (publish_claims.claims -> w.claim ->> 'chunk')::integer as ordinal) cited on true
           left join vera.chunks ch on ch.group_id = episode.group_id and ch.episode_id = episode.episode_id
                                   and ch.ordinal = cited.ordinal;
-        if exists (select from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null) then
-            raise exception 'claim %: chunk % is not a chunk of episode %',
-                (select min(w.claim) from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
-                (select publish_claims.claims -> min(w.claim) ->> 'chunk' from unnest(work) w
-                  where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
+        select w.claim, publish_claims.claims -> w.claim ->> 'chunk' as chunk into first_problem
+          from unnest(work) w where w.chunk_id = '00000000-0000-0000-0000-000000000000' order by w.claim limit 1;
+        if found then
+            raise exception 'claim %: chunk % is not a chunk of episode %', first_problem.claim, first_problem.chunk,
                 publish_claims.episode_id using errcode = '22023';
         end if;
     end if;
 
     -- pin the embedding model on every group that receives vectors
-    if coalesce(fact_vectors.dim, subject_vectors.dim) is not null then
-        perform vera.pin_embedding(g, publish_claims.embedding_model, coalesce(fact_vectors.dim, subject_vectors.dim))
+    if coalesce(fact_dim, subject_dim) is not null then
+        perform vera.pin_embedding(g, publish_claims.embedding_model, coalesce(fact_dim, subject_dim))
            from (select distinct w.target_group as g from unnest(work) w order by 1) targets;
     end if;
 
@@ -268,36 +300,48 @@ begin
      order by w.fact_id, w.claim;
 
     -- a new version of a record supersedes what the earlier versions said
-    with retired as (
+    with gone as (
         update vera.facts f set lifecycle = 'superseded', retired_at = now()
          where cardinality(earlier_versions) > 0
            and ((f.group_id = episode.group_id and f.episode_id = any (earlier_versions))
                 or (f.origin ->> 'episode_id')::uuid = any (earlier_versions))
            and f.lifecycle in ('published', 'superseded', 'pending_review', 'proposal') and f.retired_at is null
-        returning f.group_id, f.subject_entity_id, f.predicate
-    ), keys as (
+        returning f.group_id, f.fact_id, f.subject_entity_id, f.predicate
+    )
+    select array_agg(gone.group_id) as g, array_agg(gone.fact_id) as ids, array_agg(gone.subject_entity_id) as s,
+           array_agg(gone.predicate) as p
+      into retired from gone;
+
+    -- supersession of functional predicates, over the histories this batch touched
+    with keys as (
         select w.target_group as g, w.subject_entity_id as s, w.predicate as p
           from unnest(work) w where w.lifecycle = 'published'
-        union
-        select r.group_id, r.subject_entity_id, r.predicate from retired r
+        union all
+        select * from unnest(retired.g, retired.s, retired.p)
+    ), rebuilt as (
+        select t.group_id, t.fact_id, t.lifecycle
+          from vera.rebuild_timelines((select array_agg(keys.g) from keys), (select array_agg(keys.s) from keys),
+                                      (select array_agg(keys.p) from keys)) t
     )
-    select array_agg(keys.g) as g, array_agg(keys.s) as s, array_agg(keys.p) as p into changed from keys;
+    select coalesce(array_agg(rebuilt.group_id), '{}') as g, coalesce(array_agg(rebuilt.fact_id), '{}') as ids,
+           coalesce(array_agg(rebuilt.lifecycle), '{}') as lifecycles
+      into changed from rebuilt;
 
-    -- supersession, then the outbox: one job of each kind per group
+    -- the outbox: one job of each kind per group
     for job_group in
-        select distinct t.group_id
-          from vera.rebuild_timelines(changed.g, changed.s, changed.p) t
-        union
-        select distinct w.target_group from unnest(work) w where w.lifecycle = 'published'
+        select distinct x.g from (
+            select w.target_group as g from unnest(work) w where w.lifecycle = 'published'
+            union all select unnest(changed.g) union all select unnest(retired.g)) x
     loop
         perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
             'group_id', job_group,
-            'fact_ids', (select jsonb_agg(distinct f.fact_id) from vera.facts f
-                          where f.group_id = job_group
-                            and (f.fact_id in (select w.fact_id from unnest(work) w)
-                                 or (f.group_id, f.subject_entity_id, f.predicate) in
-                                    (select * from unnest(changed.g, changed.s, changed.p)))
-                            and f.lifecycle in ('published', 'superseded', 'retracted'))));
+            'fact_ids', (select jsonb_agg(distinct ids.id) from (
+                             select w.fact_id as id from unnest(work) w
+                              where w.target_group = job_group and w.lifecycle = 'published'
+                             union all
+                             select c.id from unnest(changed.g, changed.ids) as c(g, id) where c.g = job_group
+                             union all
+                             select r.id from unnest(retired.g, retired.ids) as r(g, id) where r.g = job_group) ids)));
     end loop;
     for job_group in select distinct w.target_group from unnest(work) w where w.embedding is null loop
         perform vera.enqueue_job('vera.embed', jsonb_build_object(
@@ -307,34 +351,37 @@ begin
     end loop;
     for judged in
         select w.target_group as g,
-               jsonb_agg(distinct jsonb_build_object('entity_id', e.entity_id, 'name', e.canonical_name,
+               jsonb_agg(distinct jsonb_build_object('entity_id', w.subject_entity_id, 'name', w.subject,
                                                      'candidates', w.candidates)) as entities
           from unnest(work) w
-          join vera.entities e on e.group_id = w.target_group and e.entity_id = w.subject_entity_id
          where w.resolution = 'provisional'
          group by w.target_group
     loop
         perform vera.enqueue_job('vera.judge_equivalence',
                                  jsonb_build_object('group_id', judged.g, 'entities', judged.entities));
     end loop;
-    for judged in
-        select w.target_group as g, jsonb_agg(distinct w.fact_id) as fact_ids
+    for job_group in
+        select distinct w.target_group from unnest(work) w where w.lifecycle = 'published'
+    loop
+        continue when not (vera.setting(job_group, 'judge.contradiction'))::boolean;
+        select jsonb_agg(distinct w.fact_id) as fact_ids into judged
           from unnest(work) w
           join vera.predicates pr on pr.group_id = w.target_group and pr.name = w.predicate and pr.cardinality = 'multi'
-         where w.lifecycle = 'published' and (vera.setting(w.target_group, 'judge.contradiction'))::boolean
+         where w.target_group = job_group and w.lifecycle = 'published'
            and exists (select from vera.facts f
                         where f.group_id = w.target_group and f.subject_entity_id = w.subject_entity_id
-                          and f.predicate = w.predicate and f.lifecycle = 'published' and f.object_value <> w.object)
-         group by w.target_group
-    loop
-        perform vera.enqueue_job('vera.judge_contradiction',
-                                 jsonb_build_object('group_id', judged.g, 'fact_ids', judged.fact_ids));
+                          and f.predicate = w.predicate and f.lifecycle = 'published' and f.object_value <> w.object);
+        if judged.fact_ids is not null then
+            perform vera.enqueue_job('vera.judge_contradiction',
+                                     jsonb_build_object('group_id', job_group, 'fact_ids', judged.fact_ids));
+        end if;
     end loop;
 
+    -- a new fact's lifecycle is what supersession left it
     return query
-    select w.claim, w.fact_id, w.target_group, f.lifecycle, w.subject_entity_id, w.resolution
+    select w.claim, w.fact_id, w.target_group, coalesce(c.lifecycle, w.lifecycle), w.subject_entity_id, w.resolution
       from unnest(work) w
-      join vera.facts f on f.group_id = w.target_group and f.fact_id = w.fact_id
+      left join unnest(changed.ids, changed.lifecycles) as c(id, lifecycle) on c.id = w.fact_id
      order by w.claim;
 end
 $$;

@@ -8,6 +8,24 @@
 -- Apply with:  psql -v ON_ERROR_STOP=1 -1 -f 0002_write_path.sql
 -- Frozen once released: changes go into a new numbered migration.
 
+-- group-scoped trigram probes for entity resolution (a contrib module, like pg_trgm)
+create extension if not exists btree_gin;
+
+-- Owns the trigram probe of entity resolution: pg_trgm's % operator is not
+-- leakproof, so under row-level security no index can serve it; this role
+-- reads past RLS for that one function, which checks the group itself.
+do $roles$
+begin
+    if not exists (select from pg_catalog.pg_roles where rolname = 'vera_resolver') then
+        create role vera_resolver nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit;
+    else
+        alter role vera_resolver nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit;
+    end if;
+end
+$roles$;
+grant vera_resolver to vera_owner with inherit true;
+grant create, usage on schema vera to vera_resolver;
+
 set role vera_owner;
 
 -- a proposal a reviewer approved
@@ -61,9 +79,11 @@ alter table vera.facts
 update vera.facts set stated_valid_to = valid_to where superseded_by is null;
 
 alter table vera.facts
+    -- superseded_by is derived (vera.rebuild_timelines); its foreign-key check
+    -- locked every successor row on each supersession
     drop constraint facts_group_id_superseded_by_fkey,
-    add constraint facts_group_id_superseded_by_fkey foreign key (group_id, superseded_by)
-        references vera.facts (group_id, fact_id) on delete set null (superseded_by),
+    -- principals are never deleted; the check cost every published claim a lookup
+    drop constraint facts_proposed_by_fkey,
     drop constraint facts_superseded_has_successor,
     add constraint facts_superseded_has_successor check (
         lifecycle <> 'superseded' or superseded_by is not null or valid_to is not null
@@ -71,11 +91,18 @@ alter table vera.facts
     add constraint facts_proposal_has_target check (lifecycle <> 'proposal' or proposed_for is not null),
     add constraint facts_stated_validity_order check (stated_valid_to is null or stated_valid_to >= valid_from);
 
+-- supersession and retraction update lifecycle, successor and validity: no
+-- index mentions them and pages keep room, so those updates stay in place (HOT)
+alter table vera.facts set (fillfactor = 85);
 drop index vera.facts_current_idx;
-create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from)
-    where lifecycle in ('published', 'superseded') and retired_at is null;
-create index facts_proposed_for_idx on vera.facts (proposed_for) where lifecycle = 'proposal';
+-- valid-time reads are the read path's to index, measured
+drop index vera.facts_validity_idx;
+create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from);
+create index facts_proposed_for_idx on vera.facts (proposed_for) where proposed_for is not null;
 create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
+
+drop index vera.entity_aliases_norm_trgm_idx;
+create index entity_aliases_group_trgm_idx on vera.entity_aliases using gin (group_id, alias_norm gin_trgm_ops);
 
 reset role;
 
@@ -872,6 +899,11 @@ reset role;
 -- ===== sql/functions/090_normalize.sql =====
 
 -- Normalisation of names and predicates.
+--
+-- These pure functions pin no search_path, unlike every other function here:
+-- a SET clause keeps PostgreSQL from inlining a SQL function and costs a
+-- settings save and restore per call (they run once per claim). They call
+-- only schema-qualified pg_catalog functions, so the path cannot matter.
 set role vera_owner;
 
 -- Contract: the form names are matched by. Unicode NFKC (folds full-width and
@@ -883,7 +915,6 @@ set role vera_owner;
 create or replace function vera.normalize_name(name text)
 returns text
 language sql immutable strict parallel safe
-set search_path = vera, pg_temp
 as $$
     select pg_catalog.btrim(pg_catalog.regexp_replace(
         pg_catalog.lower(pg_catalog.normalize(name, 'NFKC')),
@@ -898,7 +929,6 @@ comment on function vera.normalize_name(text) is
 create or replace function vera.normalize_predicate(predicate text)
 returns text
 language sql immutable strict parallel safe
-set search_path = vera, pg_temp
 as $$
     select case when normalized ~ '^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$' and char_length(normalized) <= 100
                 then normalized end
@@ -1195,8 +1225,10 @@ begin
     return query
     insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding)
     select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
-           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, vectors.parsed[a.i]
+           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, v.vector
       from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+      -- joined by position: subscripting the array once per row would be quadratic
+      left join unnest(vectors.parsed) with ordinality as v(vector, i) on v.i = a.i
     on conflict on constraint chunks_ordinal_unique do update
         set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
             char_end = excluded.char_end, embedding = excluded.embedding
@@ -1216,6 +1248,40 @@ reset role;
 -- new entity stays provisional meanwhile.
 set role vera_owner;
 
+-- Internal: the alias of a group most similar to a normalised name, by
+-- pg_trgm similarity at or above threshold, with the same numbers in both
+-- (numbers tell siblings apart: db-1 / db-2, api-v1 / api-v2).
+-- It belongs to vera_resolver, which bypasses row-level security: the %
+-- operator is not leakproof, so under RLS the planner may not use the trigram
+-- index for it and would compare the name with every alias (50 ms at 20,000
+-- aliases instead of 1 ms). The group check RLS would make is made here.
+create or replace function vera.similar_alias(target_group text, norm text, threshold float8)
+returns table (entity_id uuid, score real)
+language plpgsql stable security definer
+set search_path = vera, public, pg_temp
+as $$
+begin
+    if not target_group = any (vera.writable_groups()) then
+        raise exception 'permission denied: member role required in group %', target_group using errcode = '42501';
+    end if;
+    -- the % operator, which the index serves, reads this setting
+    perform set_config('pg_trgm.similarity_threshold', threshold::text, true);
+    -- planned with its values (EXECUTE), so the planner sees the trigrams to look up
+    return query execute
+        'select a.entity_id, similarity(a.alias_norm, $2)
+           from vera.entity_aliases a
+           join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+          where a.group_id = $1 and a.alias_norm % $2 and e.status <> ''merged''
+            and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
+          order by 2 desc, e.created_at
+          limit 1'
+        using target_group, norm;
+end
+$$;
+comment on function vera.similar_alias(text, text, float8) is
+    'Internal: the most similar alias of a group by trigrams (reads past RLS, checks the group itself)';
+alter function vera.similar_alias(text, text, float8) owner to vera_resolver;
+
 -- Internal: resolves names to entities, creating what is not found.
 -- Inputs are aligned arrays, one element per (group, name); names with the
 -- same normalised form in a group resolve to the same entity.
@@ -1231,7 +1297,7 @@ as $$
 declare
     work vera.entity_resolution[];
     previous_threshold text := coalesce(current_setting('pg_trgm.similarity_threshold', true), '0.3');
-    lowest_threshold float8;
+    threshold float8;
     pending vera.entity_resolution;
     nearest record;
     semantic_link float8;
@@ -1251,43 +1317,32 @@ begin
        from (select distinct (hashtextextended(w.group_id || '/' || w.norm, 0) & 1023) as b
                from unnest(work) w order by 1) buckets;
 
-    -- 1. exact normalised alias (the oldest live entity wins a tie)
+    -- 1. exact normalised alias (the oldest live entity wins a tie), as one join
     select array_agg(row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
                          hit.entity_id, case when hit.entity_id is not null then 'exact' end, null)::vera.entity_resolution
                      order by w.ordinal)
       into work
       from unnest(work) w
-      left join lateral (
-          select a.entity_id
+      left join (
+          select distinct on (a.group_id, a.alias_norm) a.group_id, a.alias_norm, a.entity_id
             from vera.entity_aliases a
             join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-           where a.group_id = w.group_id and a.alias_norm = w.norm and e.status <> 'merged'
-           order by e.created_at, e.entity_id limit 1) hit on true;
+           where e.status <> 'merged'
+             and (a.group_id, a.alias_norm) in (select u.group_id, u.norm from unnest(work) u)
+           order by a.group_id, a.alias_norm, e.created_at, e.entity_id) hit
+        on hit.group_id = w.group_id and hit.alias_norm = w.norm;
 
-    -- 2. trigram similarity to known aliases, at or above the group's threshold,
-    --    with the same numbers in both names
-    select min((vera.setting(w.group_id, 'er.trigram_link'))::float8) into lowest_threshold
-      from unnest(work) w where w.entity_id is null;
-    if lowest_threshold is not null then
-        -- the % operator (which the trigram index serves) reads this setting
-        perform set_config('pg_trgm.similarity_threshold', lowest_threshold::text, true);
-        select array_agg(case when w.entity_id is null and best.score >= (vera.setting(w.group_id, 'er.trigram_link'))::float8
-                              then row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
-                                       best.entity_id, 'fuzzy', null)::vera.entity_resolution
-                              else w end order by w.ordinal)
-          into work
-          from unnest(work) w
-          left join lateral (
-              select a.entity_id, similarity(a.alias_norm, w.norm) as score
-                from vera.entity_aliases a
-                join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-               where w.entity_id is null and w.norm <> ''
-                 and a.group_id = w.group_id and a.alias_norm % w.norm and e.status <> 'merged'
-                 -- numbers tell siblings apart (db-1 / db-2, api-v1 / api-v2): they must agree
-                 and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(w.norm, '[^0-9]+', ' ', 'g')
-               order by score desc, e.created_at limit 1) best on true;
-        perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
-    end if;
+    -- 2. trigram similarity to known aliases, at or above the group's threshold
+    for pending in select * from unnest(work) w where w.entity_id is null and w.norm <> '' loop
+        threshold := (vera.setting(pending.group_id, 'er.trigram_link'))::float8;
+        select s.entity_id, s.score into nearest from vera.similar_alias(pending.group_id, pending.norm, threshold) s;
+        if nearest.entity_id is not null and nearest.score >= threshold then
+            pending.entity_id := nearest.entity_id;
+            pending.method := 'fuzzy';
+            work[pending.ordinal] := pending;
+        end if;
+    end loop;
+    perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
     -- 3. name embeddings: the nearest entities of the same group and dimension
     for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop
@@ -1411,46 +1466,64 @@ reset role;
 -- resolution, supersession and the outbox, for a whole batch at once.
 set role vera_owner;
 
--- Authority of a source's trust tier.
+-- Authority of a source's trust tier. (Pure; no search_path pinned so that
+-- it inlines, see 090_normalize.sql.)
 create or replace function vera.tier_authority(tier integer)
 returns real
 language sql immutable strict parallel safe
-set search_path = vera, pg_temp
 as $$
     select case tier when 1 then 1.00 when 2 then 0.85 when 3 then 0.70 when 4 then 0.40 end::real
 $$;
 comment on function vera.tier_authority(integer) is 'Authority of a trust tier: 1.00, 0.85, 0.70, 0.40';
 
--- Internal: the first problem of a claim batch, as 'claim N: ...', or null.
+-- Internal: the first problem of a claim batch, as 'claim N: ...', or nothing.
+-- Each claim object is parsed once into typed fields (jsonb_to_recordset).
 create or replace function vera.claim_problem(claims jsonb)
 returns table (problem text, sqlstate text)
-language sql immutable
+language plpgsql stable
 set search_path = vera, pg_temp
 as $$
-    select format('claim %s: %s', i - 1, reason), code
-      from jsonb_array_elements(claims) with ordinality as a(c, i)
+begin
+    return query
+    with parsed as materialized (
+    select x.*
+      -- every typed field is listed, so a value of the wrong type is caught here
+      from rows from (jsonb_to_recordset(claims) as (
+               subject text, predicate text, object text, fact_text text, confidence numeric, verification text,
+               functional boolean, object_is_entity boolean, valid_from timestamptz, valid_to timestamptz,
+               chunk integer, evidence_start integer, evidence_end integer))
+           with ordinality as x(subject, predicate, object, fact_text, confidence, verification, functional,
+                                object_is_entity, valid_from, valid_to, chunk, evidence_start, evidence_end, i)
+    ), predicates as (
+        -- a batch uses few predicates: normalise each once
+        select distinct parsed.predicate as raw, vera.normalize_predicate(parsed.predicate) as normalized from parsed
+    )
+    select format('claim %s: %s', x.i - 1, checks.reason), checks.code
+      from parsed x
+      left join predicates pr on pr.raw = x.predicate
      cross join lateral (select case
-            when jsonb_typeof(c) <> 'object' then 'not a JSON object'
-            when jsonb_typeof(c -> 'subject') is distinct from 'string' or btrim(c ->> 'subject') = '' then 'subject is empty'
-            when jsonb_typeof(c -> 'predicate') is distinct from 'string' or btrim(c ->> 'predicate') = '' then 'predicate is empty'
-            when vera.normalize_predicate(c ->> 'predicate') is null
-                then format('predicate %s has no UPPER_SNAKE form (letters, digits, separators; at most 100)', c -> 'predicate')
-            when jsonb_typeof(c -> 'object') is distinct from 'string' or btrim(c ->> 'object') = '' then 'object is empty'
-            when char_length(c ->> 'subject') > 500 then 'subject is over 500 characters'
-            when char_length(c ->> 'object') > 2000 then 'object is over 2000 characters'
-            when char_length(c ->> 'fact_text') > 4000 then 'fact_text is over 4000 characters'
-            when c ? 'confidence' and (jsonb_typeof(c -> 'confidence') <> 'number'
-                 or (c ->> 'confidence')::numeric not between 0 and 1) then 'confidence must be a number from 0 to 1'
-            when c ? 'verification' and coalesce(c ->> 'verification', '') not in ('human_verified', 'auto', 'pending')
+            when coalesce(btrim(x.subject), '') = '' then 'subject is empty'
+            when coalesce(btrim(x.predicate), '') = '' then 'predicate is empty'
+            when pr.normalized is null
+                then format('predicate "%s" has no UPPER_SNAKE form (letters, digits, separators; at most 100)', x.predicate)
+            when coalesce(btrim(x.object), '') = '' then 'object is empty'
+            when char_length(x.subject) > 500 then 'subject is over 500 characters'
+            when char_length(x.object) > 2000 then 'object is over 2000 characters'
+            when char_length(x.fact_text) > 4000 then 'fact_text is over 4000 characters'
+            when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
+            when x.verification not in ('human_verified', 'auto', 'pending')
                 then 'verification must be human_verified, auto or pending'
-            when c ? 'chunk' and jsonb_typeof(c -> 'chunk') <> 'number' then 'chunk must be the chunk''s ordinal'
         end as reason,
-        case when c ->> 'subject' is not null and char_length(c ->> 'subject') > 500
-                  or char_length(c ->> 'object') > 2000 or char_length(c ->> 'fact_text') > 4000
+        case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
              then '22001' else '22023' end as code) checks
-     where reason is not null
-     order by i
-     limit 1
+     where checks.reason is not null
+     order by x.i
+     limit 1;
+exception when invalid_parameter_value or invalid_text_representation or invalid_datetime_format
+               or datetime_field_overflow or numeric_value_out_of_range then
+    -- a non-object element, or a field of the wrong type
+    return query select format('claims must be JSON objects with fields of the right types: %s', sqlerrm), '22023'::text;
+end
 $$;
 comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid claim of a batch, or nothing';
 
@@ -1485,9 +1558,13 @@ declare
     personal text;
     earlier_versions uuid[] := '{}';
     first_problem record;
-    fact_vectors record;
-    subject_vectors record;
+    has_vectors boolean;
+    fact_dim integer;
+    fact_parsed public.vector[];
+    subject_dim integer;
+    subject_parsed public.vector[];
     work vera.claim_work[];
+    retired record;
     changed record;
     judged record;
     job_group text;
@@ -1515,64 +1592,75 @@ begin
     end if;
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
 
-    select * into fact_vectors from vera.parse_vectors(
-        (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
-           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'fact');
-    select * into subject_vectors from vera.parse_vectors(
-        (select jsonb_agg(coalesce(c -> 'subject_embedding', 'null') order by i)
-           from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'subject');
-    if fact_vectors.dim is not null and subject_vectors.dim is not null and fact_vectors.dim <> subject_vectors.dim then
-        raise exception 'fact embeddings have % dimensions, subject embeddings %', fact_vectors.dim, subject_vectors.dim
-            using errcode = 'VE001';
+    -- vectors, only when some claim carries one
+    has_vectors := publish_claims.claims @? '$[*] ? (exists (@.embedding) || exists (@.subject_embedding))';
+    if has_vectors then
+        select v.dim, v.parsed into fact_dim, fact_parsed from vera.parse_vectors(
+            (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
+               from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'fact') v;
+        select v.dim, v.parsed into subject_dim, subject_parsed from vera.parse_vectors(
+            (select jsonb_agg(coalesce(c -> 'subject_embedding', 'null') order by i)
+               from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)), 'subject') v;
+        if fact_dim <> subject_dim then
+            raise exception 'fact embeddings have % dimensions, subject embeddings %', fact_dim, subject_dim
+                using errcode = 'VE001';
+        end if;
     end if;
 
-    -- parse and grade
-    begin
-        select array_agg(row(
-                   (i - 1)::integer,
-                   -- where the claim lands: the contamination guard
-                   case when graded.state = 'proposal' then personal else publish_claims.group_id end,
-                   graded.state,
-                   btrim(c ->> 'subject'), c ->> 'subject_type', subject_vectors.parsed[i],
-                   vera.normalize_predicate(c ->> 'predicate'), coalesce((c ->> 'functional')::boolean, false),
-                   btrim(c ->> 'object'), coalesce((c ->> 'object_is_entity')::boolean, false), c ->> 'object_type',
-                   coalesce((c ->> 'confidence')::real, 1), v.verification,
-                   (c ->> 'valid_from')::timestamptz, (c ->> 'valid_to')::timestamptz,
-                   null, (c ->> 'evidence_start')::integer, (c ->> 'evidence_end')::integer,
-                   coalesce(nullif(btrim(c ->> 'fact_text'), ''),
-                            btrim(c ->> 'subject') || ' '
-                            || lower(replace(vera.normalize_predicate(c ->> 'predicate'), '_', ' '))
-                            || ' ' || btrim(c ->> 'object')),
-                   fact_vectors.parsed[i], null, null, null, gen_random_uuid(), null)::vera.claim_work order by i)
-          into work
-          from jsonb_array_elements(publish_claims.claims) with ordinality as a(c, i)
-         cross join lateral (select coalesce(c ->> 'verification',
-                                    case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
-                                 as verification) v
-         cross join lateral (select case
-                                 when scope.kind = 'personal' then 'published'
-                                 when tier = 3 then 'pending_review'
-                                 when tier = 4 or v.verification = 'pending' then 'proposal'
-                                 else 'published' end::vera.fact_lifecycle as state) graded;
-    exception when invalid_text_representation or invalid_datetime_format or datetime_field_overflow
-                   or numeric_value_out_of_range then
-        raise exception 'a claim field has the wrong type: %', sqlerrm using errcode = '22023';
-    end;
+    -- parse and grade: one typed pass over the claims
+    select array_agg(row(
+               (x.i - 1)::integer,
+               -- where the claim lands: the contamination guard
+               case when graded.state = 'proposal' then personal else publish_claims.group_id end,
+               graded.state,
+               btrim(x.subject), x.subject_type, sv.v,
+               pr.normalized, coalesce(x.functional, false),
+               btrim(x.object), coalesce(x.object_is_entity, false), x.object_type,
+               coalesce(x.confidence, 1), v.verification, x.valid_from, x.valid_to,
+               null, x.evidence_start, x.evidence_end,
+               coalesce(nullif(btrim(x.fact_text), ''),
+                        btrim(x.subject) || ' ' || lower(replace(pr.normalized, '_', ' '))
+                        || ' ' || btrim(x.object)),
+               fv.v, null, null, null, gen_random_uuid(), null)::vera.claim_work order by x.i)
+      into work
+      from rows from (jsonb_to_recordset(publish_claims.claims) as (
+               subject text, subject_type text, predicate text, functional boolean, object text,
+               object_is_entity boolean, object_type text, confidence real, verification text,
+               valid_from timestamptz, valid_to timestamptz, evidence_start integer, evidence_end integer,
+               fact_text text))
+           with ordinality as x(subject, subject_type, predicate, functional, object, object_is_entity, object_type,
+                                confidence, verification, valid_from, valid_to, evidence_start, evidence_end,
+                                fact_text, i)
+      -- a batch uses few predicates: normalise each once
+      join (select distinct p.predicate as raw, vera.normalize_predicate(p.predicate) as normalized
+              from jsonb_to_recordset(publish_claims.claims) as p(predicate text)) pr on pr.raw = x.predicate
+      -- joined by position (a subscript per row would be quadratic)
+      left join unnest(fact_parsed) with ordinality as fv(v, fi) on has_vectors and fv.fi = x.i
+      left join unnest(subject_parsed) with ordinality as sv(v, si) on has_vectors and sv.si = x.i
+     cross join lateral (select coalesce(x.verification,
+                                case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
+                             as verification) v
+     cross join lateral (select case
+                             when scope.kind = 'personal' then 'published'
+                             when tier = 3 then 'pending_review'
+                             when tier = 4 or v.verification = 'pending' then 'proposal'
+                             else 'published' end::vera.fact_lifecycle as state) graded;
 
-    if exists (select from unnest(work) w where w.stated_valid_to < coalesce(w.valid_from, w.stated_valid_to)) then
+    if exists (select from unnest(work) w where w.stated_valid_to < w.valid_from) then
         raise exception 'claim %: valid_to is before valid_from',
             (select min(w.claim) from unnest(work) w where w.stated_valid_to < w.valid_from) using errcode = '22023';
     end if;
 
     -- the evidence chunk must belong to the episode
-    if exists (select from jsonb_array_elements(publish_claims.claims) c where c ? 'chunk') then
+    if publish_claims.claims @? '$[*].chunk' then
         if publish_claims.episode_id is null then
             raise exception 'claims cite chunks but no episode was given' using errcode = '22023';
         end if;
-        select array_agg(case when ch.chunk_id is null then w
+        select array_agg(case when cited.ordinal is null then w
                               else row(w.claim, w.target_group, w.lifecycle, w.subject, w.subject_type, w.subject_embedding,
                                        w.predicate, w.functional, w.object, w.object_is_entity, w.object_type,
-                                       w.confidence, w.verification, w.valid_from, w.stated_valid_to, ch.chunk_id,
+                                       w.confidence, w.verification, w.valid_from, w.stated_valid_to,
+                                       coalesce(ch.chunk_id, '00000000-0000-0000-0000-000000000000'),
                                        w.evidence_start, w.evidence_end, w.fact_text, w.embedding,
                                        null, null, null, w.fact_id, null)::vera.claim_work end order by w.claim)
           into work
@@ -1580,18 +1668,17 @@ begin
           left join lateral (select (publish_claims.claims -> w.claim ->> 'chunk')::integer as ordinal) cited on true
           left join vera.chunks ch on ch.group_id = episode.group_id and ch.episode_id = episode.episode_id
                                   and ch.ordinal = cited.ordinal;
-        if exists (select from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null) then
-            raise exception 'claim %: chunk % is not a chunk of episode %',
-                (select min(w.claim) from unnest(work) w where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
-                (select publish_claims.claims -> min(w.claim) ->> 'chunk' from unnest(work) w
-                  where publish_claims.claims -> w.claim ? 'chunk' and w.chunk_id is null),
+        select w.claim, publish_claims.claims -> w.claim ->> 'chunk' as chunk into first_problem
+          from unnest(work) w where w.chunk_id = '00000000-0000-0000-0000-000000000000' order by w.claim limit 1;
+        if found then
+            raise exception 'claim %: chunk % is not a chunk of episode %', first_problem.claim, first_problem.chunk,
                 publish_claims.episode_id using errcode = '22023';
         end if;
     end if;
 
     -- pin the embedding model on every group that receives vectors
-    if coalesce(fact_vectors.dim, subject_vectors.dim) is not null then
-        perform vera.pin_embedding(g, publish_claims.embedding_model, coalesce(fact_vectors.dim, subject_vectors.dim))
+    if coalesce(fact_dim, subject_dim) is not null then
+        perform vera.pin_embedding(g, publish_claims.embedding_model, coalesce(fact_dim, subject_dim))
            from (select distinct w.target_group as g from unnest(work) w order by 1) targets;
     end if;
 
@@ -1677,36 +1764,48 @@ begin
      order by w.fact_id, w.claim;
 
     -- a new version of a record supersedes what the earlier versions said
-    with retired as (
+    with gone as (
         update vera.facts f set lifecycle = 'superseded', retired_at = now()
          where cardinality(earlier_versions) > 0
            and ((f.group_id = episode.group_id and f.episode_id = any (earlier_versions))
                 or (f.origin ->> 'episode_id')::uuid = any (earlier_versions))
            and f.lifecycle in ('published', 'superseded', 'pending_review', 'proposal') and f.retired_at is null
-        returning f.group_id, f.subject_entity_id, f.predicate
-    ), keys as (
+        returning f.group_id, f.fact_id, f.subject_entity_id, f.predicate
+    )
+    select array_agg(gone.group_id) as g, array_agg(gone.fact_id) as ids, array_agg(gone.subject_entity_id) as s,
+           array_agg(gone.predicate) as p
+      into retired from gone;
+
+    -- supersession of functional predicates, over the histories this batch touched
+    with keys as (
         select w.target_group as g, w.subject_entity_id as s, w.predicate as p
           from unnest(work) w where w.lifecycle = 'published'
-        union
-        select r.group_id, r.subject_entity_id, r.predicate from retired r
+        union all
+        select * from unnest(retired.g, retired.s, retired.p)
+    ), rebuilt as (
+        select t.group_id, t.fact_id, t.lifecycle
+          from vera.rebuild_timelines((select array_agg(keys.g) from keys), (select array_agg(keys.s) from keys),
+                                      (select array_agg(keys.p) from keys)) t
     )
-    select array_agg(keys.g) as g, array_agg(keys.s) as s, array_agg(keys.p) as p into changed from keys;
+    select coalesce(array_agg(rebuilt.group_id), '{}') as g, coalesce(array_agg(rebuilt.fact_id), '{}') as ids,
+           coalesce(array_agg(rebuilt.lifecycle), '{}') as lifecycles
+      into changed from rebuilt;
 
-    -- supersession, then the outbox: one job of each kind per group
+    -- the outbox: one job of each kind per group
     for job_group in
-        select distinct t.group_id
-          from vera.rebuild_timelines(changed.g, changed.s, changed.p) t
-        union
-        select distinct w.target_group from unnest(work) w where w.lifecycle = 'published'
+        select distinct x.g from (
+            select w.target_group as g from unnest(work) w where w.lifecycle = 'published'
+            union all select unnest(changed.g) union all select unnest(retired.g)) x
     loop
         perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
             'group_id', job_group,
-            'fact_ids', (select jsonb_agg(distinct f.fact_id) from vera.facts f
-                          where f.group_id = job_group
-                            and (f.fact_id in (select w.fact_id from unnest(work) w)
-                                 or (f.group_id, f.subject_entity_id, f.predicate) in
-                                    (select * from unnest(changed.g, changed.s, changed.p)))
-                            and f.lifecycle in ('published', 'superseded', 'retracted'))));
+            'fact_ids', (select jsonb_agg(distinct ids.id) from (
+                             select w.fact_id as id from unnest(work) w
+                              where w.target_group = job_group and w.lifecycle = 'published'
+                             union all
+                             select c.id from unnest(changed.g, changed.ids) as c(g, id) where c.g = job_group
+                             union all
+                             select r.id from unnest(retired.g, retired.ids) as r(g, id) where r.g = job_group) ids)));
     end loop;
     for job_group in select distinct w.target_group from unnest(work) w where w.embedding is null loop
         perform vera.enqueue_job('vera.embed', jsonb_build_object(
@@ -1716,34 +1815,37 @@ begin
     end loop;
     for judged in
         select w.target_group as g,
-               jsonb_agg(distinct jsonb_build_object('entity_id', e.entity_id, 'name', e.canonical_name,
+               jsonb_agg(distinct jsonb_build_object('entity_id', w.subject_entity_id, 'name', w.subject,
                                                      'candidates', w.candidates)) as entities
           from unnest(work) w
-          join vera.entities e on e.group_id = w.target_group and e.entity_id = w.subject_entity_id
          where w.resolution = 'provisional'
          group by w.target_group
     loop
         perform vera.enqueue_job('vera.judge_equivalence',
                                  jsonb_build_object('group_id', judged.g, 'entities', judged.entities));
     end loop;
-    for judged in
-        select w.target_group as g, jsonb_agg(distinct w.fact_id) as fact_ids
+    for job_group in
+        select distinct w.target_group from unnest(work) w where w.lifecycle = 'published'
+    loop
+        continue when not (vera.setting(job_group, 'judge.contradiction'))::boolean;
+        select jsonb_agg(distinct w.fact_id) as fact_ids into judged
           from unnest(work) w
           join vera.predicates pr on pr.group_id = w.target_group and pr.name = w.predicate and pr.cardinality = 'multi'
-         where w.lifecycle = 'published' and (vera.setting(w.target_group, 'judge.contradiction'))::boolean
+         where w.target_group = job_group and w.lifecycle = 'published'
            and exists (select from vera.facts f
                         where f.group_id = w.target_group and f.subject_entity_id = w.subject_entity_id
-                          and f.predicate = w.predicate and f.lifecycle = 'published' and f.object_value <> w.object)
-         group by w.target_group
-    loop
-        perform vera.enqueue_job('vera.judge_contradiction',
-                                 jsonb_build_object('group_id', judged.g, 'fact_ids', judged.fact_ids));
+                          and f.predicate = w.predicate and f.lifecycle = 'published' and f.object_value <> w.object);
+        if judged.fact_ids is not null then
+            perform vera.enqueue_job('vera.judge_contradiction',
+                                     jsonb_build_object('group_id', job_group, 'fact_ids', judged.fact_ids));
+        end if;
     end loop;
 
+    -- a new fact's lifecycle is what supersession left it
     return query
-    select w.claim, w.fact_id, w.target_group, f.lifecycle, w.subject_entity_id, w.resolution
+    select w.claim, w.fact_id, w.target_group, coalesce(c.lifecycle, w.lifecycle), w.subject_entity_id, w.resolution
       from unnest(work) w
-      join vera.facts f on f.group_id = w.target_group and f.fact_id = w.fact_id
+      left join unnest(changed.ids, changed.lifecycles) as c(id, lifecycle) on c.id = w.fact_id
      order by w.claim;
 end
 $$;
@@ -2307,6 +2409,10 @@ grant execute on function
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
+
+-- the trigram probe's owner reads aliases past RLS (and checks the group itself)
+grant select on vera.entity_aliases, vera.entities to vera_resolver;
+grant execute on function vera.similar_alias(text, text, float8) to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 

@@ -8,6 +8,7 @@
 create extension if not exists vector;
 create extension if not exists pg_trgm;
 create extension if not exists unaccent;
+create extension if not exists btree_gin;
 
 do $roles$
 declare
@@ -25,7 +26,10 @@ begin
             -- HTTP/MCP servers that verify callers themselves (OAuth) and vouch for a principal
             ('vera_gateway',  'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
             -- people or tools that provision tenants; granted to a DBA's login by hand
-            ('vera_operator', 'nologin nosuperuser nocreatedb nocreaterole nobypassrls inherit')
+            ('vera_operator', 'nologin nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
+            -- owns the one function that must read past row-level security (the
+            -- trigram probe of entity resolution) and checks the group itself
+            ('vera_resolver', 'nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit')
         ) as r(name, attributes)
     loop
         if not exists (select from pg_catalog.pg_roles where rolname = role_spec.name) then
@@ -51,6 +55,11 @@ create schema if not exists vera authorization vera_owner;
 comment on schema vera is 'VERA knowledge memory: tables, SQL API and row-level security';
 
 grant usage on schema vera to vera_app, vera_worker, vera_gateway, vera_operator;
+
+-- vera_owner may hand vera_resolver the functions it must own (role
+-- attributes such as BYPASSRLS are never inherited through membership)
+grant vera_resolver to vera_owner with inherit true;
+grant create, usage on schema vera to vera_resolver;
 
 -- Nothing vera_owner creates is callable by PUBLIC; sql/rls/grants.sql grants
 -- each function to the roles that need it.

@@ -26,6 +26,9 @@ create table vera.facts (
     -- transaction time: when VERA learnt it and when it stopped being current knowledge
     recorded_at       timestamptz not null default now(),
     retired_at        timestamptz,
+    -- the next value of a functional predicate: derived data that only
+    -- vera.rebuild_timelines writes. Deliberately not a foreign key: its check
+    -- would lock every successor row (FOR KEY SHARE) on each supersession.
     superseded_by     uuid,
     -- provenance
     source_id         uuid,
@@ -33,7 +36,9 @@ create table vera.facts (
     chunk_id          uuid,
     evidence_start    integer,
     evidence_end      integer,
-    proposed_by       uuid references vera.principals (principal_id),
+    -- who published or proposed it; no foreign key: principals are never
+    -- deleted, and the check cost every published claim a lookup
+    proposed_by       uuid,
     reviewed_by       uuid references vera.principals (principal_id),
     reviewed_at       timestamptz,
     -- validity end as the claim stated it; valid_to is derived from it and
@@ -48,8 +53,6 @@ create table vera.facts (
     foreign key (group_id, subject_entity_id) references vera.entities (group_id, entity_id),
     foreign key (group_id, object_entity_id) references vera.entities (group_id, entity_id),
     foreign key (group_id, predicate) references vera.predicates (group_id, name),
-    constraint facts_group_id_superseded_by_fkey foreign key (group_id, superseded_by)
-        references vera.facts (group_id, fact_id) on delete set null (superseded_by),
     foreign key (group_id, source_id) references vera.sources (group_id, source_id),
     -- erasure deletes episodes and chunks; the retracted fact keeps its group
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id)
@@ -66,16 +69,17 @@ create table vera.facts (
         or retired_at is not null),
     constraint facts_proposal_has_target check (lifecycle <> 'proposal' or proposed_for is not null),
     constraint facts_stated_validity_order check (stated_valid_to is null or stated_valid_to >= valid_from)
-);
--- the valid-time history of a subject's predicate: supersession rebuilds it
-create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from)
-    where lifecycle in ('published', 'superseded') and retired_at is null;
+) with (fillfactor = 85);
+-- The valid-time history of a subject's predicate: supersession rebuilds it.
+-- No index mentions lifecycle, superseded_by, valid_to or retired_at (not even
+-- in a predicate), and pages keep 15% free: supersession and retraction then
+-- update rows in place (HOT) without touching any index.
+create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, predicate, valid_from);
 -- proposals awaiting the admins of the scope they are meant for
-create index facts_proposed_for_idx on vera.facts (proposed_for) where lifecycle = 'proposal';
+create index facts_proposed_for_idx on vera.facts (proposed_for) where proposed_for is not null;
 -- erasure finds proposals that cite an erased episode
 create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
 create index facts_tsv_idx on vera.facts using gin (tsv);
-create index facts_validity_idx on vera.facts (group_id, valid_from, valid_to);
 create index facts_episode_idx on vera.facts (group_id, episode_id) where episode_id is not null;
 create index facts_source_idx on vera.facts (group_id, source_id) where source_id is not null;
 create index facts_object_entity_idx on vera.facts (group_id, object_entity_id) where object_entity_id is not null;

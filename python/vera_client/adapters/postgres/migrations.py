@@ -50,6 +50,11 @@ REQUIRED_EXTENSIONS: tuple[RequiredExtension, ...] = (
         how_to_get="install the server's contrib modules (package postgresql-contrib)",
     ),
     RequiredExtension(
+        name="btree_gin",
+        min_version=(1, 3),
+        how_to_get="install the server's contrib modules (package postgresql-contrib)",
+    ),
+    RequiredExtension(
         name="unaccent",
         min_version=(1, 1),
         how_to_get="install the server's contrib modules (package postgresql-contrib)",

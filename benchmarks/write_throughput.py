@@ -1,0 +1,151 @@
+"""Write-path throughput: batches of 10,000 synthetic claims published with
+vera.publish_claims into a database that already holds 100,000 facts,
+without and with 384-dimension embeddings. Prints claims/s and the peak
+memory of the database server's processes.
+
+    .venv/bin/python benchmarks/write_throughput.py [--existing 100000] [--batches 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Bench, peak_server_memory, start
+
+WORDS = [
+    "billing",
+    "payments",
+    "search",
+    "gateway",
+    "ledger",
+    "identity",
+    "catalog",
+    "pricing",
+    "checkout",
+    "invoice",
+    "shipping",
+    "inventory",
+    "fraud",
+    "risk",
+    "ranking",
+    "feed",
+    "profile",
+    "session",
+    "notify",
+    "email",
+    "sms",
+    "audit",
+    "report",
+    "export",
+    "import",
+    "scheduler",
+    "router",
+    "cache",
+    "index",
+    "storage",
+    "backup",
+    "archive",
+    "metrics",
+    "tracing",
+    "logging",
+    "alerting",
+]
+# (predicate, functional)
+PREDICATES = [
+    ("runs on", True), ("owned by", True), ("depends on", False), ("exposes", False),
+    ("written in", True), ("deployed via", False), ("pages", False), ("stores data in", False),
+]  # fmt: skip
+OBJECTS = [f"{a}-{b}" for a in ("cluster", "team", "db", "queue", "region", "lang") for b in WORDS[:20]]
+
+
+def subject(rng: random.Random, pool: int) -> str:
+    i = rng.randrange(pool)
+    return f"{WORDS[i % len(WORDS)]}-{WORDS[(i // len(WORDS)) % len(WORDS)]}-{i // (len(WORDS) ** 2)}"
+
+
+def claims(rng: random.Random, n: int, pool: int, dims: int | None) -> list[dict[str, object]]:
+    batch = []
+    for _ in range(n):
+        predicate, _functional = rng.choice(PREDICATES)
+        claim: dict[str, object] = {
+            "subject": subject(rng, pool),
+            "predicate": predicate,
+            "object": rng.choice(OBJECTS),
+            "confidence": round(rng.uniform(0.5, 1), 2),
+        }
+        if dims:
+            vector = [rng.gauss(0, 1) for _ in range(dims)]
+            norm = math.sqrt(sum(x * x for x in vector))
+            claim["embedding"] = [round(x / norm, 5) for x in vector]
+        batch.append(claim)
+    return batch
+
+
+def publish(bench: Bench, batch: list[dict[str, object]], model: str | None) -> float:
+    with bench.app() as conn:
+        source = conn.execute(
+            "select vera.register_source(%s, 'cmdb', 'bench-cmdb', 1)", (bench.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        episode = conn.execute(
+            "select episode_id from vera.record_episode(%s, %s, %s, sha256(%s::bytea))",
+            (bench.organisation, source, f"export-{time.monotonic_ns()}", str(time.monotonic_ns()).encode()),
+        ).fetchone()[0]  # type: ignore[index]
+        payload = Jsonb(batch)
+        started = time.perf_counter()
+        conn.execute(
+            "select count(*) from vera.publish_claims(%s, %s, %s, %s)",
+            (bench.organisation, episode, payload, model),
+        )
+        conn.commit()
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--existing", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--subjects", type=int, default=30_000, help="distinct subject names")
+    args = parser.parse_args()
+    rng = random.Random(7)
+    bench = start("vera_bench_write")
+    with bench.app() as conn:
+        conn.execute("select vera.declare_predicate(%s, p, 'functional') from unnest(%s::text[]) p",
+                     (bench.organisation, [p for p, functional in PREDICATES if functional]))  # fmt: skip
+        conn.commit()
+    print(f"seeding {args.existing:,} facts ...", flush=True)
+    seeded = 0
+    seed_seconds = 0.0
+    while seeded < args.existing:
+        n = min(args.batch, args.existing - seeded)
+        seed_seconds += publish(bench, claims(rng, n, args.subjects, None), None)
+        seeded += n
+    print(f"  seeded at {seeded / seed_seconds:,.0f} claims/s")
+    with bench.admin() as admin:
+        admin.execute("vacuum analyze")
+        facts = admin.execute("select count(*) from vera.facts").fetchone()[0]  # type: ignore[index]
+    print(f"database holds {facts:,} facts\n")
+    print(f"{'run':<28}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
+    for label, dims in (("no embeddings", None), ("384-dim embeddings", 384)):
+        rates = []
+        peak = 0.0
+        for _ in range(args.batches):
+            batch = claims(rng, args.batch, args.subjects, dims)
+            with peak_server_memory(bench.server) as memory:
+                seconds = publish(bench, batch, "synthetic-384" if dims else None)
+            peak = max(peak, memory["peak_mib"])
+            rates.append(args.batch / seconds)
+        median = sorted(rates)[len(rates) // 2]
+        print(f"{label:<28}{median:>12,.0f}{args.batch / median:>10.2f}{peak:>18,.0f}")
+
+
+if __name__ == "__main__":
+    main()
