@@ -15,7 +15,7 @@ def _jobs(world: World, group: str) -> list[tuple[str, dict[str, object]]]:
             (row[0], row[1])
             for row in admin.execute(
                 "select task_name, args from procrastinate.procrastinate_jobs where args ->> 'group_id' = %s "
-                "and queue_name = 'vera' order by id", (group,))
+                "and queue_name = substr(task_name, 6) order by id", (group,))
         ]  # fmt: skip
 
 

@@ -4,7 +4,9 @@
 -- commit always has it.
 set role vera_owner;
 
--- Internal: defers one job on the 'vera' queue and returns its id.
+-- Internal: defers one job and returns its id. Each task has its own queue,
+-- named after it without the 'vera.' prefix (vera.embed -> embed), so that
+-- workers can be scaled, or held back, per kind of work.
 -- Procrastinate's functions use unqualified names, hence its schema on the path.
 create or replace function vera.enqueue_job(
     task_name text, args jsonb, scheduled_at timestamptz default null
@@ -21,7 +23,8 @@ begin
             using errcode = 'VJ001';
     end if;
     job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
-        row('vera', task_name, 0, null, null, args, scheduled_at)::procrastinate.procrastinate_job_to_defer_v1]);
+        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0, null, null, args, scheduled_at)
+            ::procrastinate.procrastinate_job_to_defer_v1]);
     return job_ids[1];
 end
 $$;

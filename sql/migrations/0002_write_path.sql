@@ -870,7 +870,9 @@ reset role;
 -- commit always has it.
 set role vera_owner;
 
--- Internal: defers one job on the 'vera' queue and returns its id.
+-- Internal: defers one job and returns its id. Each task has its own queue,
+-- named after it without the 'vera.' prefix (vera.embed -> embed), so that
+-- workers can be scaled, or held back, per kind of work.
 -- Procrastinate's functions use unqualified names, hence its schema on the path.
 create or replace function vera.enqueue_job(
     task_name text, args jsonb, scheduled_at timestamptz default null
@@ -887,7 +889,8 @@ begin
             using errcode = 'VJ001';
     end if;
     job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
-        row('vera', task_name, 0, null, null, args, scheduled_at)::procrastinate.procrastinate_job_to_defer_v1]);
+        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0, null, null, args, scheduled_at)
+            ::procrastinate.procrastinate_job_to_defer_v1]);
     return job_ids[1];
 end
 $$;
@@ -1248,39 +1251,41 @@ reset role;
 -- new entity stays provisional meanwhile.
 set role vera_owner;
 
--- Internal: the alias of a group most similar to a normalised name, by
--- pg_trgm similarity at or above threshold, with the same numbers in both
--- (numbers tell siblings apart: db-1 / db-2, api-v1 / api-v2).
+-- Internal: for each (ordinal, group, normalised name), the most similar alias of that
+-- group by pg_trgm similarity at or above the group's threshold, with the
+-- same numbers in both (numbers tell siblings apart: db-1 / db-2, v1 / v2).
 -- It belongs to vera_resolver, which bypasses row-level security: the %
 -- operator is not leakproof, so under RLS the planner may not use the trigram
--- index for it and would compare the name with every alias (50 ms at 20,000
--- aliases instead of 1 ms). The group check RLS would make is made here.
-create or replace function vera.similar_alias(target_group text, norm text, threshold float8)
-returns table (entity_id uuid, score real)
-language plpgsql stable security definer
+-- index for it and compares each name with every alias (50 ms a name at
+-- 20,000 aliases instead of 1 ms). The group check RLS would make is made here.
+create or replace function vera.similar_aliases(ordinals integer[], groups text[], norms text[], thresholds float8[])
+returns table (ordinal integer, entity_id uuid, score real)
+language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$
 begin
-    if not target_group = any (vera.writable_groups()) then
-        raise exception 'permission denied: member role required in group %', target_group using errcode = '42501';
+    if exists (select from unnest(groups) g where not g = any (vera.writable_groups())) then
+        raise exception 'permission denied: member role required in every group resolved into' using errcode = '42501';
     end if;
-    -- the % operator, which the index serves, reads this setting
-    perform set_config('pg_trgm.similarity_threshold', threshold::text, true);
-    -- planned with its values (EXECUTE), so the planner sees the trigrams to look up
-    return query execute
-        'select a.entity_id, similarity(a.alias_norm, $2)
+    -- the % operator, which the index serves, reads this setting; rows then meet their own group's threshold
+    perform set_config('pg_trgm.similarity_threshold', (select min(t) from unnest(thresholds) t)::text, true);
+    return query
+    select u.o, best.entity_id, best.score
+      from unnest(ordinals, groups, norms, thresholds) as u(o, g, n, t)
+     cross join lateral (
+         select a.entity_id, similarity(a.alias_norm, u.n) as score
            from vera.entity_aliases a
            join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-          where a.group_id = $1 and a.alias_norm % $2 and e.status <> ''merged''
-            and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
+          where a.group_id = u.g and a.alias_norm % u.n and e.status <> 'merged'
+            and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(u.n, '[^0-9]+', ' ', 'g')
           order by 2 desc, e.created_at
-          limit 1'
-        using target_group, norm;
+          limit 1) best
+     where best.score >= u.t;
 end
 $$;
-comment on function vera.similar_alias(text, text, float8) is
-    'Internal: the most similar alias of a group by trigrams (reads past RLS, checks the group itself)';
-alter function vera.similar_alias(text, text, float8) owner to vera_resolver;
+comment on function vera.similar_aliases(integer[], text[], text[], float8[]) is
+    'Internal: the most similar alias per (group, name) by trigrams (reads past RLS, checks the groups itself)';
+alter function vera.similar_aliases(integer[], text[], text[], float8[]) owner to vera_resolver;
 
 -- Internal: resolves names to entities, creating what is not found.
 -- Inputs are aligned arrays, one element per (group, name); names with the
@@ -1333,15 +1338,17 @@ begin
         on hit.group_id = w.group_id and hit.alias_norm = w.norm;
 
     -- 2. trigram similarity to known aliases, at or above the group's threshold
-    for pending in select * from unnest(work) w where w.entity_id is null and w.norm <> '' loop
-        threshold := (vera.setting(pending.group_id, 'er.trigram_link'))::float8;
-        select s.entity_id, s.score into nearest from vera.similar_alias(pending.group_id, pending.norm, threshold) s;
-        if nearest.entity_id is not null and nearest.score >= threshold then
-            pending.entity_id := nearest.entity_id;
-            pending.method := 'fuzzy';
-            work[pending.ordinal] := pending;
-        end if;
-    end loop;
+    select array_agg(case when hit.entity_id is null then w
+                          else row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
+                                   hit.entity_id, 'fuzzy', null)::vera.entity_resolution end order by w.ordinal)
+      into work
+      from unnest(work) w
+      left join vera.similar_aliases(
+              (select array_agg(u.ordinal) from unnest(work) u where u.entity_id is null and u.norm <> ''),
+              (select array_agg(u.group_id) from unnest(work) u where u.entity_id is null and u.norm <> ''),
+              (select array_agg(u.norm) from unnest(work) u where u.entity_id is null and u.norm <> ''),
+              (select array_agg((vera.setting(u.group_id, 'er.trigram_link'))::float8)
+                 from unnest(work) u where u.entity_id is null and u.norm <> '')) hit on hit.ordinal = w.ordinal;
     perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
     -- 3. name embeddings: the nearest entities of the same group and dimension
@@ -2412,7 +2419,7 @@ grant execute on function vera.authenticate_principal(uuid) to vera_gateway, ver
 
 -- the trigram probe's owner reads aliases past RLS (and checks the group itself)
 grant select on vera.entity_aliases, vera.entities to vera_resolver;
-grant execute on function vera.similar_alias(text, text, float8) to vera_owner;
+grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 

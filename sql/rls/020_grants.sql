@@ -59,7 +59,7 @@ grant execute on function vera.authenticate_principal(uuid) to vera_gateway, ver
 
 -- the trigram probe's owner reads aliases past RLS (and checks the group itself)
 grant select on vera.entity_aliases, vera.entities to vera_resolver;
-grant execute on function vera.similar_alias(text, text, float8) to vera_owner;
+grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 

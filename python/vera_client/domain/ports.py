@@ -21,3 +21,27 @@ class DatabaseServer(Protocol):
     def status(self) -> ServerStatus:
         """Report whether it runs and how to reach it."""
         ...
+
+
+class ObjectStore(Protocol):
+    """Raw bytes of source records, by key (the episode's object_key)."""
+
+    def put(self, key: str, data: bytes) -> None:
+        """Store data under key, replacing what was there."""
+        ...
+
+    def get(self, key: str) -> bytes:
+        """The bytes under key; NotFoundError when there are none."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove key; False when it was already gone (deleting is idempotent)."""
+        ...
+
+
+class GraphProjection(Protocol):
+    """The graph that published facts are projected into (Graphiti on Neo4j or FalkorDB)."""
+
+    def remove_edges(self, group_id: str, edge_ids: list[str]) -> int:
+        """Remove the edges of these facts; return how many existed."""
+        ...

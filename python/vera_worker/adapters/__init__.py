@@ -1,0 +1,1 @@
+"""Worker adapters: the Procrastinate app and its tasks."""
