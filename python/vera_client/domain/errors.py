@@ -95,6 +95,18 @@ class ConflictError(VeraError):
     """The change conflicts with existing data."""
 
 
+class EmbeddingMismatchError(InvalidArgumentError):
+    """The embedding's model or dimension differs from the one pinned by the group."""
+
+
+class InvalidEmbeddingError(InvalidArgumentError):
+    """The embedding is not a vector of finite numbers."""
+
+
+class JobQueueMissingError(VeraError):
+    """The job queue (Procrastinate's schema) is not installed: run vera db migrate."""
+
+
 # Specific codes first; class-level fallbacks (first two characters) after.
 ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA001": MalformedApiKeyError,
@@ -108,6 +120,10 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "22004": InvalidArgumentError,
     "22023": InvalidArgumentError,
     "23505": ConflictError,
+    "22001": InvalidArgumentError,
+    "VE001": EmbeddingMismatchError,
+    "VE002": InvalidEmbeddingError,
+    "VJ001": JobQueueMissingError,
 }
 ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
     "VA": AuthenticationError,
