@@ -80,7 +80,10 @@ def test_db_status_migrate_and_url(demo_db: Database) -> None:
     assert migrate.exit_code == 0 and "applied 0001_initial.sql" in migrate.output
     again = _run(["db", "migrate"], env)
     assert again.exit_code == 0 and "nothing to migrate" in again.output
-    assert "applied" in _run(["db", "status"], env).output
+    after = _run(["db", "status"], env).output
+    assert "applied" in after
+    assert "job queue (procrastinate)" in after
+    assert "not installed" not in after
     url = _run(["db", "url"], env)
     assert url.output.strip() == demo_db.dsn("vera_app")
 

@@ -117,9 +117,12 @@ def status() -> None:
             return
     else:
         click.echo(f"server:   external, {redact(database.app_dsn)}")
-    for state in database.migration_runner().states():
+    runner = database.migration_runner()
+    for state in runner.states():
         mark = "edited!" if state.edited else ("applied" if state.applied else "pending")
         click.echo(f"  {state.migration.name:<40} {mark}")
+    queue = runner.job_queue_version()
+    click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
 
 
 @db.command()

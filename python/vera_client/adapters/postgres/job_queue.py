@@ -57,3 +57,12 @@ def ensure_installed(conn: psycopg.Connection) -> bool:
             conn.execute((root / "procrastinate_after.sql").read_bytes())
         conn.execute(query("record_component"), {"name": COMPONENT, "version": version, "sha256": digest})
     return True
+
+
+def installed_version(conn: psycopg.Connection) -> str | None:
+    """The Procrastinate version whose schema the database holds, or None."""
+    exists = conn.execute(query("migration_table_exists")).fetchone()
+    if not (exists and exists[0]):
+        return None
+    row = conn.execute(query("installed_component"), {"name": COMPONENT}).fetchone()
+    return str(row[0]) if row else None

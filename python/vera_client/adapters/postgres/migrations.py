@@ -101,6 +101,13 @@ class MigrationRunner:
             for m in available
         ]
 
+    def job_queue_version(self) -> str | None:
+        """The version of Procrastinate whose schema is installed, or None."""
+        with self._connect() as conn, translated_errors():
+            version = job_queue.installed_version(conn)
+            conn.rollback()
+        return version
+
     def migrate(self, on_apply: Callable[[Migration], None] | None = None) -> list[Migration]:
         """Apply every pending migration in order; return those applied."""
         available = bundle.migrations(self.migrations_dir)
