@@ -114,11 +114,18 @@ begin
       into work
       from unnest(work) w
       left join vera.similar_aliases(
-              (select array_agg(u.ordinal) from unnest(work) u where u.entity_id is null and u.norm <> ''),
-              (select array_agg(u.group_id) from unnest(work) u where u.entity_id is null and u.norm <> ''),
-              (select array_agg(u.norm) from unnest(work) u where u.entity_id is null and u.norm <> ''),
-              (select array_agg((vera.setting(u.group_id, 'er.trigram_link'))::float8)
-                 from unnest(work) u where u.entity_id is null and u.norm <> '')) hit on hit.ordinal = w.ordinal;
+              (select array_agg(u.ordinal order by u.ordinal) from unnest(work) u
+                where u.entity_id is null and u.norm <> ''),
+              (select array_agg(u.group_id order by u.ordinal) from unnest(work) u
+                where u.entity_id is null and u.norm <> ''),
+              (select array_agg(u.norm order by u.ordinal) from unnest(work) u
+                where u.entity_id is null and u.norm <> ''),
+              -- each group's threshold, looked up once per group
+              (select array_agg(g.threshold order by u.ordinal)
+                 from unnest(work) u
+                 join (select d.group_id, (vera.setting(d.group_id, 'er.trigram_link'))::float8 as threshold
+                         from (select distinct x.group_id from unnest(work) x) d) g on g.group_id = u.group_id
+                where u.entity_id is null and u.norm <> '')) hit on hit.ordinal = w.ordinal;
     perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
     -- 3. name embeddings: the nearest entities of the same group and dimension
