@@ -19,7 +19,7 @@ select kind, name, definition from (
     select 'relation', c.relname,
            concat_ws(' | ', c.relkind::text, c.relpersistence::text, pg_get_userbyid(c.relowner),
                      'rls=' || c.relrowsecurity, 'force=' || c.relforcerowsecurity,
-                     c.relacl::text, obj_description(c.oid, 'pg_class'))
+                     c.relacl::text, c.reloptions::text, obj_description(c.oid, 'pg_class'))
     from pg_class c
     where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'v', 'm', 'p', 'S', 'c')
   union all

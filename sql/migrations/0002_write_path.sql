@@ -331,7 +331,12 @@ begin
     if coalesce(pg_catalog.btrim(model), '') = '' then
         raise exception 'embedding_model is required when vectors are given' using errcode = '22023';
     end if;
-    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = target_group for update;
+    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = target_group;
+    if pinned.embedding_model is null then
+        -- only the first pin locks the group row (writers with vectors would otherwise queue on it)
+        select g.embedding_model, g.embedding_dim into pinned from vera.groups g
+         where g.group_id = target_group for update;
+    end if;
     if pinned.embedding_model is null then
         update vera.groups g set embedding_model = model, embedding_dim = dim where g.group_id = target_group;
         perform vera.ensure_vector_indexes(dim);
