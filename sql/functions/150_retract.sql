@@ -87,22 +87,32 @@ $$;
 comment on function vera.withdraw_episodes(text, uuid[], boolean, text, text, text, text) is
     'Internal: retracts or erases episodes and enqueues their retract_cleanup job';
 
--- Contract: retracts one episode (admins). Returns the retract_cleanup job id.
-create or replace function vera.retract_episode(group_id text, episode_id uuid, reason text default null)
+-- Internal: retracts (or erases) one episode after checking the caller administers its group.
+create or replace function vera.withdraw_episode(target_group text, target_episode uuid, erase boolean, reason text)
 returns bigint
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
 begin
-    perform vera.require_role(retract_episode.group_id, 'admin');
-    if not exists (select from vera.episodes e
-                    where e.group_id = retract_episode.group_id and e.episode_id = retract_episode.episode_id) then
-        raise exception 'unknown episode % in group %', retract_episode.episode_id, retract_episode.group_id
-            using errcode = 'VN001';
+    perform vera.require_role(target_group, 'admin');
+    if not exists (select from vera.episodes e where e.group_id = target_group and e.episode_id = target_episode) then
+        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
     end if;
-    return vera.withdraw_episodes(retract_episode.group_id, array[retract_episode.episode_id], false,
-                                  'episode.retract', 'episode', retract_episode.episode_id::text, reason);
+    return vera.withdraw_episodes(target_group, array[target_episode], erase,
+                                  case when erase then 'episode.erase' else 'episode.retract' end,
+                                  'episode', target_episode::text, reason);
 end
+$$;
+comment on function vera.withdraw_episode(text, uuid, boolean, text) is
+    'Internal: retracts or erases one episode of a group the caller administers';
+
+-- Contract: retracts one episode (admins). Returns the retract_cleanup job id.
+create or replace function vera.retract_episode(group_id text, episode_id uuid, reason text default null)
+returns bigint
+language sql volatile security definer
+set search_path = vera, pg_temp
+as $$
+    select vera.withdraw_episode(group_id, episode_id, false, reason)
 $$;
 comment on function vera.retract_episode(text, uuid, text) is 'Retracts an episode''s knowledge end to end; admins only';
 
@@ -111,19 +121,10 @@ comment on function vera.retract_episode(text, uuid, text) is 'Retracts an episo
 -- queued for deletion. Returns the retract_cleanup job id.
 create or replace function vera.erase_episode(group_id text, episode_id uuid, reason text default null)
 returns bigint
-language plpgsql volatile security definer
+language sql volatile security definer
 set search_path = vera, pg_temp
 as $$
-begin
-    perform vera.require_role(erase_episode.group_id, 'admin');
-    if not exists (select from vera.episodes e
-                    where e.group_id = erase_episode.group_id and e.episode_id = erase_episode.episode_id) then
-        raise exception 'unknown episode % in group %', erase_episode.episode_id, erase_episode.group_id
-            using errcode = 'VN001';
-    end if;
-    return vera.withdraw_episodes(erase_episode.group_id, array[erase_episode.episode_id], true,
-                                  'episode.erase', 'episode', erase_episode.episode_id::text, reason);
-end
+    select vera.withdraw_episode(group_id, episode_id, true, reason)
 $$;
 comment on function vera.erase_episode(text, uuid, text) is 'Erases an episode and everything drawn from it; admins only';
 
