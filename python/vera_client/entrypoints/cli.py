@@ -180,11 +180,8 @@ def demo() -> None:
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")
     click.echo("            (a new key each run; earlier demo keys are revoked)")
-    psql = "psql"
-    if database.server is not None:
-        psql = str(database.server.bin_dir / "psql")
-        if not psql.startswith("/"):
-            psql = "psql"
+    # the embedded server ships its own psql; for an external server, the one on PATH
+    psql = str(database.server.bin_dir / "psql") if database.server is not None else "psql"
     click.echo("\nConnect as the application role with psql:")
     click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}")
     click.echo("and ask who you are (authentication is per transaction):")

