@@ -123,6 +123,8 @@ def test_storing_chunks_again_updates_in_place(world: World) -> None:
         ([{"text": ""}], None, "22023"),
         ([{"text": "x" * 20001}], None, "22001"),
         (["just a string"], None, "22023"),
+        ([{"text": "a", "char_start": "ten"}], None, "22023"),
+        ([{"text": "a", "char_end": 1.5}], None, "22023"),
         ([{"text": "a", "embedding": [1, 2]}], None, "22023"),
         ([{"text": "a", "embedding": [1, "NaN"]}], "m", "VE002"),
         ([{"text": "a", "embedding": [1, 2]}, {"text": "b", "embedding": [1, 2, 3]}], "m", "VE001"),

@@ -553,14 +553,19 @@ begin
         raise exception 'at most 10000 chunks per call, got %', jsonb_array_length(store_chunks.chunks)
             using errcode = '54000';
     end if;
-    select format('chunk %s: %s', i - 1, case
-               when jsonb_typeof(c) <> 'object' then 'not a JSON object'
-               when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
-               when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters' end)
+    select format('chunk %s: %s', i - 1, reason)
       into problem
       from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
-     where jsonb_typeof(c) <> 'object' or coalesce(btrim(c ->> 'text'), '') = ''
-        or char_length(c ->> 'text') > 20000
+     cross join lateral (select case
+               when jsonb_typeof(c) <> 'object' then 'not a JSON object'
+               when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
+               when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters'
+               when coalesce(jsonb_typeof(c -> 'char_start'), 'number') not in ('number', 'null')
+                    or coalesce(jsonb_typeof(c -> 'char_end'), 'number') not in ('number', 'null')
+                    or (c ->> 'char_start') !~ '^[0-9]{1,9}$' or (c ->> 'char_end') !~ '^[0-9]{1,9}$'
+                   then 'char_start and char_end must be whole numbers'
+           end as reason) checks
+     where reason is not null
      order by i limit 1;
     if problem is not null then
         raise exception '%', problem
