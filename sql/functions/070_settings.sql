@@ -20,6 +20,8 @@ as $$
         when 'judge.contradiction' then 'false'::jsonb
         -- how long a retract_cleanup job waits for the caller to clean up in-process
         when 'retract.cleanup_delay_seconds' then '60'::jsonb
+        -- votes a calibration needs before its weights become the active set
+        when 'ranking.calibration_min_samples' then '50'::jsonb
     end
 $$;
 comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
@@ -57,7 +59,9 @@ begin
            or (jsonb_typeof(value) = 'number' and set_setting.name like 'er.%'
                and set_setting.name <> 'er.candidate_limit' and (value::float8 < 0 or value::float8 > 1))
            or (jsonb_typeof(value) = 'number' and (set_setting.name = 'er.candidate_limit'
-               or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400)) then
+               or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400))
+           or (set_setting.name = 'ranking.calibration_min_samples'
+               and (value::float8 < 1 or value::float8 > 1000000 or value::float8 <> trunc(value::float8))) then
             raise exception 'invalid value % for setting % (default %)', value, set_setting.name, fallback
                 using errcode = '22023';
         end if;

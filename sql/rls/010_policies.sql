@@ -39,6 +39,21 @@ begin
 end
 $policies$;
 
+-- Readers vote too: a feedback row needs only read access to its hit's
+-- group, and each principal writes only its own votes.
+drop policy if exists insert_own_groups on vera.feedback;
+drop policy if exists update_own_groups on vera.feedback;
+drop policy if exists insert_own_votes on vera.feedback;
+drop policy if exists update_own_votes on vera.feedback;
+create policy insert_own_votes on vera.feedback for insert
+    with check (group_id = any ((select vera.readable_groups())::text[])
+                and principal_id = (select vera.current_principal()));
+create policy update_own_votes on vera.feedback for update
+    using (group_id = any ((select vera.readable_groups())::text[])
+           and principal_id = (select vera.current_principal()))
+    with check (group_id = any ((select vera.readable_groups())::text[])
+                and principal_id = (select vera.current_principal()));
+
 -- Proposals live in their proposer's u: scope; the admins of the scope they
 -- are proposed for may see them, decide on them and erase them.
 drop policy if exists read_proposals_for_administered_groups on vera.facts;

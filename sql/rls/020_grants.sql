@@ -52,7 +52,19 @@ grant execute on function
     vera.erase_episode(text, uuid, text),
     vera.retract_source(text, uuid, text),
     vera.erase_source(text, uuid, text),
-    vera.complete_cleanup(bigint)
+    vera.complete_cleanup(bigint),
+    vera.search_version(),
+    vera.default_weights(),
+    vera.active_weights(text),
+    vera.lexical_query(text),
+    vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, real, real, integer),
+    vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text),
+    vera.calibrate_weights(text, integer),
+    vera.reset_weights(text),
+    vera.create_snapshot(text, text),
+    vera.list_snapshots(text),
+    vera.drop_snapshot(text, text),
+    vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real)
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
@@ -60,6 +72,16 @@ grant execute on function vera.authenticate_principal(uuid) to vera_gateway, ver
 -- the trigram probe's owner reads aliases past RLS (and checks the group itself)
 grant select on vera.entity_aliases, vera.entities to vera_resolver;
 grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
+
+-- the candidate stage's owner reads past RLS (and checks the groups itself)
+grant select on vera.facts, vera.chunks, vera.episodes, vera.snapshot_items to vera_searcher;
+grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
+                                            timestamptz, text)
+    to vera_searcher;
+grant execute on function
+    vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer),
+    vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer)
+    to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 

@@ -29,7 +29,10 @@ begin
             ('vera_operator', 'nologin nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
             -- owns the one function that must read past row-level security (the
             -- trigram probe of entity resolution) and checks the group itself
-            ('vera_resolver', 'nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit')
+            ('vera_resolver', 'nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit'),
+            -- owns the candidate stage of search (GIN and HNSW probes, which
+            -- RLS would keep off their indexes) and checks the groups itself
+            ('vera_searcher', 'nologin nosuperuser nocreatedb nocreaterole bypassrls noinherit')
         ) as r(name, attributes)
     loop
         if not exists (select from pg_catalog.pg_roles where rolname = role_spec.name) then
@@ -60,6 +63,8 @@ grant usage on schema vera to vera_app, vera_worker, vera_gateway, vera_operator
 -- attributes such as BYPASSRLS are never inherited through membership)
 grant vera_resolver to vera_owner with inherit true;
 grant create, usage on schema vera to vera_resolver;
+grant vera_searcher to vera_owner with inherit true;
+grant create, usage on schema vera to vera_searcher;
 
 -- Nothing vera_owner creates is callable by PUBLIC; sql/rls/grants.sql grants
 -- each function to the roles that need it.

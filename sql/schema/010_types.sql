@@ -71,4 +71,27 @@ create type vera.entity_resolution as (
     candidates  uuid[]
 );
 
+-- One candidate of a search with everything the blend (stage 2) reads. Live
+-- search and snapshot search both fill it, so both rank with the same code.
+create type vera.search_item as (
+    kind         vera.item_kind,
+    item_id      uuid,
+    group_id     text,
+    -- stage 1: reciprocal rank fusion of the lexical and vector ranks
+    fused        double precision,
+    text         text,
+    subject      text,
+    predicate    text,
+    object       text,
+    authority    real,
+    -- null for passages: raw source text that no model has graded
+    verification vera.verification,
+    confidence   real,
+    valid_from   timestamptz,
+    valid_to     timestamptz,
+    up_votes     integer,
+    down_votes   integer,
+    citation     jsonb
+);
+
 reset role;

@@ -14,6 +14,9 @@ create table vera.snapshots (
     created_by      uuid references vera.principals (principal_id),
     -- null until the copy has committed in full; readers refuse unsealed snapshots
     sealed_at       timestamptz,
+    -- the blend the snapshot ranks with: the weight set's values (or the
+    -- defaults) copied, so a later calibration cannot change its answers
+    weights         jsonb,
     primary key (group_id, snapshot_id),
     foreign key (group_id, weight_set_id) references vera.ranking_weights (group_id, weight_set_id),
     constraint snapshots_name_unique unique (group_id, name)
@@ -41,6 +44,10 @@ create table vera.snapshot_items (
     source_id     uuid,
     episode_id    uuid,
     chunk_id      uuid,
+    -- feedback counts and the citation as they were when the snapshot was taken
+    up_votes      integer not null default 0,
+    down_votes    integer not null default 0,
+    citation      jsonb,
     primary key (group_id, snapshot_id, item_kind, item_id),
     foreign key (group_id, snapshot_id) references vera.snapshots (group_id, snapshot_id) on delete cascade
 );

@@ -1,0 +1,359 @@
+"""vera.search (sql/functions/170_ranking.sql, 180_search.sql): one call,
+lexical + vector candidates fused by reciprocal rank, the six-signal blend,
+valid time, tenancy, and answers to bad input."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from pg_tests.searching import MODEL, embed, search, texts, vector_literal
+from pg_tests.seed import World, caller
+from pg_tests.writes import claim, publish, record_episode, register_source
+
+RUNBOOK = "Billing API runbook: restart the billing pods with kubectl rollout restart after a failed deploy."
+VIETNAMESE = "Dịch vụ thanh toán chạy trên cụm máy chủ ở Hà Nội và do nhóm Payments phụ trách."
+
+
+@dataclass
+class Corpus:
+    group: str
+    personal: str
+
+
+def _fact(subject: str, predicate: str, obj: str, **extra: Any) -> dict[str, Any]:
+    text = f"{subject} {predicate} {obj}"
+    return claim(subject, predicate, obj, fact_text=text, embedding=embed(text), **extra)
+
+
+@pytest.fixture(scope="module")
+def corpus(world: World) -> Corpus:
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'search')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group,))
+        cmdb = register_source(conn, group, "cmdb", 1, kind="cmdb")
+        wiki = register_source(conn, group, "wiki", 2, kind="markdown")
+        chat = register_source(conn, group, "chat", 4, kind="slack")
+        forum = register_source(conn, group, "forum", 3, kind="markdown")
+        wrong = register_source(conn, group, "wrong wiki", 2, kind="markdown")
+
+        export, _, _ = record_episode(conn, group, cmdb, "services.csv", "v1", observed_at="2026-01-01")
+        publish(conn, group, export, [
+            _fact("billing-api", "runs on", "k8s-old", valid_from="2026-01-01"),
+            _fact("billing-api", "runs on", "k8s-new", valid_from="2026-09-01"),
+            _fact("billing-api", "owned by", "Payments Team"),
+        ], MODEL)  # fmt: skip
+
+        runbook, _, _ = record_episode(conn, group, wiki, "runbook.md", RUNBOOK, observed_at="2026-02-01")
+        conn.execute(
+            "select vera.store_chunks(%s, %s, %s, %s)",
+            (group, runbook, Jsonb([
+                {"heading": "Restart", "text": RUNBOOK, "embedding": embed(RUNBOOK)},
+                {"heading": "Vận hành", "text": VIETNAMESE, "embedding": embed(VIETNAMESE)},
+            ]), MODEL),
+        )  # fmt: skip
+
+        thread, _, _ = record_episode(conn, group, chat, "thread-1", "chat")
+        publish(conn, group, thread, [_fact("billing-api", "runs on", "heroku")], MODEL)
+        post, _, _ = record_episode(conn, group, forum, "post-1", "forum")
+        publish(conn, group, post, [_fact("billing-api", "deploys with", "jenkins")], MODEL)
+        bad, _, _ = record_episode(conn, group, wrong, "bad.md", "bad")
+        publish(conn, group, bad, [_fact("billing-api", "written in", "cobol")], MODEL)
+        conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, bad))
+        personal = world.a.owner_personal
+        conn.commit()
+    return Corpus(group=group, personal=personal)
+
+
+def _signals(hit: dict[str, Any]) -> dict[str, float]:
+    return {
+        name: hit[name]
+        for name in ("relevance", "authority", "verification", "recency", "feedback", "confidence")
+    }
+
+
+def test_lexical_search_returns_facts_and_passages_with_signals_and_citations(
+    world: World, corpus: Corpus
+) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        hits = search(conn, "billing pods restart", groups=[corpus.group])
+    assert hits, "the runbook passage must be found"
+    top = hits[0]
+    assert top["kind"] == "passage"
+    assert top["text"] == RUNBOOK
+    assert top["rank"] == 1
+    citation = top["citation"]
+    assert citation["source"]["name"] == "wiki"
+    assert citation["episode"]["external_id"] == "runbook.md"
+    assert citation["chunk"]["heading"] == "Restart"
+    assert citation["tier"] == 2
+    # the score is the default blend of the six signals
+    signals = _signals(top)
+    expected = (0.40 * signals["relevance"] + 0.18 * signals["authority"] + 0.12 * signals["verification"]
+                + 0.12 * signals["recency"] + 0.08 * signals["feedback"] + 0.10 * signals["confidence"])  # fmt: skip
+    assert top["score"] == pytest.approx(expected, abs=1e-5)
+    assert signals["relevance"] == 1.0
+    assert signals["authority"] == pytest.approx(0.85)
+    assert signals["feedback"] == pytest.approx(0.5)
+    assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1))
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+
+
+def test_a_fact_hit_carries_its_triple_and_provenance(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        hits = search(conn, "who owns billing-api", groups=[corpus.group])
+    owned = next(hit for hit in hits if hit["predicate"] == "OWNED_BY")
+    assert owned["kind"] == "fact"
+    assert (owned["subject"], owned["object"]) == ("billing-api", "Payments Team")
+    assert owned["citation"]["source"]["name"] == "cmdb"
+    assert owned["citation"]["tier"] == 1
+    assert owned["citation"]["verification"] == "auto"
+    assert owned["authority"] == pytest.approx(1.0)
+    assert owned["verification"] == pytest.approx(0.6)
+
+
+def test_a_vietnamese_question_finds_the_vietnamese_passage_first(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        hits = search(conn, "thanh toán ở đâu", groups=[corpus.group])
+    assert texts(hits)[:1] == [VIETNAMESE]
+
+
+def test_folded_spelling_alone_finds_nothing(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        assert search(conn, "toan dich", groups=[corpus.group]) == []
+        assert texts(search(conn, "toán dịch", groups=[corpus.group])) == [VIETNAMESE]
+
+
+def test_vector_only_and_hybrid(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        by_vector = search(conn, embedding=embed(RUNBOOK), groups=[corpus.group], k=3)
+        hybrid = search(conn, "restart billing pods", embedding=embed(RUNBOOK), groups=[corpus.group], k=3)
+    assert by_vector[0]["text"] == RUNBOOK
+    assert hybrid[0]["text"] == RUNBOOK
+    # in both lists at rank 1: 1/(1+1) + 1/(1+1), the batch's highest fused score
+    assert hybrid[0]["relevance"] == 1.0
+
+
+def test_rrf_fuses_ranks_from_both_halves(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        both = search(conn, "billing-api runs on", embedding=embed("billing-api owned by Payments Team"),
+                      groups=[corpus.group], k=20, weights=Jsonb({"relevance": 1}))  # fmt: skip
+        lexical = search(
+            conn, "billing-api runs on", groups=[corpus.group], k=20, weights=Jsonb({"relevance": 1})
+        )
+    owned = next(hit for hit in both if hit["predicate"] == "OWNED_BY")
+    # relevance only: the vector half's rank-1 item ranks near the top of the fused list
+    assert owned["rank"] <= 2
+    assert [hit["score"] for hit in lexical] == [hit["relevance"] for hit in lexical]
+
+
+def test_as_of_now_shows_the_current_value_and_as_of_before_the_migration_the_old_one(
+    world: World, corpus: Corpus
+) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        now = [h["object"] for h in search(conn, "billing-api runs on", groups=[corpus.group])
+               if h["predicate"] == "RUNS_ON"]  # fmt: skip
+        before = [h for h in search(conn, "billing-api runs on", groups=[corpus.group], as_of="2026-05-01")
+                  if h["predicate"] == "RUNS_ON"]  # fmt: skip
+    assert now == ["k8s-new"]
+    assert [h["object"] for h in before] == ["k8s-old"]
+    assert before[0]["citation"]["valid_to"].startswith("2026-09-01")
+    assert before[0]["citation"]["lifecycle"] == "superseded"
+
+
+def test_pending_retracted_and_others_proposals_are_hidden(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        seen = {(h["predicate"], h["object"]) for h in search(conn, "billing-api", groups=None, k=50)}
+    assert ("DEPLOYS_WITH", "jenkins") not in seen  # pending review (tier 3)
+    assert ("WRITTEN_IN", "cobol") not in seen  # retracted
+    assert ("RUNS_ON", "heroku") not in seen  # someone else's proposal
+    assert ("RUNS_ON", "k8s-new") in seen
+
+
+def test_a_proposal_is_visible_in_its_proposers_own_scope(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        mine = search(conn, "billing-api runs on heroku", groups=[corpus.personal])
+        shared = search(conn, "billing-api runs on heroku", groups=[corpus.group])
+    assert [(h["object"], h["citation"]["lifecycle"]) for h in mine] == [("heroku", "proposal")]
+    assert mine[0]["authority"] == pytest.approx(0.40)
+    assert mine[0]["citation"]["source"]["name"] == "chat"
+    assert mine[0]["citation"]["proposed_for"] == corpus.group
+    assert "heroku" not in [h["object"] for h in shared]
+
+
+def test_a_tier_one_fact_outranks_a_contradicting_tier_four_proposal(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        hits = [h for h in search(conn, "where does billing-api run", k=20, groups=[corpus.group, corpus.personal])
+                if h["predicate"] == "RUNS_ON"]  # fmt: skip
+    assert [h["object"] for h in hits] == ["k8s-new", "heroku"]
+
+
+def test_other_tenants_never_see_the_corpus(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.b.owner_key) as conn:
+        assert search(conn, "billing pods restart", k=50) == []
+        assert search(conn, embedding=embed(RUNBOOK), k=50) == []
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="cannot read group"):
+            search(conn, "billing", groups=[corpus.group])
+
+
+def test_unauthenticated_callers_are_refused(world: World, corpus: Corpus) -> None:
+    with caller(world.db, None) as conn, pytest.raises(psycopg.Error) as error:
+        search(conn, "billing")
+    assert error.value.sqlstate == "VA005"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "sqlstate", "message"),
+    [
+        ({"query": "   "}, "22023", "query text or a query embedding"),
+        ({"query": None}, "22023", "query text or a query embedding"),
+        ({"query": "billing", "k": 0}, "22023", "k must be between 1 and 1000"),
+        ({"query": "billing", "k": 100000}, "22023", "k must be between 1 and 1000"),
+        ({"query": "billing", "as_of": "infinity"}, "22023", "as_of must be a finite timestamp"),
+        ({"query": "billing", "candidates": 0}, "22023", "candidates must be between"),
+        ({"query": "billing", "k_rrf": -1}, "22023", "k_rrf must be between"),
+        ({"query": "billing", "groups": []}, "22023", "at least one group"),
+        ({"query": "billing", "weights": Jsonb({"relevance": -1})}, "22023", "non-negative"),
+        ({"query": "billing", "weights": Jsonb({"popularity": 1})}, "22023", 'unknown weight "popularity"'),
+        ({"query": "billing", "weights": Jsonb({"relevance": 0})}, "22023", "at least one weight"),
+        ({"query": "x" * 4001}, "22001", "at most 4000"),
+    ],
+)
+def test_bad_arguments_get_a_clear_error(
+    world: World, corpus: Corpus, arguments: dict[str, Any], sqlstate: str, message: str
+) -> None:
+    with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.Error, match=message) as error:
+        search(conn, **arguments)
+    assert error.value.sqlstate == sqlstate
+
+
+def test_an_embedding_of_the_wrong_dimension_or_model_is_refused(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        with pytest.raises(psycopg.Error, match="pinned to test-hash-16 \\(16 dimensions\\)") as error:
+            search(conn, embedding=[0.1] * 8, groups=[corpus.group])
+        assert error.value.sqlstate == "VE001"
+    with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.Error) as error:
+        search(conn, embedding=embed("x"), groups=[corpus.group], embedding_model="another-model")
+    assert error.value.sqlstate == "VE001"
+
+
+def test_stopwords_punctuation_and_distant_instants_give_empty_results(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        assert search(conn, "the of and is", groups=[corpus.group]) == []
+        assert search(conn, "?!... ---", groups=[corpus.group]) == []
+        assert search(conn, "billing-api", groups=[corpus.group], as_of="1900-01-01") == []
+        future = search(conn, "billing-api runs on", groups=[corpus.group], as_of="2400-01-01")
+    assert [h["object"] for h in future if h["predicate"] == "RUNS_ON"] == ["k8s-new"]
+
+
+def test_recency_decays_with_the_half_life(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        hit = next(h for h in search(conn, "billing-api runs on", groups=[corpus.group], as_of="2026-10-01")
+                   if h["object"] == "k8s-new")  # fmt: skip
+        slow = next(h for h in search(conn, "billing-api runs on", groups=[corpus.group], as_of="2026-10-01",
+                                      weights=Jsonb({"relevance": 0.4, "recency": 0.6, "half_life": "60 days"}))
+                    if h["object"] == "k8s-new")  # fmt: skip
+    age_days = 30  # valid from 2026-09-01, seen as of 2026-10-01
+    assert hit["recency"] == pytest.approx(math.exp(-math.log(2) * age_days / 30), abs=1e-4)
+    assert slow["recency"] == pytest.approx(math.exp(-math.log(2) * age_days / 60), abs=1e-4)
+
+
+def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'versions')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        wiki = register_source(conn, group, "wiki", 2)
+        first, _, _ = record_episode(conn, group, wiki, "page.md", "one", observed_at="2026-01-01")
+        conn.execute(
+            "select vera.store_chunks(%s, %s, %s)", (group, first, Jsonb([{"text": "zebra crossing"}]))
+        )
+        second, _, _ = record_episode(conn, group, wiki, "page.md", "two", observed_at="2026-06-01")
+        conn.execute(
+            "select vera.store_chunks(%s, %s, %s)", (group, second, Jsonb([{"text": "zebra stripes"}]))
+        )
+        assert texts(search(conn, "zebra", groups=[group])) == ["zebra stripes"]
+        before = search(conn, "zebra", groups=[group], as_of="2026-03-01")
+        assert texts(before) == ["zebra crossing"]
+        assert before[0]["citation"]["valid_to"].startswith("2026-06-01")
+
+
+def test_a_small_tenant_still_gets_k_vector_hits(world: World) -> None:
+    """HNSW filters after the index scan: a tenant with 1% of the rows must
+    still get k hits (pgvector's iterative scan keeps going)."""
+    # 10,000 nearly identical facts in tenant B's organisation, 100 in A's
+    # workspace: a plain HNSW scan's first 40 neighbours are all B's
+    with caller(world.db, world.b.owner_key) as conn:
+        source = register_source(conn, world.b.organisation, "bulk", 1)
+        episode, _, _ = record_episode(conn, world.b.organisation, source, "bulk", "bulk")
+        publish(conn, world.b.organisation, episode, [_fact("pod", "runs on", "bulk-0")], MODEL)
+        conn.commit()
+    with caller(world.db, world.a.owner_key) as conn:
+        source = register_source(conn, world.a.workspace, "small", 1)
+        episode, _, _ = record_episode(conn, world.a.workspace, source, "small", "small")
+        publish(conn, world.a.workspace, episode, [_fact("pod", "runs on", "small-0")], MODEL)
+        conn.commit()
+    with world.db.admin() as admin:
+        # A's rows lie beyond B's first 500 neighbours of the query
+        for group, count, offset in ((world.b.organisation, 9999, 0), (world.a.workspace, 99, 500)):
+            admin.execute(
+                """
+                insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text, embedding,
+                                        tier, authority, verification, lifecycle, source_id, episode_id)
+                select f.group_id, f.subject_entity_id, 'RUNS_ON', 'bulk-' || i, 'pod runs on bulk ' || i,
+                       (%s::vector(16) + ('[' || array_to_string(array_fill(0.0001 * (i + %s), array[16]), ',') || ']')::vector)::vector,
+                       1, 1.0, 'auto', 'published', f.source_id, f.episode_id
+                  from vera.facts f, generate_series(1, %s) i
+                 where f.group_id = %s and f.object_value like '%%-0'
+                """,
+                (vector_literal(embed("pod runs on bulk")), offset, count, group),
+            )
+        admin.execute("analyze vera.facts")
+    query = vector_literal(embed("pod runs on bulk"))
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("set local hnsw.iterative_scan = off")
+        conn.execute("set local enable_seqscan = off")
+        # the naive query a developer would write starves
+        naive = conn.execute(
+            "select count(*) from (select 1 from vera.facts f where vector_dims(f.embedding) = 16"
+            " order by f.embedding::vector(16) <=> %s::vector limit 10) s",
+            (query,),
+        ).fetchone()[0]  # type: ignore[index]
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "explain select 1 from vera.facts f where vector_dims(f.embedding) = 16"
+                " order by f.embedding::vector(16) <=> %s::vector limit 10",
+                (query,),
+            ).fetchall()
+        )
+        assert naive < 10, plan
+        hits = search(conn, embedding=embed("pod runs on bulk"), groups=[world.a.workspace], k=10)
+    assert len(hits) == 10
+    assert {hit["group_id"] for hit in hits} == {world.a.workspace}
+
+
+def test_the_lexical_query_keeps_words_and_diacritics_and_drops_stopwords(world: World) -> None:
+    with world.db.admin() as conn:
+        rows = conn.execute(
+            "select vera.lexical_query(q)::text from unnest(array["
+            "'Where does the Billing-API run?', 'Dịch vụ của tôi', 'the of and', '?!', '']) q"
+        ).fetchall()
+        defaults = conn.execute("select vera.default_weights()").fetchone()[0]  # type: ignore[index]
+    assert [row[0] for row in rows] == [
+        "'api' | 'billing' | 'billing-api' | 'run' | 'where'",
+        "'dịch' | 'tôi' | 'vụ'",
+        None,
+        None,
+        None,
+    ]
+    assert sum(value for name, value in defaults.items() if name != "half_life") == pytest.approx(1.0)
+    assert defaults["half_life"] == "30 days"

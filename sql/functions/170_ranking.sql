@@ -1,0 +1,189 @@
+-- Ranking building blocks: the search version snapshots pin, the six signals
+-- of the blend, the weight sets, and the lexical query.
+set role vera_owner;
+
+-- Contract: the version of the ranking code. A snapshot records it and refuses
+-- to answer once it differs; bump it whenever stage 1 or stage 2 changes what
+-- a search returns.
+create or replace function vera.search_version()
+returns text
+language sql immutable
+set search_path = vera, pg_temp
+as $$ select 'vera-search/1' $$;
+comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
+
+-- Contract: the blend's default weights and recency half-life.
+create or replace function vera.default_weights()
+returns jsonb
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select '{"relevance": 0.40, "authority": 0.18, "verification": 0.12, "recency": 0.12,
+             "feedback": 0.08, "confidence": 0.10, "half_life": "30 days"}'::jsonb
+$$;
+comment on function vera.default_weights() is 'Default weights of the six signals and the recency half-life';
+
+-- Internal: checks weights a caller passes in and completes them: the six
+-- signals, each a non-negative number (absent ones count 0), scaled to sum 1;
+-- half_life an interval of at least one second (default 30 days).
+create or replace function vera.checked_weights(weights jsonb)
+returns jsonb
+language plpgsql immutable
+set search_path = vera, pg_temp
+as $$
+declare
+    signal_names constant text[] := array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence'];
+    unknown text;
+    total float8 := 0;
+    half_life interval;
+    result jsonb := '{}';
+    signal text;
+begin
+    if jsonb_typeof(weights) is distinct from 'object' then
+        raise exception 'weights must be a JSON object of the six signals (%)', array_to_string(signal_names, ', ')
+            using errcode = '22023';
+    end if;
+    select k into unknown from jsonb_object_keys(weights) k where not k = any (signal_names || 'half_life'::text) limit 1;
+    if unknown is not null then
+        raise exception 'unknown weight "%": the signals are %, plus half_life', unknown, array_to_string(signal_names, ', ')
+            using errcode = '22023';
+    end if;
+    foreach signal in array signal_names loop
+        if weights ? signal and (jsonb_typeof(weights -> signal) <> 'number' or (weights ->> signal)::float8 < 0) then
+            raise exception 'weight % must be a non-negative number, got %', signal, weights -> signal using errcode = '22023';
+        end if;
+        total := total + coalesce((weights ->> signal)::float8, 0);
+    end loop;
+    if total <= 0 then
+        raise exception 'at least one weight must be positive' using errcode = '22023';
+    end if;
+    foreach signal in array signal_names loop
+        result := result || jsonb_build_object(signal, coalesce((weights ->> signal)::float8, 0) / total);
+    end loop;
+    begin
+        half_life := coalesce(weights ->> 'half_life', '30 days')::interval;
+    exception when others then
+        raise exception 'half_life must be an interval such as "30 days", got %', weights -> 'half_life'
+            using errcode = '22023';
+    end;
+    if half_life < interval '1 second' then
+        raise exception 'half_life must be at least one second, got %', half_life using errcode = '22023';
+    end if;
+    return result || jsonb_build_object('half_life', half_life::text);
+end
+$$;
+comment on function vera.checked_weights(jsonb) is
+    'Internal: validates weights (six non-negative numbers, optional half_life) and scales them to sum 1';
+
+-- Contract: the weights a group's searches use now: its active weight set,
+-- else the defaults. Search reads it on every call, so a calibration takes
+-- effect at once.
+create or replace function vera.active_weights(group_id text)
+returns jsonb
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select coalesce(
+        (select jsonb_build_object(
+                    'relevance', w.relevance, 'authority', w.authority, 'verification', w.verification,
+                    'recency', w.recency, 'feedback', w.feedback, 'confidence', w.confidence,
+                    'half_life', w.half_life::text, 'weight_set_id', w.weight_set_id)
+           from vera.ranking_weights w
+          where w.group_id = active_weights.group_id and w.active),
+        vera.default_weights())
+$$;
+comment on function vera.active_weights(text) is 'The active weight set of a group (RLS applies), else the defaults';
+
+-- Signals, each in [0, 1]. Inlined into the blend (plain SQL, immutable).
+
+-- human-verified 1.0, graded by the pipeline 0.6, awaiting verification 0.2;
+-- a passage (raw source text, never graded) counts as graded
+create or replace function vera.verification_signal(verification vera.verification)
+returns real
+language sql immutable
+as $$
+    select case verification when 'human_verified' then 1.0 when 'pending' then 0.2 else 0.6 end::real
+$$;
+comment on function vera.verification_signal(vera.verification) is
+    'Verification signal: human_verified 1.0, auto (and passages) 0.6, pending 0.2';
+
+-- exp(-ln 2 * age / half_life), age from the start of validity to the
+-- reference instant; 0 once the validity has ended at that instant
+create or replace function vera.recency_signal(valid_from timestamptz, valid_to timestamptz,
+                                                reference timestamptz, half_life interval)
+returns real
+language sql immutable
+as $$
+    select case
+        when valid_to is not null and valid_to <= reference then 0
+        -- past 100 half-lives the value is below 1e-30 (and exp would underflow)
+        when extract(epoch from reference - valid_from) > 100 * extract(epoch from half_life) then 0
+        else exp(-ln(2) * greatest(extract(epoch from reference - valid_from), 0)
+                 / extract(epoch from half_life))
+    end::real
+$$;
+comment on function vera.recency_signal(timestamptz, timestamptz, timestamptz, interval) is
+    'Recency signal: exponential decay with the half-life; 0 when invalidated at the reference instant';
+
+-- (up + 1) / (up + down + 2): 0.5 without votes
+create or replace function vera.feedback_signal(up_votes integer, down_votes integer)
+returns real
+language sql immutable
+as $$ select ((coalesce(up_votes, 0) + 1)::float8 / (coalesce(up_votes, 0) + coalesce(down_votes, 0) + 2))::real $$;
+comment on function vera.feedback_signal(integer, integer) is 'Feedback signal: (up + 1) / (up + down + 2)';
+
+-- Words that carry no meaning on their own in English and Vietnamese. The
+-- index keeps them ('simple' configuration); only the query drops them, since
+-- with OR semantics a "the" would match most of the corpus. Question words
+-- (where, who, đâu, ai) stay: they are what a question is about.
+create or replace function vera.search_stopwords()
+returns text[]
+language sql immutable
+as $$
+    select array[
+        'a', 'an', 'and', 'are', 'as', 'at', 'be', 'been', 'but', 'by', 'can', 'did', 'do', 'does', 'for',
+        'from', 'had', 'has', 'have', 'i', 'if', 'in', 'into', 'is', 'it', 'its', 'of', 'on', 'or', 's',
+        'so', 'such', 't', 'than', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this',
+        'those', 'to', 'was', 'were', 'will', 'with', 'would', 'you', 'your', 'we', 'our', 'me', 'my',
+        'về', 'của', 'là', 'và', 'các', 'những', 'được', 'cho', 'với', 'này', 'đó', 'thì', 'mà', 'một',
+        'đã', 'đang', 'sẽ', 'bị', 'bởi', 'tại', 'từ', 'theo', 'như', 'nhưng', 'hay', 'hoặc', 'rằng'
+    ]
+$$;
+comment on function vera.search_stopwords() is 'Function words the lexical query leaves out (English, Vietnamese)';
+
+-- Contract: the lexical half's query: the words of the text, lower-cased with
+-- diacritics kept ('simple'), stopwords left out, any of them (OR). Null
+-- when nothing searchable remains (only punctuation or stopwords).
+create or replace function vera.lexical_query(query text)
+returns tsquery
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select nullif(string_agg(quote_literal(t.lexeme), ' | ' order by t.lexeme), '')::tsquery
+      from unnest(to_tsvector('simple'::regconfig, coalesce(query, ''))) t
+     where not t.lexeme = any (vera.search_stopwords())
+$$;
+comment on function vera.lexical_query(text) is
+    'The lexical half''s tsquery: the query''s words (simple configuration) minus stopwords, OR-ed; null if none';
+
+-- Internal: whether a fact is an answer at an instant (valid time, current
+-- knowledge): a published or superseded revision whose validity covers it
+-- and that no newer version of its source took back; a proposal only in
+-- its proposer's own personal scope. Pending, rejected, retracted and
+-- accepted (copied elsewhere) rows never are. Plain SQL so that it inlines.
+create or replace function vera.fact_visible(lifecycle vera.fact_lifecycle, group_id text, retired_at timestamptz,
+                                             valid_from timestamptz, valid_to timestamptz,
+                                             reference timestamptz, personal_group text)
+returns boolean
+language sql immutable
+as $$
+    select retired_at is null
+       and valid_from <= reference and (valid_to is null or valid_to > reference)
+       and (lifecycle in ('published', 'superseded')
+            or (lifecycle = 'proposal' and group_id = personal_group))
+$$;
+comment on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
+                                      timestamptz, text) is
+    'Internal: whether a fact answers at an instant (published/superseded revision valid then; own proposals)';
+
+reset role;

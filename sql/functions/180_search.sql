@@ -1,0 +1,443 @@
+-- The read path: vera.search, one call. Stage 1 finds candidates with a
+-- lexical half (GIN full text) and a vector half (HNSW, cosine) and fuses
+-- their ranks (RRF); stage 2 blends six signals into the score. Snapshot
+-- search (200_snapshots.sql) reuses stage 2 as it is.
+set role vera_owner;
+
+-- pgvector defines its settings (hnsw.*) when its library loads; load it now
+-- so that the SET clauses below are checked as those settings rather than as
+-- unknown placeholders, which only a superuser may set.
+do $load$ begin perform '[1]'::public.vector; end $load$;
+
+-- Internal: stage 1 over the live tables. Returns each candidate with its
+-- rank in the lexical and in the vector list (null when absent from one).
+--
+-- It belongs to vera_searcher, which bypasses row-level security, and makes
+-- the group check RLS would make (the caller's readable groups) itself: the
+-- full-text @@ operator and pgvector's distance operators are not leakproof,
+-- so under RLS the planner may not use the GIN index for @@ at all, and
+-- would check every matching row against the policy before the index's own
+-- quals. vera.search then reads the candidates' details under RLS again.
+--
+-- HNSW returns the nearest rows first and filters afterwards: with a tenant
+-- or time filter a plain index scan can run dry before n rows pass. pgvector's
+-- iterative scan (relaxed order, re-sorted here) keeps scanning until n
+-- rows pass or hnsw.max_scan_tuples is reached.
+create or replace function vera.search_candidates(
+    lexical_groups text[], lexical tsquery,
+    vector_groups text[], query_embedding public.vector,
+    reference timestamptz, personal_group text, n integer, ef_search integer)
+returns table (kind vera.item_kind, group_id text, item_id uuid, lexical_rank integer, vector_rank integer)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+set hnsw.iterative_scan = relaxed_order
+set hnsw.ef_search = 40
+as $$
+declare
+    readable constant text[] := vera.readable_groups();
+    -- a passage answers at the reference instant when its episode is the
+    -- latest version of its record observed by then and was not taken back
+    passage_visible constant text := $p$
+        e.status <> 'retracted' and e.observed_at <= $3
+        and not exists (select from vera.episodes newer
+                         where newer.group_id = e.group_id and newer.source_id = e.source_id
+                           and newer.external_id = e.external_id and newer.version > e.version
+                           and newer.observed_at <= $3 and newer.status <> 'retracted')$p$;
+    fact_visible constant text := $f$
+        vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $3, $4)$f$;
+    lexical_kinds vera.item_kind[];
+    lexical_ids uuid[];
+    lexical_owners text[];
+    lexical_scores float8[];
+    vector_kinds vera.item_kind[];
+    vector_ids uuid[];
+    vector_owners text[];
+    vector_distances float8[];
+    dim integer := public.vector_dims(query_embedding);
+begin
+    lexical_groups := array(select g from unnest(lexical_groups) g where g = any (readable));
+    vector_groups := array(select g from unnest(vector_groups) g where g = any (readable));
+    perform set_config('hnsw.ef_search', greatest(ef_search, 1)::text, true);
+
+    if lexical is not null and cardinality(lexical_groups) > 0 then
+        execute format($q$
+            select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.score)
+              from (select * from (
+                      (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
+                              ts_rank(f.tsv, $1) as score
+                         from vera.facts f
+                        where f.tsv @@ $1 and f.group_id = any ($2) and %1$s
+                        order by 4 desc, 3 limit $5)
+                      union all
+                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id, ts_rank(c.tsv, $1)
+                         from vera.chunks c
+                         join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                        where c.tsv @@ $1 and c.group_id = any ($2) and %2$s
+                        order by 4 desc, 3 limit $5)) both_kinds
+                     order by score desc, item_id limit $5) h$q$, fact_visible, passage_visible)
+          into lexical_kinds, lexical_ids, lexical_owners, lexical_scores
+          using lexical, lexical_groups, reference, personal_group, n;
+    end if;
+
+    if query_embedding is not null and cardinality(vector_groups) > 0 then
+        -- the dimension is spelt out so that the planner matches the partial
+        -- HNSW index of that dimension (vera.ensure_vector_indexes)
+        execute format($q$
+            select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.distance)
+              from (select * from (
+                      (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
+                              f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
+                         from vera.facts f
+                        where public.vector_dims(f.embedding) = %1$s and f.group_id = any ($2) and %2$s
+                        order by f.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)
+                      union all
+                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
+                              c.embedding::public.vector(%1$s) operator(public.<=>) $1
+                         from vera.chunks c
+                         join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                        where public.vector_dims(c.embedding) = %1$s and c.group_id = any ($2) and %3$s
+                        order by c.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)) both_kinds
+                     -- the iterative scan returns rows in relaxed order: sort them exactly
+                     order by distance, item_id limit $5) h$q$, dim, fact_visible, passage_visible)
+          into vector_kinds, vector_ids, vector_owners, vector_distances
+          using query_embedding, vector_groups, reference, personal_group, n;
+    end if;
+
+    -- Ranks from 1; equal scores share a rank (1, 1, 3): two facts that match
+    -- the same words equally are equally relevant, and the blend's other
+    -- signals (authority, verification, ...) decide between them.
+    return query
+        with lexical_list as (
+            select u.kind, u.group_id, u.item_id, (rank() over (order by u.score desc))::integer as position
+              from unnest(lexical_kinds, lexical_owners, lexical_ids, lexical_scores) as u(kind, group_id, item_id, score)),
+        vector_list as (
+            select u.kind, u.group_id, u.item_id, (rank() over (order by u.distance))::integer as position
+              from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance))
+        select coalesce(l.kind, v.kind), coalesce(l.group_id, v.group_id), coalesce(l.item_id, v.item_id),
+               l.position, v.position
+          from lexical_list l
+          full join vector_list v on v.kind = l.kind and v.item_id = l.item_id;
+end
+$$;
+comment on function vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer) is
+    'Internal: stage 1, lexical and vector candidates with their ranks (reads past RLS, checks the groups itself)';
+alter function vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer)
+    owner to vera_searcher;
+
+-- Internal: stage 2, the blend. Relevance is the fused stage-1 score
+-- min-max normalised over the batch (1 when the batch has one score); the
+-- other five signals come from each item; weights per group (key "*" for
+-- all). Ties fall to the fused score, then to the item id, so equal inputs
+-- always give the same order.
+create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
+                                      reference timestamptz, k integer)
+returns table (
+    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
+    subject text, predicate text, object text, score real,
+    relevance real, authority real, verification real, recency real, feedback real, confidence real,
+    citation jsonb)
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with batch as (
+        select i.*, min(i.fused) over () as lowest, max(i.fused) over () as highest,
+               coalesce(weights_by_group -> i.group_id, weights_by_group -> '*') as weights
+          from unnest(items) i
+    ), signals as (
+        select b.*,
+               (case when b.highest > b.lowest then (b.fused - b.lowest) / (b.highest - b.lowest) else 1 end)::real
+                   as relevance_signal,
+               vera.verification_signal(b.verification) as verification_score,
+               vera.recency_signal(b.valid_from, b.valid_to, reference, (b.weights ->> 'half_life')::interval)
+                   as recency_signal,
+               vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score
+          from batch b
+    ), scored as (
+        select s.*,
+               (s.relevance_signal * (s.weights ->> 'relevance')::float8
+                + s.authority * (s.weights ->> 'authority')::float8
+                + s.verification_score * (s.weights ->> 'verification')::float8
+                + s.recency_signal * (s.weights ->> 'recency')::float8
+                + s.feedback_score * (s.weights ->> 'feedback')::float8
+                + s.confidence * (s.weights ->> 'confidence')::float8)::real as total
+          from signals s
+    )
+    select (row_number() over (order by s.total desc, s.fused desc, s.item_id))::integer,
+           s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
+           s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
+           s.citation
+      from scored s
+     order by s.total desc, s.fused desc, s.item_id
+     limit k
+$$;
+comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer) is
+    'Internal: stage 2, the six-signal blend over a batch of candidates';
+
+-- Internal: the live details of stage-1 candidates as blend inputs: text,
+-- triple, grading, validity, votes and citation. Runs under RLS.
+create or replace function vera.candidate_items(
+    kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[])
+returns setof vera.search_item
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with candidate as (
+        select * from unnest(kinds, ids, owners, fused) as u(kind, item_id, group_id, fused)
+    ), votes as (
+        select fb.item_kind, fb.item_id, count(*) filter (where fb.vote > 0)::integer as up_votes,
+               count(*) filter (where fb.vote < 0)::integer as down_votes
+          from vera.feedback fb
+          join candidate c on fb.group_id = c.group_id and fb.item_kind = c.kind and fb.item_id = c.item_id
+         group by 1, 2
+    )
+    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, f.fact_text, subj.canonical_name, f.predicate,
+               coalesce(obj.canonical_name, f.object_value), f.authority, f.verification, f.confidence,
+               f.valid_from, f.valid_to, coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
+               jsonb_build_object(
+                   'group_id', f.group_id,
+                   'source', case when src.source_id is not null then jsonb_build_object(
+                       'source_id', src.source_id, 'name', src.name, 'kind', src.kind, 'uri', src.uri) end,
+                   'episode', case when ep.episode_id is not null then jsonb_build_object(
+                       'episode_id', ep.episode_id, 'external_id', ep.external_id, 'version', ep.version,
+                       'title', ep.title, 'uri', ep.uri) end,
+                   'chunk', case when ch.chunk_id is not null then jsonb_build_object(
+                       'chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading) end,
+                   'evidence', case when f.evidence_start is not null or f.evidence_end is not null then
+                       jsonb_build_object('start', f.evidence_start, 'end', f.evidence_end,
+                                          'text', substr(ch.text, f.evidence_start + 1,
+                                                         f.evidence_end - f.evidence_start)) end,
+                   'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier,
+                   'verification', f.verification, 'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at,
+                   'proposed_for', f.proposed_for))::vera.search_item
+      from candidate c
+      join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
+      join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
+      left join vera.entities obj on obj.group_id = f.group_id and obj.entity_id = f.object_entity_id
+      left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
+      -- a proposal's provenance lives in origin (its own row sits in a u: scope)
+      left join vera.sources src
+        on src.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
+       and src.source_id = coalesce(f.source_id, (f.origin ->> 'source_id')::uuid)
+      left join vera.episodes ep
+        on ep.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
+       and ep.episode_id = coalesce(f.episode_id, (f.origin ->> 'episode_id')::uuid)
+      left join vera.chunks ch
+        on ch.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
+       and ch.chunk_id = coalesce(f.chunk_id, (f.origin ->> 'chunk_id')::uuid)
+     where c.kind = 'fact'
+    union all
+    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, ch.text, null, null, null,
+               vera.tier_authority(src.trust_tier), null, 1.0, ep.observed_at, next_version.observed_at,
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
+               jsonb_build_object(
+                   'group_id', ch.group_id,
+                   'source', jsonb_build_object('source_id', src.source_id, 'name', src.name, 'kind', src.kind,
+                                                'uri', src.uri),
+                   'episode', jsonb_build_object('episode_id', ep.episode_id, 'external_id', ep.external_id,
+                                                 'version', ep.version, 'title', ep.title, 'uri', ep.uri),
+                   'chunk', jsonb_build_object('chunk_id', ch.chunk_id, 'ordinal', ch.ordinal,
+                                               'heading', ch.heading),
+                   'evidence', case when ch.char_start is not null then
+                       jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
+                   'valid_from', ep.observed_at, 'valid_to', next_version.observed_at, 'tier', src.trust_tier,
+                   'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at))::vera.search_item
+      from candidate c
+      join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
+      join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
+      join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+      left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
+      -- the version that replaced this one, if any (the end of the passage's validity)
+      left join lateral (
+          select min(newer.observed_at) as observed_at from vera.episodes newer
+           where newer.group_id = ep.group_id and newer.source_id = ep.source_id
+             and newer.external_id = ep.external_id and newer.version > ep.version
+             and newer.status <> 'retracted') next_version on true
+     where c.kind = 'passage'
+$$;
+comment on function vera.candidate_items(vera.item_kind[], uuid[], text[], double precision[]) is
+    'Internal: blend inputs (text, triple, grading, validity, votes, citation) of live candidates';
+
+-- Contract: hybrid search over the caller's readable groups (or the subset
+-- named in groups), one call. Stage 1: the lexical half (the query's words,
+-- OR-ed, stopwords left out) and the vector half (the query embedding
+-- against the groups pinned to its dimension and, when given, model) each
+-- return their top `candidates` (default 4 * k) facts and passages valid at
+-- as_of (default now); reciprocal rank fusion adds lexical_weight / (k_rrf +
+-- rank) and vector_weight / (k_rrf + rank), ranks from 1. Stage 2 blends
+-- six signals with each group's active weights (or the weights given).
+-- Returns at most k hits, best first; an empty result when nothing matches,
+-- including a query of only stopwords or punctuation. Errors: 22023 (bad
+-- arguments), 42501 (a group the caller cannot read), VE001 (an embedding no
+-- searched group is pinned to), VA005 (not authenticated).
+create or replace function vera.search(
+    query text default null,
+    query_embedding public.vector default null,
+    k integer default 10,
+    as_of timestamptz default null,
+    groups text[] default null,
+    weights jsonb default null,
+    k_rrf integer default 1,
+    candidates integer default null,
+    embedding_model text default null,
+    lexical_weight real default 1,
+    vector_weight real default 1,
+    ef_search integer default null)
+returns table (
+    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
+    subject text, predicate text, object text, score real,
+    relevance real, authority real, verification real, recency real, feedback real, confidence real,
+    citation jsonb)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    caller constant uuid := vera.require_principal();
+    reference constant timestamptz := coalesce(as_of, now());
+    lexical tsquery;
+    targets text[];
+    vector_targets text[];
+    n integer;
+    weight_map jsonb;
+    stage_one record;
+    items vera.search_item[];
+begin
+    targets := vera.search_targets(groups);
+    n := vera.check_search_arguments(query, query_embedding, k, as_of, k_rrf, candidates,
+                                     lexical_weight, vector_weight, ef_search);
+    lexical := vera.lexical_query(query);
+    vector_targets := vera.vector_targets(targets, query_embedding, embedding_model);
+    if weights is not null then
+        weight_map := jsonb_build_object('*', vera.checked_weights(weights));
+    end if;
+    if lexical is null and cardinality(vector_targets) = 0 then
+        return;
+    end if;
+
+    select array_agg(c.kind) as kinds, array_agg(c.item_id) as ids, array_agg(c.group_id) as owners,
+           array_agg(coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
+                     + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0)) as fused
+      into stage_one
+      from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
+                                  (select p.personal_group_id from vera.principals p where p.principal_id = caller),
+                                  n, coalesce(ef_search, greatest(40, n))) c;
+    if stage_one.kinds is null then
+        return;
+    end if;
+    items := array(select i from vera.candidate_items(stage_one.kinds, stage_one.ids, stage_one.owners,
+                                                       stage_one.fused) i);
+    if weight_map is null then
+        select jsonb_object_agg(g, vera.active_weights(g)) into weight_map
+          from (select distinct i.group_id as g from unnest(items) i) owners;
+    end if;
+    return query select * from vera.blend(items, weight_map, reference, k);
+end
+$$;
+comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,
+                                 real, real, integer) is
+    'Hybrid search (lexical + vector, RRF, six-signal blend) over the caller''s readable groups, as of an instant';
+
+-- Internal: the groups a search covers: all the caller reads, or the ones
+-- named, each of which it must be able to read (42501).
+create or replace function vera.search_targets(groups text[])
+returns text[]
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    readable constant text[] := vera.readable_groups();
+    unreadable text;
+begin
+    if groups is null then
+        return readable;
+    end if;
+    if cardinality(groups) = 0 then
+        raise exception 'groups must name at least one group (or be null for every readable group)'
+            using errcode = '22023';
+    end if;
+    select g into unreadable from unnest(groups) g where g is null or not g = any (readable) limit 1;
+    if found then
+        raise exception 'permission denied: cannot read group %', coalesce(unreadable, '(null)') using errcode = '42501';
+    end if;
+    return array(select distinct g from unnest(groups) g);
+end
+$$;
+comment on function vera.search_targets(text[]) is 'Internal: the groups a search covers (42501 for unreadable ones)';
+
+-- Internal: refuses bad search arguments with 22023; returns the number of
+-- candidates each half retrieves.
+create or replace function vera.check_search_arguments(
+    query text, query_embedding public.vector, k integer, as_of timestamptz, k_rrf integer, candidates integer,
+    lexical_weight real, vector_weight real, ef_search integer)
+returns integer
+language plpgsql immutable
+set search_path = vera, public, pg_temp
+as $$
+begin
+    if coalesce(btrim(query), '') = '' and query_embedding is null then
+        raise exception 'search needs a query text or a query embedding' using errcode = '22023';
+    end if;
+    if char_length(query) > 4000 then
+        raise exception 'query is % characters; at most 4000', char_length(query) using errcode = '22001';
+    end if;
+    if k is null or k < 1 or k > 1000 then
+        raise exception 'k must be between 1 and 1000, got %', coalesce(k::text, 'null') using errcode = '22023';
+    end if;
+    if as_of is not null and not isfinite(as_of) then
+        raise exception 'as_of must be a finite timestamp, got %', as_of using errcode = '22023';
+    end if;
+    if k_rrf is null or k_rrf < 0 or k_rrf > 10000 then
+        raise exception 'k_rrf must be between 0 and 10000, got %', coalesce(k_rrf::text, 'null') using errcode = '22023';
+    end if;
+    if candidates is not null and (candidates < 1 or candidates > 10000) then
+        raise exception 'candidates must be between 1 and 10000, got %', candidates using errcode = '22023';
+    end if;
+    if lexical_weight is null or vector_weight is null or lexical_weight < 0 or vector_weight < 0
+       or lexical_weight + vector_weight = 0 or lexical_weight = 'Infinity' or vector_weight = 'Infinity' then
+        raise exception 'lexical_weight and vector_weight must be finite, non-negative and not both 0'
+            using errcode = '22023';
+    end if;
+    if ef_search is not null and (ef_search < 1 or ef_search > 1000) then
+        raise exception 'ef_search must be between 1 and 1000, got %', ef_search using errcode = '22023';
+    end if;
+    return coalesce(candidates, 4 * k);
+end
+$$;
+comment on function vera.check_search_arguments(text, public.vector, integer, timestamptz, integer, integer, real,
+                                                 real, integer) is
+    'Internal: checks search arguments (22023, 22001); returns the candidates per half';
+
+-- Internal: the searched groups whose pinned embedding matches the query
+-- embedding (dimension, and model when named). None when no embedding is
+-- given or no searched group holds vectors; VE001 when some do, but none
+-- in this dimension and model.
+create or replace function vera.vector_targets(targets text[], query_embedding public.vector, embedding_model text)
+returns text[]
+language plpgsql stable
+set search_path = vera, public, pg_temp
+as $$
+declare
+    dim constant integer := public.vector_dims(query_embedding);
+    matching text[];
+    pins text;
+begin
+    if query_embedding is null then
+        return '{}';
+    end if;
+    select array_agg(g.group_id) filter (where g.embedding_dim = dim
+                                           and (vector_targets.embedding_model is null
+                                                or g.embedding_model = vector_targets.embedding_model)),
+           string_agg(distinct format('%s (%s dimensions)', g.embedding_model, g.embedding_dim), ', ')
+      into matching, pins
+      from vera.groups g
+     where g.group_id = any (targets) and g.embedding_dim is not null;
+    if pins is not null and matching is null then
+        raise exception 'query embedding is % (% dimensions), but the groups searched are pinned to %',
+            coalesce(vector_targets.embedding_model, 'of no named model'), dim, pins using errcode = 'VE001';
+    end if;
+    return coalesce(matching, '{}');
+end
+$$;
+comment on function vera.vector_targets(text[], public.vector, text) is
+    'Internal: searched groups pinned to the query embedding''s dimension (and model); VE001 when none is';
+
+reset role;

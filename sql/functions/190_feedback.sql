@@ -1,0 +1,167 @@
+-- Feedback on hits and the calibration of the blend's weights from it.
+set role vera_owner;
+
+-- Contract: records the caller's vote ('up' or 'down') on a hit of a query,
+-- with the six signals the hit has for that query. The signals are computed
+-- here by running the search again (a client cannot hand in made-up ones),
+-- so the item must be among the first 100 hits of the query (VN001
+-- otherwise). One vote per principal, hit and query: voting again replaces it.
+create or replace function vera.record_feedback(
+    kind vera.item_kind, item_id uuid, query text, vote text,
+    query_embedding public.vector default null, as_of timestamptz default null, groups text[] default null,
+    embedding_model text default null)
+returns table (feedback_id uuid, group_id text, signals jsonb, created boolean)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    caller constant uuid := vera.require_principal();
+    normalised_query text;
+    hit record;
+    vote_sign smallint;
+begin
+    if kind is null or item_id is null then
+        raise exception 'feedback needs the kind and id of a hit' using errcode = '22023';
+    end if;
+    vote_sign := case lower(btrim(coalesce(vote, ''))) when 'up' then 1 when 'down' then -1 end;
+    if vote_sign is null then
+        raise exception 'vote must be ''up'' or ''down'', got %', coalesce(quote_literal(vote), 'null')
+            using errcode = '22023';
+    end if;
+    normalised_query := regexp_replace(lower(btrim(coalesce(query, ''))), '\s+', ' ', 'g');
+    if normalised_query = '' then
+        raise exception 'feedback needs the query the hit answered' using errcode = '22023';
+    end if;
+    select * into hit
+      from vera.search(query, query_embedding, k => 100, as_of => record_feedback.as_of,
+                       groups => record_feedback.groups, embedding_model => record_feedback.embedding_model) s
+     where s.kind = record_feedback.kind and s.item_id = record_feedback.item_id;
+    if not found then
+        raise exception '% % is not among the first 100 hits of this query', kind, item_id using errcode = 'VN001';
+    end if;
+    return query
+        insert into vera.feedback as fb (group_id, principal_id, item_kind, item_id, query_text, query_sha256, vote,
+                                         signals)
+        values (hit.group_id, caller, kind, item_id, btrim(query), sha256(convert_to(normalised_query, 'UTF8')),
+                vote_sign, array[hit.relevance, hit.authority, hit.verification, hit.recency, hit.feedback,
+                                 hit.confidence])
+        on conflict on constraint feedback_one_vote do update
+            set vote = excluded.vote, signals = excluded.signals, query_text = excluded.query_text,
+                created_at = now()
+        returning fb.feedback_id, fb.group_id,
+                  jsonb_build_object('relevance', hit.relevance, 'authority', hit.authority,
+                                     'verification', hit.verification, 'recency', hit.recency,
+                                     'feedback', hit.feedback, 'confidence', hit.confidence),
+                  (xmax = 0);
+end
+$$;
+comment on function vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text) is
+    'Records the caller''s up/down vote on a hit of a query, with the hit''s six signals';
+
+-- Contract: derives the blend's weights of a group from its feedback by the
+-- mean-difference rule: each signal's separation is its mean on helpful
+-- (up) hits minus its mean on unhelpful (down) hits; a signal earns weight in
+-- proportion to a positive separation, none gets a negative weight, and the
+-- weights sum to 1. The set becomes the group's active one (search uses it
+-- from the next call) only when the votes reach the group's
+-- ranking.calibration_min_samples (or min_samples), both kinds of vote are
+-- present and some signal separates; otherwise it is returned, not kept.
+-- Admins only.
+create or replace function vera.calibrate_weights(group_id text, min_samples integer default null)
+returns table (weight_set_id uuid, persisted boolean, sample_count integer, helpful integer, unhelpful integer,
+               weights jsonb, separation jsonb)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    signal_names constant text[] := array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence'];
+    needed integer;
+    stats record;
+    gap float8;
+    positive_total float8 := 0;
+    new_weights jsonb := '{}';
+    gaps jsonb := '{}';
+    i integer;
+    kept uuid;
+begin
+    perform vera.require_role(calibrate_weights.group_id, 'admin');
+    needed := coalesce(min_samples, (vera.setting(calibrate_weights.group_id, 'ranking.calibration_min_samples'))::integer);
+    if needed < 1 then
+        raise exception 'min_samples must be at least 1, got %', needed using errcode = '22023';
+    end if;
+    select count(*)::integer as total,
+           count(*) filter (where f.vote > 0)::integer as ups,
+           count(*) filter (where f.vote < 0)::integer as downs,
+           array[avg(f.signals[1]) filter (where f.vote > 0), avg(f.signals[2]) filter (where f.vote > 0),
+                 avg(f.signals[3]) filter (where f.vote > 0), avg(f.signals[4]) filter (where f.vote > 0),
+                 avg(f.signals[5]) filter (where f.vote > 0), avg(f.signals[6]) filter (where f.vote > 0)] as up_means,
+           array[avg(f.signals[1]) filter (where f.vote < 0), avg(f.signals[2]) filter (where f.vote < 0),
+                 avg(f.signals[3]) filter (where f.vote < 0), avg(f.signals[4]) filter (where f.vote < 0),
+                 avg(f.signals[5]) filter (where f.vote < 0), avg(f.signals[6]) filter (where f.vote < 0)] as down_means
+      into stats
+      from vera.feedback f
+     where f.group_id = calibrate_weights.group_id;
+
+    sample_count := stats.total;
+    helpful := stats.ups;
+    unhelpful := stats.downs;
+    persisted := false;
+    if stats.ups = 0 or stats.downs = 0 then
+        -- no contrast to learn from
+        return next;
+        return;
+    end if;
+    for i in 1 .. 6 loop
+        gap := stats.up_means[i] - stats.down_means[i];
+        gaps := gaps || jsonb_build_object(signal_names[i], round(gap::numeric, 6));
+        positive_total := positive_total + greatest(gap, 0);
+    end loop;
+    separation := gaps;
+    if positive_total <= 0 then
+        return next;
+        return;
+    end if;
+    for i in 1 .. 6 loop
+        new_weights := new_weights || jsonb_build_object(
+            signal_names[i], round((greatest((gaps ->> signal_names[i])::float8, 0) / positive_total)::numeric, 6));
+    end loop;
+    weights := new_weights || jsonb_build_object(
+        'half_life', vera.active_weights(calibrate_weights.group_id) ->> 'half_life');
+    if stats.total < needed then
+        return next;
+        return;
+    end if;
+
+    update vera.ranking_weights w set active = false where w.group_id = calibrate_weights.group_id and w.active;
+    insert into vera.ranking_weights as w (group_id, relevance, authority, verification, recency, feedback, confidence,
+                                           half_life, sample_count, separation, active, created_by)
+    values (calibrate_weights.group_id, (weights ->> 'relevance')::real, (weights ->> 'authority')::real,
+            (weights ->> 'verification')::real, (weights ->> 'recency')::real, (weights ->> 'feedback')::real,
+            (weights ->> 'confidence')::real, (weights ->> 'half_life')::interval, stats.total, gaps, true,
+            vera.current_principal())
+    returning w.weight_set_id into kept;
+    weight_set_id := kept;
+    persisted := true;
+    perform vera.audit(calibrate_weights.group_id, 'ranking.calibrate', 'ranking_weights', kept::text,
+                       jsonb_build_object('weights', weights, 'separation', gaps, 'sample_count', stats.total));
+    return next;
+end
+$$;
+comment on function vera.calibrate_weights(text, integer) is
+    'Derives blend weights from feedback (mean-difference rule); activates them above the minimum sample count';
+
+-- Contract: makes the defaults the group's weights again (admins).
+create or replace function vera.reset_weights(group_id text)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(reset_weights.group_id, 'admin');
+    update vera.ranking_weights w set active = false where w.group_id = reset_weights.group_id and w.active;
+    perform vera.audit(reset_weights.group_id, 'ranking.reset', 'ranking_weights', null, '{}');
+end
+$$;
+comment on function vera.reset_weights(text) is 'Deactivates a group''s calibrated weights: search uses the defaults again';
+
+reset role;

@@ -1,0 +1,262 @@
+-- Snapshots: a group's retrieval inputs frozen at one instant, searchable
+-- later with the same answers, and refused once their pins no longer hold.
+set role vera_owner;
+
+-- Contract: copies everything a search of the group could return now
+-- (facts and passages, with their text, full-text vector, embedding,
+-- grading, validity, votes and citation) and pins the embedding model and
+-- dimension, the search version and the weights. Must run in a REPEATABLE
+-- READ (or SERIALIZABLE) transaction, so that the pins and every copied row
+-- come from one view of the data (25000 otherwise). The snapshot is sealed
+-- as the last step; readers refuse one that is not. Members of the group.
+create or replace function vera.create_snapshot(group_id text, name text)
+returns table (snapshot_id uuid, item_count integer, created_at timestamptz)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    caller constant uuid := vera.require_principal();
+    reference constant timestamptz := now();
+    personal text;
+    pinned record;
+    weights jsonb;
+    snapshot uuid;
+    copied integer;
+begin
+    perform vera.require_role(create_snapshot.group_id, 'member');
+    if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
+        raise exception 'create_snapshot needs a REPEATABLE READ transaction (begin isolation level repeatable read)'
+            using errcode = '25000';
+    end if;
+    if coalesce(btrim(name), '') = '' or char_length(btrim(name)) > 200 then
+        raise exception 'snapshot name must be 1 to 200 characters' using errcode = '22023';
+    end if;
+    if exists (select from vera.snapshots s where s.group_id = create_snapshot.group_id and s.name = btrim(create_snapshot.name)) then
+        raise exception 'group % already has a snapshot named %', create_snapshot.group_id, btrim(name)
+            using errcode = '23505';
+    end if;
+    select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
+    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = create_snapshot.group_id;
+    weights := vera.active_weights(create_snapshot.group_id);
+
+    insert into vera.snapshots as s (group_id, name, embedding_model, embedding_dim, search_version, weight_set_id,
+                                     weights, created_at, created_by)
+    values (create_snapshot.group_id, btrim(name), pinned.embedding_model, pinned.embedding_dim, vera.search_version(),
+            (weights ->> 'weight_set_id')::uuid, weights - 'weight_set_id', reference, caller)
+    returning s.snapshot_id into snapshot;
+
+    -- the same visibility rules and the same blend inputs as a live search
+    with visible as (
+        select 'fact'::vera.item_kind as kind, f.fact_id as item_id
+          from vera.facts f
+         where f.group_id = create_snapshot.group_id
+           and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, reference, personal)
+        union all
+        select 'passage', c.chunk_id
+          from vera.chunks c
+          join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+         where c.group_id = create_snapshot.group_id
+           and e.status <> 'retracted' and e.observed_at <= reference
+           and not exists (select from vera.episodes newer
+                            where newer.group_id = e.group_id and newer.source_id = e.source_id
+                              and newer.external_id = e.external_id and newer.version > e.version
+                              and newer.observed_at <= reference and newer.status <> 'retracted')
+    ), inputs as (
+        select i.*
+          from vera.candidate_items(
+                   (select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
+                   (select array_agg(create_snapshot.group_id) from visible v),
+                   (select array_agg(0::float8) from visible v)) i
+    )
+    insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
+                                     object, tier, authority, verification, confidence, valid_from, valid_to,
+                                     recorded_at, source_id, episode_id, chunk_id, up_votes, down_votes, citation)
+    select create_snapshot.group_id, snapshot, i.kind, i.item_id, i.text, coalesce(f.tsv, c.tsv),
+           coalesce(f.embedding, c.embedding), i.subject, i.predicate, i.object, (i.citation ->> 'tier')::smallint,
+           i.authority, i.verification, i.confidence, i.valid_from, i.valid_to,
+           coalesce(f.recorded_at, c.created_at),
+           (i.citation -> 'source' ->> 'source_id')::uuid, (i.citation -> 'episode' ->> 'episode_id')::uuid,
+           (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation
+      from inputs i
+      left join vera.facts f on i.kind = 'fact' and f.group_id = i.group_id and f.fact_id = i.item_id
+      left join vera.chunks c on i.kind = 'passage' and c.group_id = i.group_id and c.chunk_id = i.item_id;
+    get diagnostics copied = row_count;
+
+    update vera.snapshots s set sealed_at = clock_timestamp()
+     where s.group_id = create_snapshot.group_id and s.snapshot_id = snapshot;
+    perform vera.audit(create_snapshot.group_id, 'snapshot.create', 'snapshot', snapshot::text,
+                       jsonb_build_object('name', btrim(name), 'items', copied));
+    snapshot_id := snapshot;
+    item_count := copied;
+    created_at := reference;
+    return next;
+end
+$$;
+comment on function vera.create_snapshot(text, text) is
+    'Freezes a group''s retrieval inputs with their pins (model, dimension, search version, weights)';
+
+-- Contract: a group's snapshots, newest first.
+create or replace function vera.list_snapshots(group_id text)
+returns table (snapshot_id uuid, name text, created_at timestamptz, sealed boolean, item_count integer,
+               embedding_model text, embedding_dim integer, search_version text, weights jsonb)
+language plpgsql stable security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(list_snapshots.group_id, 'viewer');
+    return query
+        select s.snapshot_id, s.name, s.created_at, s.sealed_at is not null,
+               (select count(*)::integer from vera.snapshot_items i
+                 where i.group_id = s.group_id and i.snapshot_id = s.snapshot_id),
+               s.embedding_model, s.embedding_dim, s.search_version, s.weights
+          from vera.snapshots s
+         where s.group_id = list_snapshots.group_id
+         order by s.created_at desc, s.name;
+end
+$$;
+comment on function vera.list_snapshots(text) is 'A group''s snapshots with their pins, newest first';
+
+-- Contract: deletes a snapshot and its copies (members of the group).
+create or replace function vera.drop_snapshot(group_id text, name text)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    dropped uuid;
+begin
+    perform vera.require_role(drop_snapshot.group_id, 'member');
+    delete from vera.snapshots s where s.group_id = drop_snapshot.group_id and s.name = btrim(drop_snapshot.name)
+    returning s.snapshot_id into dropped;
+    if dropped is null then
+        raise exception 'group % has no snapshot named %', drop_snapshot.group_id, name using errcode = 'VN001';
+    end if;
+    perform vera.audit(drop_snapshot.group_id, 'snapshot.drop', 'snapshot', dropped::text,
+                       jsonb_build_object('name', btrim(name)));
+end
+$$;
+comment on function vera.drop_snapshot(text, text) is 'Deletes a snapshot and its copied items';
+
+-- Internal: stage 1 over a snapshot's copies: the lexical half through the
+-- copies' GIN index, the vector half by exact cosine distance (snapshots
+-- are read rarely and carry no HNSW index). Like vera.search_candidates it
+-- belongs to vera_searcher and checks the group itself.
+create or replace function vera.snapshot_candidates(
+    group_id text, snapshot_id uuid, lexical tsquery, query_embedding public.vector, n integer)
+returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer)
+language plpgsql stable security definer
+set search_path = vera, public, pg_temp
+as $$
+begin
+    if not snapshot_candidates.group_id = any (vera.readable_groups()) then
+        raise exception 'permission denied: cannot read group %', snapshot_candidates.group_id using errcode = '42501';
+    end if;
+    return query
+        with lexical_list as (
+            select i.item_kind, i.item_id,
+                   (rank() over (order by ts_rank(i.tsv, lexical) desc))::integer as position
+              from vera.snapshot_items i
+             where lexical is not null and i.tsv @@ lexical
+               and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
+             order by ts_rank(i.tsv, lexical) desc, i.item_id
+             limit n),
+        vector_list as (
+            select i.item_kind, i.item_id,
+                   (rank() over (order by i.embedding <=> query_embedding))::integer as position
+              from vera.snapshot_items i
+             where query_embedding is not null and public.vector_dims(i.embedding) = public.vector_dims(query_embedding)
+               and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
+             order by i.embedding <=> query_embedding, i.item_id
+             limit n)
+        select coalesce(l.item_kind, v.item_kind), coalesce(l.item_id, v.item_id), l.position, v.position
+          from lexical_list l
+          full join vector_list v on v.item_kind = l.item_kind and v.item_id = l.item_id;
+end
+$$;
+comment on function vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer) is
+    'Internal: stage 1 over a snapshot''s copies (reads past RLS, checks the group itself)';
+alter function vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer) owner to vera_searcher;
+
+-- Contract: searches a snapshot: the same stages as vera.search, over the
+-- copies, with the snapshot's weights and its creation instant as "now", so
+-- it answers what search answered when the snapshot was taken. Fails
+-- closed: VS002 for a snapshot that was never sealed, VS001 when the
+-- search version or the group's embedding pin has changed since.
+create or replace function vera.search_snapshot(
+    snapshot_group text,
+    snapshot text,
+    query text default null,
+    query_embedding public.vector default null,
+    k integer default 10,
+    k_rrf integer default 1,
+    candidates integer default null,
+    embedding_model text default null,
+    lexical_weight real default 1,
+    vector_weight real default 1)
+returns table (
+    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
+    subject text, predicate text, object text, score real,
+    relevance real, authority real, verification real, recency real, feedback real, confidence real,
+    citation jsonb)
+language plpgsql stable security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    frozen vera.snapshots;
+    current_pin record;
+    n integer;
+    lexical tsquery;
+    items vera.search_item[];
+begin
+    perform vera.require_role(search_snapshot.snapshot_group, 'viewer');
+    n := vera.check_search_arguments(query, query_embedding, k, null, k_rrf, candidates,
+                                     lexical_weight, vector_weight, null);
+    select * into frozen from vera.snapshots s
+     where s.group_id = search_snapshot.snapshot_group and s.name = btrim(search_snapshot.snapshot);
+    if not found then
+        raise exception 'group % has no snapshot named %', search_snapshot.snapshot_group, snapshot using errcode = 'VN001';
+    end if;
+    if frozen.sealed_at is null then
+        raise exception 'snapshot % is not sealed: its copy never completed; create it again', frozen.name
+            using errcode = 'VS002';
+    end if;
+    if frozen.search_version <> vera.search_version() then
+        raise exception 'snapshot % was taken with search version %, this database runs %: its answers cannot be reproduced',
+            frozen.name, frozen.search_version, vera.search_version() using errcode = 'VS001';
+    end if;
+    select g.embedding_model, g.embedding_dim into current_pin from vera.groups g where g.group_id = frozen.group_id;
+    if frozen.embedding_model is not null
+       and (current_pin.embedding_model is distinct from frozen.embedding_model
+            or current_pin.embedding_dim is distinct from frozen.embedding_dim) then
+        raise exception 'snapshot % was taken with embedding model % (% dimensions); the group now uses % (% dimensions)',
+            frozen.name, frozen.embedding_model, frozen.embedding_dim,
+            coalesce(current_pin.embedding_model, 'none'), coalesce(current_pin.embedding_dim::text, '-')
+            using errcode = 'VS001';
+    end if;
+    if query_embedding is not null and frozen.embedding_dim is not null
+       and (public.vector_dims(query_embedding) <> frozen.embedding_dim
+            or (embedding_model is not null and embedding_model <> frozen.embedding_model)) then
+        raise exception 'query embedding is % (% dimensions), but snapshot % is pinned to % (% dimensions)',
+            coalesce(embedding_model, 'of no named model'), public.vector_dims(query_embedding), frozen.name,
+            frozen.embedding_model, frozen.embedding_dim using errcode = 'VE001';
+    end if;
+    lexical := vera.lexical_query(query);
+
+    items := array(
+        select row(i.item_kind, i.item_id, i.group_id,
+                   coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
+                   + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0),
+                   i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
+                   i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation)::vera.search_item
+          from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, lexical,
+                                        case when frozen.embedding_dim is not null then query_embedding end, n) c
+          join vera.snapshot_items i
+            on i.group_id = frozen.group_id and i.snapshot_id = frozen.snapshot_id
+           and i.item_kind = c.kind and i.item_id = c.item_id);
+    return query select * from vera.blend(items, jsonb_build_object('*', frozen.weights), frozen.created_at, k);
+end
+$$;
+comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real) is
+    'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
+
+reset role;
