@@ -97,3 +97,18 @@ def test_admin_issues_keys_for_its_service_account_only(world: World) -> None:
 def test_create_api_key_refuses_bad_arguments(world: World, name: str, expires: str | None) -> None:
     with caller(world.db, world.a.owner_key) as conn, pytest.raises(errors.InvalidParameterValue):
         conn.execute("select * from vera.create_api_key(%s, %s::timestamptz)", (name, expires))
+
+
+def test_concurrent_requests_with_one_key_never_wait_for_each_other(world: World) -> None:
+    """The first use stamps last_used_at; a second transaction authenticating
+    with the same key meanwhile must not queue behind that row lock."""
+    with caller(world.db, world.a.viewer_key) as conn:
+        conn.execute("select vera.create_api_key('busy')")
+        key = conn.execute("select * from vera.create_api_key('busy-2')").fetchone()[2]  # type: ignore[index]
+        conn.commit()
+    with caller(world.db, key) as first, world.db.connect() as second:
+        # `first` holds the stamped row until it ends
+        assert first.execute("select vera.whoami()").fetchone() is not None
+        second.execute("set lock_timeout = '2s'")
+        assert second.execute("select vera.authenticate(%s)", (key,)).fetchone() is not None
+        second.rollback()

@@ -131,3 +131,29 @@ def test_console_script_is_installed() -> None:
     vera = Path(sys.executable).with_name("vera")
     result = subprocess.run([str(vera), "--version"], capture_output=True, text=True, check=False)  # noqa: S603
     assert result.returncode == 0 and "0.1.0" in result.stdout
+
+
+def test_db_maintain_builds_the_per_group_vector_indexes(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    assert _run(["db", "migrate"], env).exit_code == 0
+    with psycopg.connect(demo_db.admin_dsn, autocommit=True) as admin:
+        group = admin.execute("select * from vera.create_tenant('Maintained', 'Owner')").fetchone()[0]  # type: ignore[index]
+        admin.execute(
+            "update vera.groups set embedding_model = 'm', embedding_dim = 3 where group_id = %s", (group,)
+        )
+        admin.execute("insert into vera.entities (group_id, canonical_name) values (%s, 'e')", (group,))
+        admin.execute("insert into vera.predicates (group_id, name) values (%s, 'IS')", (group,))
+        admin.execute(
+            "insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text, embedding,"
+            " tier, authority, verification, lifecycle)"
+            " select %s, entity_id, 'IS', i::text, 'e is ' || i, ('[' || i || ',1,1]')::vector, 1, 1, 'auto',"
+            " 'published' from vera.entities, generate_series(1, 30) i where group_id = %s",
+            (group, group),
+        )
+    built = _run(["db", "maintain", "--min-rows", "20"], env)
+    assert built.exit_code == 0, built.output
+    assert "building facts_3_o_" in built.output and "30 vectors of 3 dimensions in facts" in built.output
+    again = _run(["db", "maintain", "--min-rows", "20"], env)
+    assert "nothing to build" in again.output
+    refused = _run(["db", "maintain", "--min-rows", "0"], env)
+    assert refused.exit_code != 0 and "Traceback" not in refused.output

@@ -286,11 +286,13 @@ def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world:
         assert before[0]["citation"]["valid_to"].startswith("2026-06-01")
 
 
-def test_a_small_tenant_still_gets_k_vector_hits(world: World) -> None:
-    """HNSW filters after the index scan: a tenant with 1% of the rows must
-    still get k hits (pgvector's iterative scan keeps going)."""
-    # 10,000 nearly identical facts in tenant B's organisation, 100 in A's
-    # workspace: a plain HNSW scan's first 40 neighbours are all B's
+BULK_QUERY = "pod runs on bulk"
+
+
+@pytest.fixture(scope="module")
+def bulk(world: World) -> None:
+    """10,000 nearly identical facts in tenant B's organisation, 100 in A's
+    workspace, all close to BULK_QUERY: a plain HNSW scan's nearest rows are all B's."""
     with caller(world.db, world.b.owner_key) as conn:
         source = register_source(conn, world.b.organisation, "bulk", 1)
         episode, _, _ = record_episode(conn, world.b.organisation, source, "bulk", "bulk")
@@ -309,15 +311,25 @@ def test_a_small_tenant_still_gets_k_vector_hits(world: World) -> None:
                 insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text, embedding,
                                         tier, authority, verification, lifecycle, source_id, episode_id)
                 select f.group_id, f.subject_entity_id, 'RUNS_ON', 'bulk-' || i, 'pod runs on bulk ' || i,
-                       (%s::vector(16) + ('[' || array_to_string(array_fill(0.0001 * (i + %s), array[16]), ',') || ']')::vector)::vector,
+                       (%s::vector(16) + ('[' || array_to_string(array_fill(0.0001 * (i + %s), array[16]), ',')
+                                          || ']')::vector)::vector,
                        1, 1.0, 'auto', 'published', f.source_id, f.episode_id
                   from vera.facts f, generate_series(1, %s) i
                  where f.group_id = %s and f.object_value like '%%-0'
                 """,
-                (vector_literal(embed("pod runs on bulk")), offset, count, group),
+                (vector_literal(embed(BULK_QUERY)), offset, count, group),
             )
+        # the index a developer would add first: one HNSW index over every tenant's rows
+        admin.execute(
+            "create index facts_shared_16_idx on vera.facts using hnsw ((embedding::vector(16)) vector_cosine_ops)"
+            " where vector_dims(embedding) = 16"
+        )
         admin.execute("analyze vera.facts")
-    query = vector_literal(embed("pod runs on bulk"))
+
+
+def test_a_small_tenant_still_gets_k_vector_hits(world: World, bulk: None) -> None:
+    """HNSW filters after the index scan: a tenant with 1% of the rows must still get k hits."""
+    query = vector_literal(embed(BULK_QUERY))
     with caller(world.db, world.a.owner_key) as conn:
         conn.execute("set local hnsw.iterative_scan = off")
         conn.execute("set local enable_seqscan = off")
@@ -327,18 +339,57 @@ def test_a_small_tenant_still_gets_k_vector_hits(world: World) -> None:
             " order by f.embedding::vector(16) <=> %s::vector limit 10) s",
             (query,),
         ).fetchone()[0]  # type: ignore[index]
-        plan = "\n".join(
-            r[0]
-            for r in conn.execute(
-                "explain select 1 from vera.facts f where vector_dims(f.embedding) = 16"
-                " order by f.embedding::vector(16) <=> %s::vector limit 10",
-                (query,),
-            ).fetchall()
-        )
-        assert naive < 10, plan
-        hits = search(conn, embedding=embed("pod runs on bulk"), groups=[world.a.workspace], k=10)
+        assert naive < 10
+        hits = search(conn, embedding=embed(BULK_QUERY), groups=[world.a.workspace], k=10)
     assert len(hits) == 10
     assert {hit["group_id"] for hit in hits} == {world.a.workspace}
+
+
+def test_a_large_group_gets_its_own_index_and_is_searched_through_it(world: World, bulk: None) -> None:
+    with world.db.admin() as admin:
+        due = admin.execute("select group_id, table_name, dim, vector_rows, statements"
+                            " from vera.missing_vector_indexes(1000)").fetchall()  # fmt: skip
+        assert [(g, t, d, n) for g, t, d, n, _ in due] == [(world.b.organisation, "facts", 16, 10000)]
+        for statement in due[0][4]:
+            admin.execute(statement)  # CREATE INDEX CONCURRENTLY: autocommit, outside any transaction
+        assert admin.execute(
+            "select vera.group_vector_index_ready('facts', %s, 16)", (world.b.organisation,)
+        ).fetchone() == (True,)
+        assert admin.execute("select count(*) from vera.missing_vector_indexes(1000)").fetchone() == (0,)
+        # a third of B's rows leave valid time: the index scan must keep going past them
+        admin.execute(
+            "update vera.facts set lifecycle = 'superseded', valid_to = '2026-01-01', valid_from = '2025-01-01'"
+            " where group_id = %s and object_value ~ '^bulk-[0-9]*[0-2]$'",
+            (world.b.organisation,),
+        )
+        plan = admin.execute(
+            "explain select 1 from vera.facts f where f.group_id = %s and vector_dims(f.embedding) = 16"
+            " order by (f.embedding::vector(16) <=> %s::vector) limit 40",
+            (world.b.organisation, vector_literal(embed(BULK_QUERY))),
+        ).fetchall()
+        assert "facts_16_o_" in str(plan)
+    with caller(world.db, world.b.owner_key) as conn:
+        hits = search(conn, embedding=embed(BULK_QUERY), groups=[world.b.organisation], k=40,
+                      weights=Jsonb({"relevance": 1}))  # fmt: skip
+    assert len(hits) == 40
+    assert all(hit["object"][-1] not in "012" for hit in hits if hit["object"].startswith("bulk-"))
+    with world.db.admin() as admin:
+        exact = admin.execute(
+            "select fact_id from vera.facts f where f.group_id = %s and lifecycle = 'published'"
+            " order by (f.embedding::vector(16) <=> %s::vector) + 0 limit 40",
+            (world.b.organisation, vector_literal(embed(BULK_QUERY))),
+        ).fetchall()
+    recall = len({row[0] for row in exact} & {hit["item_id"] for hit in hits}) / 40
+    assert recall >= 0.9
+
+
+def test_maintenance_refuses_a_nonsense_threshold(world: World) -> None:
+    with (
+        world.db.admin() as admin,
+        pytest.raises(psycopg.Error, match="min_rows must be at least 1") as error,
+    ):
+        admin.execute("select * from vera.missing_vector_indexes(0)")
+    assert error.value.sqlstate == "22023"
 
 
 def test_the_lexical_query_keeps_words_and_diacritics_and_drops_stopwords(world: World) -> None:

@@ -126,10 +126,14 @@ begin
     end if;
 
     perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
-    -- last_used_at is advisory; at most one write a minute per key keeps hot keys cheap
+    -- last_used_at is advisory; at most one write a minute per key keeps hot keys
+    -- cheap, and a row another transaction is stamping is skipped, not waited
+    -- for: concurrent requests with one key must never queue behind each other
     update vera.api_keys k set last_used_at = pg_catalog.now()
-     where k.key_id = key_row.key_id
-       and (k.last_used_at is null or k.last_used_at < pg_catalog.now() - interval '1 minute');
+     where k.key_id = (select h.key_id from vera.api_keys h
+                        where h.key_id = key_row.key_id
+                          and (h.last_used_at is null or h.last_used_at < pg_catalog.now() - interval '1 minute')
+                          for update skip locked);
     return key_row.principal_id;
 end
 $$;

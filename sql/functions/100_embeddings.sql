@@ -1,10 +1,12 @@
--- Embeddings: one model and dimension pinned per group, HNSW indexes per
--- dimension in use, and validation of incoming vectors.
+-- Embeddings: one model and dimension pinned per group, the entity-name HNSW
+-- index per dimension in use, and validation of incoming vectors.
 set role vera_owner;
 
--- Internal: creates the cosine HNSW indexes for one dimension if missing.
--- The column is an unsized vector (groups pin different dimensions), so each
--- index covers the rows of its dimension through a cast and a predicate.
+-- Internal: creates the cosine HNSW index on entity names for one dimension
+-- if missing. The column is an unsized vector (groups pin different
+-- dimensions), so the index covers the rows of its dimension through a cast
+-- and a predicate. Facts and chunks get no index shared by all groups:
+-- search reads them group by group (175_vector_indexes.sql).
 create or replace function vera.ensure_vector_indexes(dim integer)
 returns void
 language plpgsql volatile security definer
@@ -14,8 +16,7 @@ declare
     target record;
 begin
     for target in
-        select * from (values ('facts', 'embedding'), ('chunks', 'embedding'), ('entities', 'name_embedding'))
-            as t(table_name, column_name)
+        select * from (values ('entities', 'name_embedding')) as t(table_name, column_name)
     loop
         execute format(
             'create index if not exists %I on vera.%I using hnsw ((%I::vector(%s)) vector_cosine_ops) '
@@ -26,7 +27,7 @@ begin
 end
 $$;
 comment on function vera.ensure_vector_indexes(integer) is
-    'Internal: cosine HNSW indexes on facts, chunks and entities for one dimension';
+    'Internal: the cosine HNSW index on entity names for one dimension';
 
 -- Internal: pins (model, dim) on a group at its first vector, and refuses a
 -- different model or dimension afterwards (a model change is a reprocess).

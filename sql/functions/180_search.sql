@@ -20,9 +20,12 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- quals. vera.search then reads the candidates' details under RLS again.
 --
 -- HNSW returns the nearest rows first and filters afterwards: with a tenant
--- or time filter a plain index scan can run dry before n rows pass. pgvector's
--- iterative scan (relaxed order, re-sorted here) keeps scanning until n
--- rows pass or hnsw.max_scan_tuples is reached.
+-- filter a scan of one index shared by all tenants runs dry before n rows
+-- pass, and pgvector's iterative scan, which keeps going, costs 5-15 ms
+-- (docs/benchmarks.md). So each group is searched on its own: through its
+-- own HNSW index when it is large, exactly when it is small; the iterative
+-- scan (relaxed order, re-sorted here) only covers the rows that the
+-- valid-time filter drops.
 create or replace function vera.search_candidates(
     lexical_groups text[], lexical tsquery,
     vector_groups text[], query_embedding public.vector,
@@ -53,6 +56,7 @@ declare
     vector_ids uuid[];
     vector_owners text[];
     vector_distances float8[];
+    per_group text;
     dim integer := public.vector_dims(query_embedding);
 begin
     lexical_groups := array(select g from unnest(lexical_groups) g where g = any (readable));
@@ -80,25 +84,40 @@ begin
     end if;
 
     if query_embedding is not null and cardinality(vector_groups) > 0 then
-        -- the dimension is spelt out so that the planner matches the partial
-        -- HNSW index of that dimension (vera.ensure_vector_indexes)
+        -- One nearest-neighbour query per group and table, all in one
+        -- statement. A group with an HNSW index of its own (a large one, see
+        -- vera.missing_vector_indexes) is searched through it: the group
+        -- filter is the index's predicate, so the scan returns the group's
+        -- neighbours and nothing is filtered away but the few rows outside
+        -- valid time (the iterative scan covers those). A small group is
+        -- searched exactly: "+ 0" keeps the shared HNSW index out (its
+        -- nearest rows would mostly belong to other tenants), the primary
+        -- key finds the group's rows and they are sorted by distance.
+        select string_agg(format($q$
+                   (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
+                           f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
+                      from vera.facts f
+                     where f.group_id = %2$L and public.vector_dims(f.embedding) = %1$s and %3$s
+                     order by (f.embedding::public.vector(%1$s) operator(public.<=>) $1) %4$s limit $5)
+                   union all
+                   (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
+                           c.embedding::public.vector(%1$s) operator(public.<=>) $1
+                      from vera.chunks c
+                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                     where c.group_id = %2$L and public.vector_dims(c.embedding) = %1$s and %5$s
+                     order by (c.embedding::public.vector(%1$s) operator(public.<=>) $1) %6$s limit $5)$q$,
+                   dim, g, fact_visible,
+                   case when vera.group_vector_index_ready('facts', g, dim) then '' else '+ 0' end,
+                   passage_visible,
+                   case when vera.group_vector_index_ready('chunks', g, dim) then '' else '+ 0' end),
+               ' union all ')
+          into per_group
+          from unnest(vector_groups) g;
         execute format($q$
             select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.distance)
-              from (select * from (
-                      (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
-                              f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
-                         from vera.facts f
-                        where public.vector_dims(f.embedding) = %1$s and f.group_id = any ($2) and %2$s
-                        order by f.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)
-                      union all
-                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
-                              c.embedding::public.vector(%1$s) operator(public.<=>) $1
-                         from vera.chunks c
-                         join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-                        where public.vector_dims(c.embedding) = %1$s and c.group_id = any ($2) and %3$s
-                        order by c.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)) both_kinds
+              from (select * from (%s) every_group
                      -- the iterative scan returns rows in relaxed order: sort them exactly
-                     order by distance, item_id limit $5) h$q$, dim, fact_visible, passage_visible)
+                     order by distance, item_id limit $5) h$q$, per_group)
           into vector_kinds, vector_ids, vector_owners, vector_distances
           using query_embedding, vector_groups, reference, personal_group, n;
     end if;
@@ -173,9 +192,25 @@ $$;
 comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer) is
     'Internal: stage 2, the six-signal blend over a batch of candidates';
 
--- Internal: the live details of stage-1 candidates as blend inputs: text,
--- triple, grading, validity, votes and citation. Runs under RLS.
-create or replace function vera.candidate_items(
+-- Internal: when the next version of a record was observed (null while this
+-- one is the latest): the end of its passages' validity.
+create or replace function vera.next_version_observed(group_id text, source_id uuid, external_id text, version integer)
+returns timestamptz
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select min(newer.observed_at) from vera.episodes newer
+     where newer.group_id = next_version_observed.group_id and newer.source_id = next_version_observed.source_id
+       and newer.external_id = next_version_observed.external_id and newer.version > next_version_observed.version
+       and newer.status <> 'retracted'
+$$;
+comment on function vera.next_version_observed(text, uuid, text, integer) is
+    'Internal: when the next (not retracted) version of a record was observed';
+
+-- Internal: what the blend reads of each live stage-1 candidate (grading,
+-- validity, votes). Text and citation are left out: only the k hits that
+-- survive the blend need them (vera.hit_details). Runs under RLS.
+create or replace function vera.candidate_signals(
     kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[])
 returns setof vera.search_item
 language sql stable
@@ -190,72 +225,97 @@ as $$
           join candidate c on fb.group_id = c.group_id and fb.item_kind = c.kind and fb.item_id = c.item_id
          group by 1, 2
     )
-    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, f.fact_text, subj.canonical_name, f.predicate,
-               coalesce(obj.canonical_name, f.object_value), f.authority, f.verification, f.confidence,
-               f.valid_from, f.valid_to, coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
-               jsonb_build_object(
-                   'group_id', f.group_id,
-                   'source', case when src.source_id is not null then jsonb_build_object(
-                       'source_id', src.source_id, 'name', src.name, 'kind', src.kind, 'uri', src.uri) end,
-                   'episode', case when ep.episode_id is not null then jsonb_build_object(
-                       'episode_id', ep.episode_id, 'external_id', ep.external_id, 'version', ep.version,
-                       'title', ep.title, 'uri', ep.uri) end,
-                   'chunk', case when ch.chunk_id is not null then jsonb_build_object(
-                       'chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading) end,
-                   'evidence', case when f.evidence_start is not null or f.evidence_end is not null then
-                       jsonb_build_object('start', f.evidence_start, 'end', f.evidence_end,
-                                          'text', substr(ch.text, f.evidence_start + 1,
-                                                         f.evidence_end - f.evidence_start)) end,
-                   'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier,
-                   'verification', f.verification, 'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at,
-                   'proposed_for', f.proposed_for))::vera.search_item
+    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
+               f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
+               coalesce(v.down_votes, 0), null)::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
-      join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
-      left join vera.entities obj on obj.group_id = f.group_id and obj.entity_id = f.object_entity_id
       left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
-      -- a proposal's provenance lives in origin (its own row sits in a u: scope)
-      left join vera.sources src
-        on src.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and src.source_id = coalesce(f.source_id, (f.origin ->> 'source_id')::uuid)
-      left join vera.episodes ep
-        on ep.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and ep.episode_id = coalesce(f.episode_id, (f.origin ->> 'episode_id')::uuid)
-      left join vera.chunks ch
-        on ch.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and ch.chunk_id = coalesce(f.chunk_id, (f.origin ->> 'chunk_id')::uuid)
      where c.kind = 'fact'
     union all
-    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, ch.text, null, null, null,
+    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
                vera.tier_authority(src.trust_tier), null, 1.0, ep.observed_at, next_version.observed_at,
-               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
-               jsonb_build_object(
-                   'group_id', ch.group_id,
-                   'source', jsonb_build_object('source_id', src.source_id, 'name', src.name, 'kind', src.kind,
-                                                'uri', src.uri),
-                   'episode', jsonb_build_object('episode_id', ep.episode_id, 'external_id', ep.external_id,
-                                                 'version', ep.version, 'title', ep.title, 'uri', ep.uri),
-                   'chunk', jsonb_build_object('chunk_id', ch.chunk_id, 'ordinal', ch.ordinal,
-                                               'heading', ch.heading),
-                   'evidence', case when ch.char_start is not null then
-                       jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
-                   'valid_from', ep.observed_at, 'valid_to', next_version.observed_at, 'tier', src.trust_tier,
-                   'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at))::vera.search_item
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null)::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
       join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
       left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
-      -- the version that replaced this one, if any (the end of the passage's validity)
-      left join lateral (
-          select min(newer.observed_at) as observed_at from vera.episodes newer
-           where newer.group_id = ep.group_id and newer.source_id = ep.source_id
-             and newer.external_id = ep.external_id and newer.version > ep.version
-             and newer.status <> 'retracted') next_version on true
+      left join lateral vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version)
+           next_version(observed_at) on true
      where c.kind = 'passage'
 $$;
-comment on function vera.candidate_items(vera.item_kind[], uuid[], text[], double precision[]) is
-    'Internal: blend inputs (text, triple, grading, validity, votes, citation) of live candidates';
+comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[]) is
+    'Internal: blend inputs (grading, validity, votes) of live candidates';
+
+-- Internal: what a hit shows: its text, the triple of a fact (names of
+-- subject and object), and its citation (source, episode, chunk or
+-- evidence span, validity, tier, verification, recorded time). A proposal's
+-- provenance lives in origin, since its own row sits in a u: scope. Runs
+-- under RLS.
+create or replace function vera.hit_details(kinds vera.item_kind[], ids uuid[], owners text[])
+returns table (kind vera.item_kind, item_id uuid, text text, subject text, predicate text, object text,
+               citation jsonb)
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with hit as (
+        select * from unnest(kinds, ids, owners) as u(kind, item_id, group_id)
+    ), fact as (
+        select f.*, coalesce(f.origin ->> 'group_id', f.group_id) as provenance_group,
+               coalesce(f.source_id, (f.origin ->> 'source_id')::uuid) as provenance_source,
+               coalesce(f.episode_id, (f.origin ->> 'episode_id')::uuid) as provenance_episode,
+               coalesce(f.chunk_id, (f.origin ->> 'chunk_id')::uuid) as provenance_chunk
+          from hit h
+          join vera.facts f on f.group_id = h.group_id and f.fact_id = h.item_id
+         where h.kind = 'fact'
+    )
+    select 'fact'::vera.item_kind, f.fact_id, f.fact_text, subj.canonical_name, f.predicate,
+           coalesce(obj.canonical_name, f.object_value),
+           jsonb_build_object(
+               'group_id', f.group_id,
+               'source', case when src.source_id is not null then jsonb_build_object(
+                   'source_id', src.source_id, 'name', src.name, 'kind', src.kind, 'uri', src.uri) end,
+               'episode', case when ep.episode_id is not null then jsonb_build_object(
+                   'episode_id', ep.episode_id, 'external_id', ep.external_id, 'version', ep.version,
+                   'title', ep.title, 'uri', ep.uri) end,
+               'chunk', case when ch.chunk_id is not null then jsonb_build_object(
+                   'chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading) end,
+               'evidence', case when f.evidence_start is not null or f.evidence_end is not null then
+                   jsonb_build_object('start', f.evidence_start, 'end', f.evidence_end,
+                                      'text', substr(ch.text, f.evidence_start + 1,
+                                                     f.evidence_end - f.evidence_start)) end,
+               'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier,
+               'verification', f.verification, 'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at,
+               'proposed_for', f.proposed_for)
+      from fact f
+      join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
+      left join vera.entities obj on obj.group_id = f.group_id and obj.entity_id = f.object_entity_id
+      left join vera.sources src on src.group_id = f.provenance_group and src.source_id = f.provenance_source
+      left join vera.episodes ep on ep.group_id = f.provenance_group and ep.episode_id = f.provenance_episode
+      left join vera.chunks ch on ch.group_id = f.provenance_group and ch.chunk_id = f.provenance_chunk
+    union all
+    select 'passage'::vera.item_kind, ch.chunk_id, ch.text, null, null, null,
+           jsonb_build_object(
+               'group_id', ch.group_id,
+               'source', jsonb_build_object('source_id', src.source_id, 'name', src.name, 'kind', src.kind,
+                                            'uri', src.uri),
+               'episode', jsonb_build_object('episode_id', ep.episode_id, 'external_id', ep.external_id,
+                                             'version', ep.version, 'title', ep.title, 'uri', ep.uri),
+               'chunk', jsonb_build_object('chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading),
+               'evidence', case when ch.char_start is not null then
+                   jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
+               'valid_from', ep.observed_at,
+               'valid_to', vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version),
+               'tier', src.trust_tier, 'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at)
+      from hit h
+      join vera.chunks ch on ch.group_id = h.group_id and ch.chunk_id = h.item_id
+      join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
+      join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+     where h.kind = 'passage'
+$$;
+comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
+    'Internal: text, triple and citation of hits';
 
 -- Contract: hybrid search over the caller's readable groups (or the subset
 -- named in groups), one call. Stage 1: the lexical half (the query's words,
@@ -319,17 +379,27 @@ begin
       into stage_one
       from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
-                                  n, coalesce(ef_search, greatest(40, n))) c;
+                                  n, coalesce(ef_search, greatest(100, n))) c;
     if stage_one.kinds is null then
         return;
     end if;
-    items := array(select i from vera.candidate_items(stage_one.kinds, stage_one.ids, stage_one.owners,
-                                                       stage_one.fused) i);
+    items := array(select i from vera.candidate_signals(stage_one.kinds, stage_one.ids, stage_one.owners,
+                                                         stage_one.fused) i);
     if weight_map is null then
         select jsonb_object_agg(g, vera.active_weights(g)) into weight_map
           from (select distinct i.group_id as g from unnest(items) i) owners;
     end if;
-    return query select * from vera.blend(items, weight_map, reference, k);
+    -- the blend ranks every candidate; only the k hits get their text and citation
+    return query
+        with ranked as (select * from vera.blend(items, weight_map, reference, k)),
+             details as (select * from vera.hit_details((select array_agg(r.kind) from ranked r),
+                                                        (select array_agg(r.item_id) from ranked r),
+                                                        (select array_agg(r.group_id) from ranked r)))
+        select r.rank, r.kind, r.item_id, r.group_id, d.text, d.subject, d.predicate, d.object, r.score,
+               r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, d.citation
+          from ranked r
+          join details d on d.kind = r.kind and d.item_id = r.item_id
+         order by r.rank;
 end
 $$;
 comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,

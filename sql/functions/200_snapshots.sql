@@ -61,12 +61,20 @@ begin
                             where newer.group_id = e.group_id and newer.source_id = e.source_id
                               and newer.external_id = e.external_id and newer.version > e.version
                               and newer.observed_at <= reference and newer.status <> 'retracted')
-    ), inputs as (
+    ), signals as (
         select i.*
-          from vera.candidate_items(
+          from vera.candidate_signals(
                    (select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
                    (select array_agg(create_snapshot.group_id) from visible v),
                    (select array_agg(0::float8) from visible v)) i
+    ), details as (
+        select d.*
+          from vera.hit_details((select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
+                                (select array_agg(create_snapshot.group_id) from visible v)) d
+    ), inputs as (
+        select s.kind, s.item_id, s.group_id, d.text, d.subject, d.predicate, d.object, s.authority,
+               s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation
+          from signals s join details d on d.kind = s.kind and d.item_id = s.item_id
     )
     insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
                                      object, tier, authority, verification, confidence, valid_from, valid_to,

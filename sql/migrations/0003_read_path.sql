@@ -55,7 +55,195 @@ alter table vera.snapshot_items
     add column down_votes integer not null default 0,
     add column citation jsonb;
 
+-- The lexical half of search reads one tenant's posting lists: the group
+-- joins the full-text indexes (btree_gin, installed by 0002).
+drop index vera.facts_tsv_idx;
+create index facts_group_tsv_idx on vera.facts using gin (group_id, tsv);
+drop index vera.chunks_tsv_idx;
+create index chunks_group_tsv_idx on vera.chunks using gin (group_id, tsv);
+
+-- Facts and chunks lose the HNSW indexes shared by all groups (0002 created
+-- one per pinned dimension): search now reads each group through an index
+-- of its own or exactly, and the shared ones only cost every write.
+do $drop$
+declare
+    shared_index text;
+begin
+    for shared_index in
+        select c.relname from pg_catalog.pg_class c
+         where c.relnamespace = 'vera'::regnamespace and c.relkind = 'i'
+           and c.relname ~ '^(facts|chunks)_embedding_[0-9]+_hnsw_idx$'
+    loop
+        execute format('drop index vera.%I', shared_index);
+    end loop;
+end
+$drop$;
+
 reset role;
+-- ---- sql/functions/020_authenticate.sql
+-- Authentication: an API key (any application), or a principal that a
+-- trusted server role has verified itself (the HTTP/MCP gateway, workers).
+-- Both compute the caller's groups once and store them for the transaction.
+set role vera_owner;
+
+-- Effective role of a principal in every group it reaches: a membership
+-- applies to the group and all of its descendants; the highest role wins.
+create or replace function vera.effective_roles(principal uuid)
+returns table (group_id text, role vera.member_role)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with recursive reach(group_id, role) as (
+        select m.group_id, m.role
+        from vera.memberships m
+        where m.principal_id = principal
+        union all
+        select g.group_id, r.role
+        from reach r
+        join vera.groups g on g.parent_group_id = r.group_id
+    )
+    select reach.group_id, max(reach.role)
+    from reach
+    group by reach.group_id
+$$;
+comment on function vera.effective_roles(uuid) is
+    'Groups a principal reaches through memberships (inherited by descendants) with its highest role';
+
+-- Effective role of the authenticated caller in one group, or null.
+create or replace function vera.role_in(target_group text)
+returns vera.member_role
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select e.role from vera.effective_roles(vera.current_principal()) e where e.group_id = target_group
+$$;
+comment on function vera.role_in(text) is 'Effective role of the authenticated caller in a group, or null';
+
+create or replace function vera.set_auth_context(principal uuid, key uuid)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    roles record;
+begin
+    if not exists (select from vera.principals p where p.principal_id = principal and p.disabled_at is null) then
+        raise exception 'principal % is unknown or disabled', principal using errcode = 'VA006';
+    end if;
+
+    select coalesce(array_agg(e.group_id order by e.group_id), '{}') as readable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'member'), '{}') as writable,
+           coalesce(array_agg(e.group_id order by e.group_id) filter (where e.role >= 'admin'), '{}') as administrable
+      into roles
+      from vera.effective_roles(principal) e;
+
+    insert into vera.auth_context as c
+        (backend_pid, xact_started, principal_id, key_id, readable, writable, administrable)
+    values (pg_catalog.pg_backend_pid(), pg_catalog.transaction_timestamp(), principal, key,
+            roles.readable, roles.writable, roles.administrable)
+    on conflict (backend_pid) do update
+        set xact_started = excluded.xact_started,
+            principal_id = excluded.principal_id,
+            key_id = excluded.key_id,
+            readable = excluded.readable,
+            writable = excluded.writable,
+            administrable = excluded.administrable;
+end
+$$;
+comment on function vera.set_auth_context(uuid, uuid) is
+    'Internal: records the caller and its groups for the current transaction only';
+
+-- Recompute the current transaction's groups after a change to the caller's
+-- own reach (a group it created, a membership it changed).
+create or replace function vera.refresh_auth_context()
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    context vera.auth_context;
+begin
+    select * into context from vera.auth_context c
+     where c.backend_pid = pg_catalog.pg_backend_pid()
+       and c.xact_started = pg_catalog.transaction_timestamp();
+    if found then
+        perform vera.set_auth_context(context.principal_id, context.key_id);
+    end if;
+end
+$$;
+comment on function vera.refresh_auth_context() is
+    'Internal: recomputes the caller''s groups for the rest of the transaction';
+
+-- Contract: authenticates an API key of the form vera_<12 hex>_<43 base64url>
+-- for the current transaction and returns the caller's principal id.
+-- Errors: VA001 malformed, VA002 not recognised, VA003 revoked, VA004 expired,
+-- VA006 principal disabled. Outside a transaction block the context ends with
+-- the statement, so call it first inside BEGIN ... COMMIT.
+create or replace function vera.authenticate(api_key text)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    parts text[];
+    key_row vera.api_keys;
+begin
+    parts := pg_catalog.regexp_match(api_key, '^vera_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$');
+    if parts is null then
+        raise exception 'malformed API key: expected vera_<12 hex>_<43 base64url characters>'
+            using errcode = 'VA001';
+    end if;
+
+    select * into key_row from vera.api_keys k where k.prefix = parts[1];
+    -- the same answer for an unknown prefix and a wrong secret: a prefix alone proves nothing
+    if not found or key_row.key_sha256 <> pg_catalog.sha256(pg_catalog.convert_to(api_key, 'UTF8')) then
+        raise exception 'API key not recognised' using errcode = 'VA002';
+    end if;
+    if key_row.revoked_at is not null then
+        raise exception 'API key % was revoked at %', key_row.prefix, key_row.revoked_at
+            using errcode = 'VA003';
+    end if;
+    if key_row.expires_at is not null and key_row.expires_at <= pg_catalog.now() then
+        raise exception 'API key % expired at %', key_row.prefix, key_row.expires_at
+            using errcode = 'VA004';
+    end if;
+
+    perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
+    -- last_used_at is advisory; at most one write a minute per key keeps hot keys
+    -- cheap, and a row another transaction is stamping is skipped, not waited
+    -- for: concurrent requests with one key must never queue behind each other
+    update vera.api_keys k set last_used_at = pg_catalog.now()
+     where k.key_id = (select h.key_id from vera.api_keys h
+                        where h.key_id = key_row.key_id
+                          and (h.last_used_at is null or h.last_used_at < pg_catalog.now() - interval '1 minute')
+                          for update skip locked);
+    return key_row.principal_id;
+end
+$$;
+comment on function vera.authenticate(text) is
+    'Authenticates an API key for the current transaction; returns the principal id';
+
+-- Contract: for trusted server roles only (vera_gateway, vera_worker), which
+-- verified the caller themselves (OAuth token, job payload). Sets the same
+-- transaction-local context as vera.authenticate.
+create or replace function vera.authenticate_principal(principal uuid)
+returns uuid
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    if principal is null then
+        raise exception 'principal id must not be null' using errcode = '22004';
+    end if;
+    perform vera.set_auth_context(principal, null);
+    return principal;
+end
+$$;
+comment on function vera.authenticate_principal(uuid) is
+    'Trusted server roles only: act as an already verified principal for the current transaction';
+
+reset role;
+
 -- ---- sql/functions/070_settings.sql
 -- Settings: documented defaults, overridable per group by its admins.
 set role vera_owner;
@@ -136,6 +324,101 @@ end
 $$;
 comment on function vera.set_setting(text, text, jsonb) is
     'Overrides (or with null resets) a setting in a group the caller administers';
+
+reset role;
+
+-- ---- sql/functions/100_embeddings.sql
+-- Embeddings: one model and dimension pinned per group, the entity-name HNSW
+-- index per dimension in use, and validation of incoming vectors.
+set role vera_owner;
+
+-- Internal: creates the cosine HNSW index on entity names for one dimension
+-- if missing. The column is an unsized vector (groups pin different
+-- dimensions), so the index covers the rows of its dimension through a cast
+-- and a predicate. Facts and chunks get no index shared by all groups:
+-- search reads them group by group (175_vector_indexes.sql).
+create or replace function vera.ensure_vector_indexes(dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    target record;
+begin
+    for target in
+        select * from (values ('entities', 'name_embedding')) as t(table_name, column_name)
+    loop
+        execute format(
+            'create index if not exists %I on vera.%I using hnsw ((%I::vector(%s)) vector_cosine_ops) '
+            'where vector_dims(%I) = %s',
+            format('%s_%s_%s_hnsw_idx', target.table_name, target.column_name, dim),
+            target.table_name, target.column_name, dim, target.column_name, dim);
+    end loop;
+end
+$$;
+comment on function vera.ensure_vector_indexes(integer) is
+    'Internal: the cosine HNSW index on entity names for one dimension';
+
+-- Internal: pins (model, dim) on a group at its first vector, and refuses a
+-- different model or dimension afterwards (a model change is a reprocess).
+create or replace function vera.pin_embedding(target_group text, model text, dim integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    pinned record;
+begin
+    if coalesce(pg_catalog.btrim(model), '') = '' then
+        raise exception 'embedding_model is required when vectors are given' using errcode = '22023';
+    end if;
+    select g.embedding_model, g.embedding_dim into pinned from vera.groups g where g.group_id = target_group;
+    if pinned.embedding_model is null then
+        -- only the first pin locks the group row (writers with vectors would otherwise queue on it)
+        select g.embedding_model, g.embedding_dim into pinned from vera.groups g
+         where g.group_id = target_group for update;
+    end if;
+    if pinned.embedding_model is null then
+        update vera.groups g set embedding_model = model, embedding_dim = dim where g.group_id = target_group;
+        perform vera.ensure_vector_indexes(dim);
+    elsif pinned.embedding_model <> model or pinned.embedding_dim <> dim then
+        raise exception 'group % is pinned to embedding model % (% dimensions); got % (% dimensions)',
+            target_group, pinned.embedding_model, pinned.embedding_dim, model, dim using errcode = 'VE001';
+    end if;
+end
+$$;
+comment on function vera.pin_embedding(text, text, integer) is
+    'Internal: pins a group''s embedding model and dimension, or refuses a mismatch (VE001)';
+
+-- Internal: parses JSON number arrays into vectors, all of one dimension.
+-- Returns the dimension (null when no vector is given). JSON cannot carry NaN;
+-- out-of-range numbers become infinite in float4 and are refused (VE002).
+create or replace function vera.parse_vectors(vectors jsonb, what text, out dim integer, out parsed public.vector[])
+language plpgsql stable
+set search_path = vera, public, pg_temp
+as $$
+declare
+    dims integer[];
+begin
+    if vectors is null or jsonb_typeof(vectors) <> 'array' then
+        return;
+    end if;
+    begin
+        select array_agg(case when jsonb_typeof(v) = 'null' then null else (v::text)::public.vector end order by i),
+               array_agg(distinct public.vector_dims((v::text)::public.vector)) filter (where jsonb_typeof(v) <> 'null')
+          into parsed, dims
+          from jsonb_array_elements(vectors) with ordinality as e(v, i);
+    exception when data_exception or invalid_text_representation then
+        raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, sqlerrm
+            using errcode = 'VE002';
+    end;
+    if cardinality(dims) > 1 then
+        raise exception '% embeddings of different dimensions in one call: %', what, dims using errcode = 'VE001';
+    end if;
+    dim := dims[1];
+end
+$$;
+comment on function vera.parse_vectors(jsonb, text) is 'Internal: JSON arrays of numbers to vectors of one dimension';
 
 reset role;
 
@@ -330,6 +613,84 @@ comment on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, ti
 
 reset role;
 
+-- ---- sql/functions/175_vector_indexes.sql
+-- Per-group HNSW indexes. One HNSW index shared by every tenant answers a
+-- tenant's query with the nearest rows of all tenants, which the tenant
+-- filter then throws away (a 10% tenant gets 4 of 40); pgvector's iterative
+-- scan recovers them at 5-15 ms a query. A large group therefore gets an
+-- index of its own (the group is its predicate) and a small one is searched
+-- exactly (docs/benchmarks.md has the figures).
+set role vera_owner;
+
+-- Internal: the name of a group's own HNSW index on a table, for one dimension.
+create or replace function vera.group_vector_index_name(table_name text, group_id text, dim integer)
+returns text
+language sql immutable
+as $$ select format('%s_%s_%s_hnsw_idx', table_name, dim, translate(group_id, ':', '_')) $$;
+comment on function vera.group_vector_index_name(text, text, integer) is
+    'Internal: name of a group''s own HNSW index on a table for one dimension';
+
+-- Internal: whether that index exists and may be used (an index still being
+-- built concurrently, or whose build failed, is not valid yet).
+create or replace function vera.group_vector_index_ready(table_name text, group_id text, dim integer)
+returns boolean
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select coalesce((
+        select i.indisvalid and i.indisready
+          from pg_catalog.pg_index i
+         where i.indexrelid = pg_catalog.to_regclass(
+                   format('vera.%I', vera.group_vector_index_name(table_name, group_id, dim)))), false)
+$$;
+comment on function vera.group_vector_index_ready(text, text, integer) is
+    'Internal: whether a group''s own HNSW index exists and is valid';
+
+-- Contract (operators): the per-group HNSW indexes that should exist and do
+-- not, each with the statements that build it without blocking writers
+-- (CREATE INDEX CONCURRENTLY, which cannot run inside a function or a
+-- transaction: `vera db maintain` runs them one by one). A group needs its
+-- own index on facts or chunks once it holds min_rows vectors of a
+-- dimension there. An index whose concurrent build failed is dropped and
+-- built again. Reads every group's row counts, so it belongs to
+-- vera_searcher (past RLS) and answers only with names and counts.
+create or replace function vera.missing_vector_indexes(min_rows integer default 5000)
+returns table (group_id text, table_name text, dim integer, vector_rows bigint, index_name text, statements text[])
+language plpgsql stable security definer
+set search_path = vera, public, pg_temp
+as $$
+begin
+    if min_rows is null or min_rows < 1 then
+        raise exception 'min_rows must be at least 1, got %', coalesce(min_rows::text, 'null') using errcode = '22023';
+    end if;
+    return query
+        with counts as (
+            select 'facts'::text as table_name, f.group_id, public.vector_dims(f.embedding) as dim, count(*) as vector_rows
+              from vera.facts f where f.embedding is not null group by 1, 2, 3
+            union all
+            select 'chunks', c.group_id, public.vector_dims(c.embedding), count(*)
+              from vera.chunks c where c.embedding is not null group by 1, 2, 3
+        )
+        select c.group_id, c.table_name, c.dim, c.vector_rows, name.index_name,
+               case when to_regclass(format('vera.%I', name.index_name)) is not null
+                    then array[format('drop index concurrently if exists vera.%I', name.index_name)] else '{}' end
+               || format('create index concurrently if not exists %I on vera.%I using hnsw '
+                         '((embedding::public.vector(%s)) public.vector_cosine_ops) '
+                         'where group_id = %L and public.vector_dims(embedding) = %s',
+                         name.index_name, c.table_name, c.dim, c.group_id, c.dim)
+          from counts c
+          cross join lateral (select vera.group_vector_index_name(c.table_name, c.group_id, c.dim) as index_name) name
+         where c.vector_rows >= min_rows
+           and not vera.group_vector_index_ready(c.table_name, c.group_id, c.dim)
+         order by c.vector_rows desc, c.group_id, c.table_name;
+end
+$$;
+comment on function vera.missing_vector_indexes(integer) is
+    'Per-group HNSW indexes due (groups with at least min_rows vectors) and the statements that build them';
+alter function vera.missing_vector_indexes(integer) owner to vera_searcher;
+
+reset role;
+
 -- ---- sql/functions/180_search.sql
 -- The read path: vera.search, one call. Stage 1 finds candidates with a
 -- lexical half (GIN full text) and a vector half (HNSW, cosine) and fuses
@@ -353,9 +714,12 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- quals. vera.search then reads the candidates' details under RLS again.
 --
 -- HNSW returns the nearest rows first and filters afterwards: with a tenant
--- or time filter a plain index scan can run dry before n rows pass. pgvector's
--- iterative scan (relaxed order, re-sorted here) keeps scanning until n
--- rows pass or hnsw.max_scan_tuples is reached.
+-- filter a scan of one index shared by all tenants runs dry before n rows
+-- pass, and pgvector's iterative scan, which keeps going, costs 5-15 ms
+-- (docs/benchmarks.md). So each group is searched on its own: through its
+-- own HNSW index when it is large, exactly when it is small; the iterative
+-- scan (relaxed order, re-sorted here) only covers the rows that the
+-- valid-time filter drops.
 create or replace function vera.search_candidates(
     lexical_groups text[], lexical tsquery,
     vector_groups text[], query_embedding public.vector,
@@ -386,6 +750,7 @@ declare
     vector_ids uuid[];
     vector_owners text[];
     vector_distances float8[];
+    per_group text;
     dim integer := public.vector_dims(query_embedding);
 begin
     lexical_groups := array(select g from unnest(lexical_groups) g where g = any (readable));
@@ -413,25 +778,40 @@ begin
     end if;
 
     if query_embedding is not null and cardinality(vector_groups) > 0 then
-        -- the dimension is spelt out so that the planner matches the partial
-        -- HNSW index of that dimension (vera.ensure_vector_indexes)
+        -- One nearest-neighbour query per group and table, all in one
+        -- statement. A group with an HNSW index of its own (a large one, see
+        -- vera.missing_vector_indexes) is searched through it: the group
+        -- filter is the index's predicate, so the scan returns the group's
+        -- neighbours and nothing is filtered away but the few rows outside
+        -- valid time (the iterative scan covers those). A small group is
+        -- searched exactly: "+ 0" keeps the shared HNSW index out (its
+        -- nearest rows would mostly belong to other tenants), the primary
+        -- key finds the group's rows and they are sorted by distance.
+        select string_agg(format($q$
+                   (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
+                           f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
+                      from vera.facts f
+                     where f.group_id = %2$L and public.vector_dims(f.embedding) = %1$s and %3$s
+                     order by (f.embedding::public.vector(%1$s) operator(public.<=>) $1) %4$s limit $5)
+                   union all
+                   (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
+                           c.embedding::public.vector(%1$s) operator(public.<=>) $1
+                      from vera.chunks c
+                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                     where c.group_id = %2$L and public.vector_dims(c.embedding) = %1$s and %5$s
+                     order by (c.embedding::public.vector(%1$s) operator(public.<=>) $1) %6$s limit $5)$q$,
+                   dim, g, fact_visible,
+                   case when vera.group_vector_index_ready('facts', g, dim) then '' else '+ 0' end,
+                   passage_visible,
+                   case when vera.group_vector_index_ready('chunks', g, dim) then '' else '+ 0' end),
+               ' union all ')
+          into per_group
+          from unnest(vector_groups) g;
         execute format($q$
             select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.distance)
-              from (select * from (
-                      (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
-                              f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
-                         from vera.facts f
-                        where public.vector_dims(f.embedding) = %1$s and f.group_id = any ($2) and %2$s
-                        order by f.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)
-                      union all
-                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
-                              c.embedding::public.vector(%1$s) operator(public.<=>) $1
-                         from vera.chunks c
-                         join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-                        where public.vector_dims(c.embedding) = %1$s and c.group_id = any ($2) and %3$s
-                        order by c.embedding::public.vector(%1$s) operator(public.<=>) $1 limit $5)) both_kinds
+              from (select * from (%s) every_group
                      -- the iterative scan returns rows in relaxed order: sort them exactly
-                     order by distance, item_id limit $5) h$q$, dim, fact_visible, passage_visible)
+                     order by distance, item_id limit $5) h$q$, per_group)
           into vector_kinds, vector_ids, vector_owners, vector_distances
           using query_embedding, vector_groups, reference, personal_group, n;
     end if;
@@ -506,9 +886,25 @@ $$;
 comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer) is
     'Internal: stage 2, the six-signal blend over a batch of candidates';
 
--- Internal: the live details of stage-1 candidates as blend inputs: text,
--- triple, grading, validity, votes and citation. Runs under RLS.
-create or replace function vera.candidate_items(
+-- Internal: when the next version of a record was observed (null while this
+-- one is the latest): the end of its passages' validity.
+create or replace function vera.next_version_observed(group_id text, source_id uuid, external_id text, version integer)
+returns timestamptz
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select min(newer.observed_at) from vera.episodes newer
+     where newer.group_id = next_version_observed.group_id and newer.source_id = next_version_observed.source_id
+       and newer.external_id = next_version_observed.external_id and newer.version > next_version_observed.version
+       and newer.status <> 'retracted'
+$$;
+comment on function vera.next_version_observed(text, uuid, text, integer) is
+    'Internal: when the next (not retracted) version of a record was observed';
+
+-- Internal: what the blend reads of each live stage-1 candidate (grading,
+-- validity, votes). Text and citation are left out: only the k hits that
+-- survive the blend need them (vera.hit_details). Runs under RLS.
+create or replace function vera.candidate_signals(
     kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[])
 returns setof vera.search_item
 language sql stable
@@ -523,72 +919,97 @@ as $$
           join candidate c on fb.group_id = c.group_id and fb.item_kind = c.kind and fb.item_id = c.item_id
          group by 1, 2
     )
-    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, f.fact_text, subj.canonical_name, f.predicate,
-               coalesce(obj.canonical_name, f.object_value), f.authority, f.verification, f.confidence,
-               f.valid_from, f.valid_to, coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
-               jsonb_build_object(
-                   'group_id', f.group_id,
-                   'source', case when src.source_id is not null then jsonb_build_object(
-                       'source_id', src.source_id, 'name', src.name, 'kind', src.kind, 'uri', src.uri) end,
-                   'episode', case when ep.episode_id is not null then jsonb_build_object(
-                       'episode_id', ep.episode_id, 'external_id', ep.external_id, 'version', ep.version,
-                       'title', ep.title, 'uri', ep.uri) end,
-                   'chunk', case when ch.chunk_id is not null then jsonb_build_object(
-                       'chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading) end,
-                   'evidence', case when f.evidence_start is not null or f.evidence_end is not null then
-                       jsonb_build_object('start', f.evidence_start, 'end', f.evidence_end,
-                                          'text', substr(ch.text, f.evidence_start + 1,
-                                                         f.evidence_end - f.evidence_start)) end,
-                   'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier,
-                   'verification', f.verification, 'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at,
-                   'proposed_for', f.proposed_for))::vera.search_item
+    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
+               f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
+               coalesce(v.down_votes, 0), null)::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
-      join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
-      left join vera.entities obj on obj.group_id = f.group_id and obj.entity_id = f.object_entity_id
       left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
-      -- a proposal's provenance lives in origin (its own row sits in a u: scope)
-      left join vera.sources src
-        on src.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and src.source_id = coalesce(f.source_id, (f.origin ->> 'source_id')::uuid)
-      left join vera.episodes ep
-        on ep.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and ep.episode_id = coalesce(f.episode_id, (f.origin ->> 'episode_id')::uuid)
-      left join vera.chunks ch
-        on ch.group_id = coalesce(f.origin ->> 'group_id', f.group_id)
-       and ch.chunk_id = coalesce(f.chunk_id, (f.origin ->> 'chunk_id')::uuid)
      where c.kind = 'fact'
     union all
-    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, ch.text, null, null, null,
+    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
                vera.tier_authority(src.trust_tier), null, 1.0, ep.observed_at, next_version.observed_at,
-               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0),
-               jsonb_build_object(
-                   'group_id', ch.group_id,
-                   'source', jsonb_build_object('source_id', src.source_id, 'name', src.name, 'kind', src.kind,
-                                                'uri', src.uri),
-                   'episode', jsonb_build_object('episode_id', ep.episode_id, 'external_id', ep.external_id,
-                                                 'version', ep.version, 'title', ep.title, 'uri', ep.uri),
-                   'chunk', jsonb_build_object('chunk_id', ch.chunk_id, 'ordinal', ch.ordinal,
-                                               'heading', ch.heading),
-                   'evidence', case when ch.char_start is not null then
-                       jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
-                   'valid_from', ep.observed_at, 'valid_to', next_version.observed_at, 'tier', src.trust_tier,
-                   'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at))::vera.search_item
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null)::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
       join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
       left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
-      -- the version that replaced this one, if any (the end of the passage's validity)
-      left join lateral (
-          select min(newer.observed_at) as observed_at from vera.episodes newer
-           where newer.group_id = ep.group_id and newer.source_id = ep.source_id
-             and newer.external_id = ep.external_id and newer.version > ep.version
-             and newer.status <> 'retracted') next_version on true
+      left join lateral vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version)
+           next_version(observed_at) on true
      where c.kind = 'passage'
 $$;
-comment on function vera.candidate_items(vera.item_kind[], uuid[], text[], double precision[]) is
-    'Internal: blend inputs (text, triple, grading, validity, votes, citation) of live candidates';
+comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[]) is
+    'Internal: blend inputs (grading, validity, votes) of live candidates';
+
+-- Internal: what a hit shows: its text, the triple of a fact (names of
+-- subject and object), and its citation (source, episode, chunk or
+-- evidence span, validity, tier, verification, recorded time). A proposal's
+-- provenance lives in origin, since its own row sits in a u: scope. Runs
+-- under RLS.
+create or replace function vera.hit_details(kinds vera.item_kind[], ids uuid[], owners text[])
+returns table (kind vera.item_kind, item_id uuid, text text, subject text, predicate text, object text,
+               citation jsonb)
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with hit as (
+        select * from unnest(kinds, ids, owners) as u(kind, item_id, group_id)
+    ), fact as (
+        select f.*, coalesce(f.origin ->> 'group_id', f.group_id) as provenance_group,
+               coalesce(f.source_id, (f.origin ->> 'source_id')::uuid) as provenance_source,
+               coalesce(f.episode_id, (f.origin ->> 'episode_id')::uuid) as provenance_episode,
+               coalesce(f.chunk_id, (f.origin ->> 'chunk_id')::uuid) as provenance_chunk
+          from hit h
+          join vera.facts f on f.group_id = h.group_id and f.fact_id = h.item_id
+         where h.kind = 'fact'
+    )
+    select 'fact'::vera.item_kind, f.fact_id, f.fact_text, subj.canonical_name, f.predicate,
+           coalesce(obj.canonical_name, f.object_value),
+           jsonb_build_object(
+               'group_id', f.group_id,
+               'source', case when src.source_id is not null then jsonb_build_object(
+                   'source_id', src.source_id, 'name', src.name, 'kind', src.kind, 'uri', src.uri) end,
+               'episode', case when ep.episode_id is not null then jsonb_build_object(
+                   'episode_id', ep.episode_id, 'external_id', ep.external_id, 'version', ep.version,
+                   'title', ep.title, 'uri', ep.uri) end,
+               'chunk', case when ch.chunk_id is not null then jsonb_build_object(
+                   'chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading) end,
+               'evidence', case when f.evidence_start is not null or f.evidence_end is not null then
+                   jsonb_build_object('start', f.evidence_start, 'end', f.evidence_end,
+                                      'text', substr(ch.text, f.evidence_start + 1,
+                                                     f.evidence_end - f.evidence_start)) end,
+               'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier,
+               'verification', f.verification, 'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at,
+               'proposed_for', f.proposed_for)
+      from fact f
+      join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
+      left join vera.entities obj on obj.group_id = f.group_id and obj.entity_id = f.object_entity_id
+      left join vera.sources src on src.group_id = f.provenance_group and src.source_id = f.provenance_source
+      left join vera.episodes ep on ep.group_id = f.provenance_group and ep.episode_id = f.provenance_episode
+      left join vera.chunks ch on ch.group_id = f.provenance_group and ch.chunk_id = f.provenance_chunk
+    union all
+    select 'passage'::vera.item_kind, ch.chunk_id, ch.text, null, null, null,
+           jsonb_build_object(
+               'group_id', ch.group_id,
+               'source', jsonb_build_object('source_id', src.source_id, 'name', src.name, 'kind', src.kind,
+                                            'uri', src.uri),
+               'episode', jsonb_build_object('episode_id', ep.episode_id, 'external_id', ep.external_id,
+                                             'version', ep.version, 'title', ep.title, 'uri', ep.uri),
+               'chunk', jsonb_build_object('chunk_id', ch.chunk_id, 'ordinal', ch.ordinal, 'heading', ch.heading),
+               'evidence', case when ch.char_start is not null then
+                   jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
+               'valid_from', ep.observed_at,
+               'valid_to', vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version),
+               'tier', src.trust_tier, 'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at)
+      from hit h
+      join vera.chunks ch on ch.group_id = h.group_id and ch.chunk_id = h.item_id
+      join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
+      join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+     where h.kind = 'passage'
+$$;
+comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
+    'Internal: text, triple and citation of hits';
 
 -- Contract: hybrid search over the caller's readable groups (or the subset
 -- named in groups), one call. Stage 1: the lexical half (the query's words,
@@ -652,17 +1073,27 @@ begin
       into stage_one
       from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
-                                  n, coalesce(ef_search, greatest(40, n))) c;
+                                  n, coalesce(ef_search, greatest(100, n))) c;
     if stage_one.kinds is null then
         return;
     end if;
-    items := array(select i from vera.candidate_items(stage_one.kinds, stage_one.ids, stage_one.owners,
-                                                       stage_one.fused) i);
+    items := array(select i from vera.candidate_signals(stage_one.kinds, stage_one.ids, stage_one.owners,
+                                                         stage_one.fused) i);
     if weight_map is null then
         select jsonb_object_agg(g, vera.active_weights(g)) into weight_map
           from (select distinct i.group_id as g from unnest(items) i) owners;
     end if;
-    return query select * from vera.blend(items, weight_map, reference, k);
+    -- the blend ranks every candidate; only the k hits get their text and citation
+    return query
+        with ranked as (select * from vera.blend(items, weight_map, reference, k)),
+             details as (select * from vera.hit_details((select array_agg(r.kind) from ranked r),
+                                                        (select array_agg(r.item_id) from ranked r),
+                                                        (select array_agg(r.group_id) from ranked r)))
+        select r.rank, r.kind, r.item_id, r.group_id, d.text, d.subject, d.predicate, d.object, r.score,
+               r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, d.citation
+          from ranked r
+          join details d on d.kind = r.kind and d.item_id = r.item_id
+         order by r.rank;
 end
 $$;
 comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,
@@ -1008,12 +1439,20 @@ begin
                             where newer.group_id = e.group_id and newer.source_id = e.source_id
                               and newer.external_id = e.external_id and newer.version > e.version
                               and newer.observed_at <= reference and newer.status <> 'retracted')
-    ), inputs as (
+    ), signals as (
         select i.*
-          from vera.candidate_items(
+          from vera.candidate_signals(
                    (select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
                    (select array_agg(create_snapshot.group_id) from visible v),
                    (select array_agg(0::float8) from visible v)) i
+    ), details as (
+        select d.*
+          from vera.hit_details((select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
+                                (select array_agg(create_snapshot.group_id) from visible v)) d
+    ), inputs as (
+        select s.kind, s.item_id, s.group_id, d.text, d.subject, d.predicate, d.object, s.authority,
+               s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation
+          from signals s join details d on d.kind = s.kind and d.item_id = s.item_id
     )
     insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
                                      object, tier, authority, verification, confidence, valid_from, valid_to,
@@ -1410,12 +1849,16 @@ grant select on vera.facts, vera.chunks, vera.episodes, vera.snapshot_items to v
 grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
                                             timestamptz, text)
     to vera_searcher;
+grant execute on function vera.group_vector_index_name(text, text, integer),
+    vera.group_vector_index_ready(text, text, integer)
+    to vera_searcher;
 grant execute on function
     vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer),
     vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer)
     to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
+grant execute on function vera.missing_vector_indexes(integer) to vera_operator;
 
 reset role;
 

@@ -78,11 +78,15 @@ grant select on vera.facts, vera.chunks, vera.episodes, vera.snapshot_items to v
 grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
                                             timestamptz, text)
     to vera_searcher;
+grant execute on function vera.group_vector_index_name(text, text, integer),
+    vera.group_vector_index_ready(text, text, integer)
+    to vera_searcher;
 grant execute on function
     vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer),
     vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer)
     to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
+grant execute on function vera.missing_vector_indexes(integer) to vera_operator;
 
 reset role;

@@ -67,7 +67,8 @@ create table vera.chunks (
     constraint chunks_ordinal_unique unique (group_id, episode_id, ordinal),
     constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start)
 );
-create index chunks_tsv_idx on vera.chunks using gin (tsv);
+-- the lexical half of search, by group (see facts_group_tsv_idx)
+create index chunks_group_tsv_idx on vera.chunks using gin (group_id, tsv);
 comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
 
 reset role;

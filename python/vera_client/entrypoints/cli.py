@@ -146,6 +146,26 @@ def migrate() -> None:
         click.echo("nothing to migrate: the database is up to date")
 
 
+@db.command()
+@click.option("--min-rows", default=5000, show_default=True, type=click.IntRange(min=1),
+              help="Vectors a group needs in a table before it gets an HNSW index of its own.")  # fmt: skip
+@friendly_errors
+def maintain(min_rows: int) -> None:
+    """Build the per-group HNSW indexes that search needs (concurrently)."""
+    database = _database()
+    if database.server is not None:
+        database.server.start()
+    built = provisioning.build_missing_vector_indexes(
+        database.admin_dsn,
+        min_rows,
+        on_build=lambda b: click.echo(
+            f"building {b.index_name} ({b.vector_rows:,} vectors of {b.dim} dimensions in {b.table_name}) ..."
+        ),
+    )
+    if not built:
+        click.echo("nothing to build: every group large enough has its own vector index")
+
+
 @main.group()
 def tenant() -> None:
     """Tenants (organisations), for operators."""

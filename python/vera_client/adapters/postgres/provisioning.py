@@ -1,7 +1,10 @@
-"""Operator tasks on the admin connection: tenants and their first keys."""
+"""Operator tasks on the admin connection: tenants and their first keys,
+and the per-group vector indexes search relies on."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from uuid import UUID
 
 from vera_client.adapters.postgres.errors import connect, translated_errors
@@ -43,3 +46,33 @@ def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) 
         assert issued is not None
         conn.commit()
     return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=str(issued[0]))
+
+
+@dataclass(frozen=True)
+class VectorIndexBuild:
+    group_id: str
+    table_name: str
+    dim: int
+    vector_rows: int
+    index_name: str
+
+
+def build_missing_vector_indexes(
+    admin_dsn: str, min_rows: int = 5000, on_build: Callable[[VectorIndexBuild], None] | None = None
+) -> list[VectorIndexBuild]:
+    """Give every group with at least min_rows vectors in facts or chunks an
+    HNSW index of its own, built CONCURRENTLY (writers are not blocked), one at
+    a time. Search reads large groups through these indexes; until one exists
+    a group is searched exactly, which is correct but slower."""
+    built = []
+    with connect(admin_dsn) as conn, translated_errors():
+        conn.autocommit = True  # CREATE INDEX CONCURRENTLY refuses to run inside a transaction
+        due = conn.execute(query("missing_vector_indexes"), {"min_rows": min_rows}).fetchall()
+        for group_id, table_name, dim, vector_rows, index_name, statements in due:
+            build = VectorIndexBuild(group_id, table_name, dim, vector_rows, index_name)
+            if on_build is not None:
+                on_build(build)
+            for statement in statements:
+                conn.execute(statement)
+            built.append(build)
+    return built

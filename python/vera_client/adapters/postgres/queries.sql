@@ -62,3 +62,8 @@ insert into vera_meta.components (name, version, sha256) values (%(name)s, %(ver
 -- name: procrastinate_present
 -- Whether Procrastinate's tables exist in their schema already (installed by hand).
 select to_regclass('procrastinate.procrastinate_jobs') is not null;
+
+-- name: missing_vector_indexes
+-- Per-group HNSW indexes that are due, with the statements that build them.
+select group_id, table_name, dim, vector_rows, index_name, statements
+from vera.missing_vector_indexes(%(min_rows)s);

@@ -1,0 +1,373 @@
+"""Read-path latency against the PostgreSQL floor, in one run.
+
+Builds (once per size; reused on later runs) a database of synthetic facts in
+10 tenants with a Zipf-like vocabulary (a shared part and a part of each
+tenant's own) and 384-dimension embeddings that follow the words (each word
+has a random direction; a fact's vector is the normalised sum of its words').
+Then, for a few hundred queries drawn from one tenant's facts, measures:
+
+- vera.search (k = 10) as that tenant's owner: RLS, tenant and valid-time
+  filters, both halves, fusion and the blend;
+- the floor: a bare HNSW top-N query plus a bare GIN full-text top-N query on
+  the same table, as a superuser, with no filter at all;
+- recall@10 of vera.search's vector half against exact search over the rows
+  the tenant may see;
+- the same for a few settings of the knobs (ef_search, candidates N).
+
+    .venv/bin/python benchmarks/search_latency.py [--facts 100000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Bench, peak_server_memory, start
+
+DIM = 384
+TENANTS = 10
+SHARED_WORDS = 3000
+OWN_WORDS = 1500
+SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "qu", "ba", "do", "fe", "gi", "hu", "ja"]
+
+
+# The head of a natural language's Zipf curve is its function words: the most
+# frequent shared "words" are real English stopwords, which the lexical query
+# drops as it would in real text.
+HEAD = [
+    "the", "of", "and", "to", "in", "is", "for", "on", "with", "as", "by", "at", "from", "that", "this",
+    "it", "be", "are", "was", "or", "an", "a", "has", "have", "will", "can", "into", "their", "than", "its",
+]  # fmt: skip
+
+
+def word(index: int) -> str:
+    """A stopword for the most frequent indexes, then a pronounceable pseudo-word (base-16 syllables)."""
+    if index < len(HEAD):
+        return HEAD[index]
+    parts = []
+    index += 16
+    while index:
+        index, digit = divmod(index, 16)
+        parts.append(SYLLABLES[digit])
+    return "".join(parts)
+
+
+def zipf_weights(count: int, exponent: float = 1.07) -> list[float]:
+    return [1 / (rank**exponent) for rank in range(1, count + 1)]
+
+
+@dataclass
+class Corpus:
+    groups: list[str]
+    keys: list[str]
+
+
+def create_tenants(conn: psycopg.Connection) -> Corpus:
+    """Ten tenants pinned to the synthetic embedder, each with entities and predicates."""
+    groups, keys = [], []
+    for tenant in range(TENANTS):
+        row = conn.execute(
+            "select * from vera.create_tenant(%s, 'Bench Owner')", (f"Tenant {tenant}",)
+        ).fetchone()
+        assert row is not None
+        groups.append(row[0])
+        keys.append(row[2])
+    conn.execute("create table public.bench_corpus (position int, group_id text, api_key text)")
+    for position, (group, key) in enumerate(zip(groups, keys, strict=True)):
+        conn.execute("insert into public.bench_corpus values (%s, %s, %s)", (position, group, key))
+    conn.execute(
+        "update vera.groups set embedding_model = 'bench-words', embedding_dim = %s where group_id = any(%s)",
+        (DIM, groups),
+    )
+    for group in groups:
+        conn.execute(
+            "insert into vera.predicates (group_id, name, cardinality) "
+            "select %s, p, 'multi' from unnest(array['RUNS_ON','OWNED_BY','DEPENDS_ON','NOTE']) p",
+            (group,),
+        )
+        conn.execute(
+            "insert into vera.entities (group_id, canonical_name) "
+            "select %s, 'service-' || i from generate_series(0, 999) i",
+            (group,),
+        )
+    return Corpus(groups, keys)
+
+
+def create_words(conn: psycopg.Connection) -> None:
+    """One random direction per word: words 0..SHARED-1 shared, then each tenant's own."""
+    conn.execute(f"create unlogged table public.bench_words (word_id int primary key, v vector({DIM}))")
+    conn.execute(
+        f"insert into public.bench_words select i, (select array_agg(random() - 0.5) "
+        f"from generate_series(1, {DIM}) d where i > -d)::vector from generate_series(0, %s) i",
+        (SHARED_WORDS + TENANTS * OWN_WORDS - 1,),
+    )
+
+
+def stage_facts(conn: psycopg.Connection, corpus: Corpus, per_tenant: int) -> None:
+    """Synthetic facts: 5-12 Zipf-drawn words, two thirds shared, one third the tenant's own;
+    10% superseded and 5% pending review, so that the valid-time filter has work."""
+    rng = random.Random(7)
+    shared, own = zipf_weights(SHARED_WORDS), zipf_weights(OWN_WORDS)
+    predicates = ["RUNS_ON", "OWNED_BY", "DEPENDS_ON", "NOTE"]
+    conn.execute(
+        "create unlogged table public.bench_staging (group_id text, subject int, predicate text, "
+        "fact_text text, words int[], lifecycle vera.fact_lifecycle, valid_from timestamptz, "
+        "valid_to timestamptz)"
+    )
+    for tenant, group in enumerate(corpus.groups):
+        buffer = io.StringIO()
+        for _ in range(per_tenant):
+            count = rng.randint(5, 12)
+            own_words = rng.choices(range(OWN_WORDS), weights=own, k=count // 3)
+            picks = rng.choices(range(SHARED_WORDS), weights=shared, k=count - count // 3) + [
+                SHARED_WORDS + tenant * OWN_WORDS + i for i in own_words
+            ]
+            subject, predicate = rng.randrange(1000), rng.choice(predicates)
+            text = f"service-{subject} {predicate.lower().replace('_', ' ')} " + " ".join(
+                word(p) for p in picks
+            )
+            roll = rng.random()
+            lifecycle, valid_to = "published", "\\N"
+            if roll < 0.10:
+                lifecycle, valid_to = "superseded", "2026-06-01"
+            elif roll < 0.15:
+                lifecycle = "pending_review"
+            buffer.write(
+                f"{group}\t{subject}\t{predicate}\t{text}\t{{{','.join(map(str, picks))}}}\t{lifecycle}\t"
+                f"2026-0{rng.randint(1, 5)}-01\t{valid_to}\n"
+            )
+        with conn.cursor().copy("copy public.bench_staging from stdin") as copy:
+            copy.write(buffer.getvalue())
+
+
+def load_facts(conn: psycopg.Connection) -> None:
+    """Staged facts into vera.facts; a fact's vector is the normalised sum of its words' directions."""
+    conn.execute(
+        """
+        insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text, embedding,
+                                tier, authority, verification, confidence, lifecycle, valid_from, valid_to)
+        select s.group_id, e.entity_id, s.predicate, 'x', s.fact_text,
+               (select l2_normalize(sum(w.v))
+                  from unnest(s.words) u join public.bench_words w on w.word_id = u),
+               1 + (s.subject % 3), 1.0 - 0.15 * (s.subject % 3), 'auto', 0.5 + (s.subject % 5) / 10.0,
+               s.lifecycle, s.valid_from, s.valid_to
+          from public.bench_staging s
+          join vera.entities e on e.group_id = s.group_id and e.canonical_name = 'service-' || s.subject
+        """
+    )
+
+
+def build_indexes(conn: psycopg.Connection) -> None:
+    started = time.perf_counter()
+    # what `vera db maintain` does: each large group gets an HNSW index of its own
+    for (statements,) in conn.execute("select statements from vera.missing_vector_indexes()").fetchall():
+        for statement in statements:
+            conn.execute(statement)
+    built = time.perf_counter()
+    print(f"per-group HNSW indexes built in {built - started:.0f} s", flush=True)
+    # the floor's indexes, as a bare installation has them: one HNSW and one
+    # GIN index over every tenant's rows
+    conn.execute(
+        f"create index facts_floor_hnsw_idx on vera.facts using hnsw ((embedding::vector({DIM})) "
+        f"vector_cosine_ops) where vector_dims(embedding) = {DIM}"
+    )
+    conn.execute("create index facts_floor_tsv_idx on vera.facts using gin (tsv)")
+    conn.execute("vacuum analyze vera.facts")
+    print(f"floor HNSW and GIN indexes built in {time.perf_counter() - built:.0f} s", flush=True)
+
+
+def build(facts: int, rebuild: bool) -> tuple[Bench, Corpus, float]:
+    """The database of this size, built unless a previous run left it (or rebuild)."""
+    bench = start(f"vera_bench_search_{facts}", fresh=rebuild)
+    with bench.admin() as conn:
+        if conn.execute("select to_regclass('public.bench_corpus')").fetchone() != (None,):
+            rows = conn.execute(
+                "select group_id, api_key from public.bench_corpus order by position"
+            ).fetchall()
+            return bench, Corpus([r[0] for r in rows], [r[1] for r in rows]), 0.0
+    started = time.perf_counter()
+    with bench.admin() as conn:
+        conn.execute("set maintenance_work_mem = '2GB'")
+        conn.execute("set max_parallel_maintenance_workers = 2")
+        corpus = create_tenants(conn)
+        create_words(conn)
+        stage_facts(conn, corpus, facts // TENANTS)
+        load_facts(conn)
+        print(f"loaded {facts:,} facts in {time.perf_counter() - started:.0f} s", flush=True)
+        build_indexes(conn)
+    return bench, corpus, time.perf_counter() - started
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def timed(
+    conn: psycopg.Connection, sql: str, params: tuple[object, ...]
+) -> tuple[float, list[tuple[object, ...]]]:
+    started = time.perf_counter()
+    rows = conn.execute(sql, params).fetchall()
+    return (time.perf_counter() - started) * 1000, rows
+
+
+SEARCH = "select item_id from vera.search(%s, %s::vector, 10, candidates => %s, ef_search => %s)"
+VECTOR_HALF = (
+    "select item_id from vera.search(null, %s::vector, 10, candidates => %s, ef_search => %s,"
+    " weights => '{\"relevance\": 1}')"
+)
+FLOOR_HNSW = (
+    f"select fact_id from vera.facts where vector_dims(embedding) = {DIM}"
+    f" order by embedding::vector({DIM}) <=> %s::vector limit %s"
+)
+FLOOR_FTS = (
+    "select fact_id from vera.facts where tsv @@ vera.lexical_query(%s)"
+    " order by ts_rank(tsv, vera.lexical_query(%s)) desc limit %s"
+)
+# the same two queries restricted to the tenant's group (HNSW with pgvector's
+# iterative scan, so that the filter does not starve it): what any tenant-aware
+# application would run at the very least
+TENANT_HNSW = (
+    f"select fact_id from vera.facts where vector_dims(embedding) = {DIM} and group_id = %s"
+    f" order by embedding::vector({DIM}) <=> %s::vector limit %s"
+)
+TENANT_FTS = (
+    "select fact_id from vera.facts where tsv @@ vera.lexical_query(%s) and group_id = %s"
+    " order by ts_rank(tsv, vera.lexical_query(%s)) desc limit %s"
+)
+EXACT = (
+    f"select fact_id from vera.facts f where f.group_id = %s and vector_dims(f.embedding) = {DIM}"
+    " and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, now(), null)"
+    f" order by f.embedding::vector({DIM}) <=> %s::vector limit 10"
+)
+
+
+def make_queries(bench: Bench, corpus: Corpus, count: int) -> list[tuple[str, str]]:
+    """Query text: 2-4 words of a random fact of tenant 0; its embedding: the
+    normalised sum of those words' directions."""
+    rng = random.Random(11)
+    with bench.admin() as conn:
+        facts = conn.execute(
+            "select words from public.bench_staging where group_id = %s limit 5000", (corpus.groups[0],)
+        ).fetchall()
+        queries = []
+        for _ in range(count):
+            words = rng.choice(facts)[0]
+            picked = rng.sample(words, min(len(words), rng.randint(2, 4)))
+            vector = conn.execute(
+                "select l2_normalize(sum(v))::text from public.bench_words where word_id = any(%s)", (picked,)
+            ).fetchone()[0]  # type: ignore[index]
+            queries.append((" ".join(word(p) for p in picked), vector))
+    return queries
+
+
+def measure(
+    bench: Bench, corpus: Corpus, queries: list[tuple[str, str]], candidates: int, ef_search: int | None
+) -> dict[str, float]:
+    search_ms, hnsw_ms, fts_ms, floor_ms, tenant_ms, recalls = [], [], [], [], [], []
+    group = corpus.groups[0]
+    with psycopg.connect(bench.server.app_url(bench.database)) as app, bench.admin() as admin:
+        app.execute("select vera.authenticate(%s)", (corpus.keys[0],))
+        admin.execute("set hnsw.ef_search = 40")
+        admin.execute("set hnsw.iterative_scan = relaxed_order")
+        for text, vector in queries[:20]:  # warm the caches
+            timed(app, SEARCH, (text, vector, candidates, ef_search))
+            timed(admin, FLOOR_HNSW, (vector, candidates))
+        for text, vector in queries:
+            order = [0, 1, 2]
+            random.shuffle(order)
+            for which in order:
+                if which == 0:
+                    elapsed, _ = timed(app, SEARCH, (text, vector, candidates, ef_search))
+                    search_ms.append(elapsed)
+                elif which == 2:
+                    hnsw, _ = timed(admin, TENANT_HNSW, (group, vector, candidates))
+                    fts, _ = timed(admin, TENANT_FTS, (text, group, text, candidates))
+                    tenant_ms.append(hnsw + fts)
+                else:
+                    hnsw, _ = timed(admin, FLOOR_HNSW, (vector, candidates))
+                    fts, _ = timed(admin, FLOOR_FTS, (text, text, candidates))
+                    hnsw_ms.append(hnsw)
+                    fts_ms.append(fts)
+                    floor_ms.append(hnsw + fts)
+        admin.execute("set enable_indexscan = off")
+        admin.execute("set enable_bitmapscan = off")
+        for _, vector in queries[:100]:
+            _, got = timed(app, VECTOR_HALF, (vector, candidates, ef_search))
+            _, exact = timed(admin, EXACT, (corpus.groups[0], vector))
+            expected = {row[0] for row in exact}
+            recalls.append(len(expected & {row[0] for row in got}) / max(1, len(expected)))
+        app.rollback()
+    return {
+        "search_p50": statistics.median(search_ms),
+        "search_p95": percentile(search_ms, 0.95),
+        "hnsw_p50": statistics.median(hnsw_ms),
+        "fts_p50": statistics.median(fts_ms),
+        "floor_p50": statistics.median(floor_ms),
+        "floor_p95": percentile(floor_ms, 0.95),
+        "tenant_p50": statistics.median(tenant_ms),
+        "tenant_p95": percentile(tenant_ms, 0.95),
+        "recall": statistics.mean(recalls),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the database of this size")
+    parser.add_argument("--knobs", action="store_true", help="also sweep ef_search and candidates")
+    args = parser.parse_args()
+    bench, corpus, build_seconds = build(args.facts, args.rebuild)
+    with bench.admin() as conn:
+        sizes = conn.execute(
+            "select pg_size_pretty(pg_table_size('vera.facts')), "
+            "pg_size_pretty((select sum(pg_relation_size(indexrelid)) from pg_index i join pg_class c"
+            " on c.oid = i.indexrelid where c.relname ~ '^facts_384_o_')), "
+            "pg_size_pretty(pg_relation_size('vera.facts_group_tsv_idx')), current_setting('shared_buffers')"
+        ).fetchone()
+        assert sizes is not None
+    queries = make_queries(bench, corpus, args.queries)
+    built = f"built in {build_seconds:.0f} s" if build_seconds else "reused"
+    print(f"{args.facts:,} facts in {TENANTS} tenants, {DIM} dims ({built}); table {sizes[0]}, "
+          f"per-group HNSW {sizes[1]}, group+tsv GIN {sizes[2]}; shared_buffers {sizes[3]}")  # fmt: skip
+    print(
+        f"{len(queries)} queries as tenant 0's owner (10% of the rows), k = 10; the floor runs ef_search 40"
+    )
+    settings: list[tuple[int, int | None]] = [(40, None)]
+    if args.knobs:
+        settings += [(20, None), (40, 40), (100, None), (100, 200)]
+    print("| candidates N | ef_search | vera.search p50 / p95 | floor p50 / p95 (HNSW + FTS) | ratio p50 "
+          "| tenant-filtered floor p50 / p95 | recall@10 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
+    with peak_server_memory(bench.server) as memory:
+        for candidates, ef_search in settings:
+            r = measure(bench, corpus, queries, candidates, ef_search)
+            shown = ef_search or f"{max(100, candidates)} (default)"
+            print(
+                f"| {candidates} | {shown} | {r['search_p50']:.1f} / {r['search_p95']:.1f} ms "
+                f"| {r['floor_p50']:.1f} / {r['floor_p95']:.1f} ms "
+                f"({r['hnsw_p50']:.1f} + {r['fts_p50']:.1f}) "
+                f"| {r['search_p50'] / r['floor_p50']:.2f}x "
+                f"| {r['tenant_p50']:.1f} / {r['tenant_p95']:.1f} ms | {r['recall']:.3f} |",
+                flush=True,
+            )
+    print(
+        f"peak server memory while querying: {memory['peak_mib']:.0f} MiB "
+        "(sum of USS: shared buffers excluded)"
+    )
+
+
+if __name__ == "__main__":
+    main()
