@@ -103,6 +103,22 @@ class InvalidEmbeddingError(InvalidArgumentError):
     """The embedding is not a vector of finite numbers."""
 
 
+class SnapshotError(VeraError):
+    """The snapshot cannot answer."""
+
+
+class SnapshotStaleError(SnapshotError):
+    """The snapshot was taken with another search version or embedding model than the running ones."""
+
+
+class SnapshotUnsealedError(SnapshotError):
+    """The snapshot's copy never completed."""
+
+
+class TransactionStateError(VeraError):
+    """The operation needs another kind of transaction (for example REPEATABLE READ)."""
+
+
 class JobQueueMissingError(VeraError):
     """The job queue (Procrastinate's schema) is not installed: run vera db migrate."""
 
@@ -124,6 +140,9 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VE001": EmbeddingMismatchError,
     "VE002": InvalidEmbeddingError,
     "VJ001": JobQueueMissingError,
+    "VS001": SnapshotStaleError,
+    "VS002": SnapshotUnsealedError,
+    "25000": TransactionStateError,
 }
 ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
     "VA": AuthenticationError,
@@ -131,6 +150,8 @@ ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
     "23": InvalidArgumentError,
     "08": DatabaseUnavailableError,
     "28": AuthenticationError,
+    "VS": SnapshotError,
+    "25": TransactionStateError,
 }
 
 

@@ -50,3 +50,32 @@ class Tenant:
     group_id: str
     owner_principal_id: UUID
     api_key: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Signals:
+    """The six signals of the blend, each in [0, 1]."""
+
+    relevance: float
+    authority: float
+    verification: float
+    recency: float
+    feedback: float
+    confidence: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hit:
+    """One ranked answer of vera.search: a fact or a passage, with its citation."""
+
+    rank: int
+    kind: str
+    item_id: UUID
+    group_id: str
+    text: str
+    score: float
+    signals: Signals
+    citation: dict[str, object]
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None

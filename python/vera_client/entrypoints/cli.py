@@ -7,6 +7,7 @@ import functools
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
@@ -14,9 +15,11 @@ import pydantic
 
 from vera_client.adapters.postgres import provisioning
 from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres.evaluation import evaluate_golden_set
 from vera_client.bootstrap import Database, build_database
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_client.domain.golden import load_golden_set
 from vera_client.domain.models import ServerStatus
 
 P = ParamSpec("P")
@@ -164,6 +167,35 @@ def maintain(min_rows: int) -> None:
     )
     if not built:
         click.echo("nothing to build: every group large enough has its own vector index")
+
+
+@main.command("eval")
+@click.argument("golden_file", type=click.Path(path_type=Path))
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@friendly_errors
+def eval_command(golden_file: Path, api_key: str) -> None:
+    """Score a golden set with the real vera.search: hit@k, MRR, nDCG@10.
+
+    Exits 1 when a figure is below the file's thresholds.
+    """
+    golden = load_golden_set(golden_file)
+    database = _database()
+    if database.server is not None:
+        database.server.start()
+    result = evaluate_golden_set(database.app_dsn, api_key, golden)
+    click.echo(f"{'':>3} {'right':>5} {'rank':>4}  query")
+    for position, score in enumerate(result.scores, start=1):
+        verdict = "yes" if score.hit else ("WRONG" if score.rejected_first else "no")
+        rank = str(score.first_right) if score.first_right else "-"
+        as_of = f"  (as of {score.query.as_of:%Y-%m-%d})" if score.query.as_of else ""
+        click.echo(f"{position:>3} {verdict:>5} {rank:>4}  {score.query.text}{as_of}")
+    figures = result.figures
+    click.echo(
+        f"hit@{golden.k} {figures['hit_at_k']:.3f}   MRR {figures['mrr']:.3f}   "
+        f"nDCG@10 {figures['ndcg_at_10']:.3f}   ({len(result.scores)} queries)"
+    )
+    if not result.passed:
+        _fail("below threshold: " + ", ".join(result.failures))
 
 
 @main.group()

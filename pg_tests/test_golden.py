@@ -1,0 +1,120 @@
+"""The golden-set gate: the example corpus (examples/lumen) loaded through the
+SQL API, scored by `vera eval` with the real vera.search; below the file's
+thresholds the command fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pg_tests.conftest import ROOT, Database
+from vera_client.adapters.postgres.corpus import load_corpus, read_corpus
+from vera_client.entrypoints.cli import main
+
+EXAMPLE = ROOT / "examples" / "lumen"
+
+
+@dataclass
+class Loaded:
+    env: dict[str, str]
+    organisation: str
+
+
+@pytest.fixture(scope="module")
+def loaded(db: Database) -> Loaded:
+    with db.admin() as admin:
+        row = admin.execute("select * from vera.create_tenant('Lumen Freight', 'Lumen Owner')").fetchone()
+        assert row is not None
+        organisation, _, key = row
+    corpus = read_corpus(EXAMPLE / "corpus.json")
+    with db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        report = load_corpus(conn, organisation, corpus)
+        conn.commit()
+    assert (report.sources, report.episodes, report.unchanged) == (5, 6, 0)
+    assert (report.passages, report.claims) == (7, 13)
+    env = {
+        "VERA_DB__DATA_DIR": str(db.server.data_dir),
+        "VERA_DB__PORT": str(db.server.port),
+        "VERA_DB__DATABASE": db.name,
+        "VERA_DB__DSN": "",
+        "VERA_DB__ADMIN_DSN": "",
+        "VERA_API_KEY": key,
+    }
+    return Loaded(env=env, organisation=organisation)
+
+
+def _eval(path: Path, env: dict[str, str]) -> Result:
+    return CliRunner().invoke(main, ["eval", str(path)], env=env, catch_exceptions=False)
+
+
+def test_the_example_golden_set_passes_its_thresholds(loaded: Loaded) -> None:
+    result = _eval(EXAMPLE / "golden.toml", loaded.env)
+    print(result.output)  # the figures, in the test log
+    assert result.exit_code == 0, result.output
+    assert "hit@5" in result.output and "MRR" in result.output and "nDCG@10" in result.output
+    assert "(12 queries)" in result.output
+
+
+def test_loading_again_changes_nothing(db: Database, loaded: Loaded) -> None:
+    with db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (loaded.env["VERA_API_KEY"],))
+        report = load_corpus(conn, loaded.organisation, read_corpus(EXAMPLE / "corpus.json"))
+        conn.rollback()
+    assert (report.episodes, report.unchanged, report.passages, report.claims) == (6, 6, 0, 0)
+
+
+def test_a_figure_below_its_threshold_fails_the_run(loaded: Loaded, tmp_path: Path) -> None:
+    strict = tmp_path / "strict.toml"
+    strict.write_text(
+        "[thresholds]\nmrr = 1.0\n\n"
+        '[[query]]\ntext = "How do I restart billing-api?"\nexpect = ["rollout restart"]\n\n'
+        '[[query]]\ntext = "something nobody wrote"\nexpect = ["nothing"]\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(main, ["eval", str(strict)], env=loaded.env, catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "below threshold: mrr 0.500 < 1.000" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_wrong_answer_ranked_first_is_a_miss(loaded: Loaded, tmp_path: Path) -> None:
+    golden = tmp_path / "wrong.toml"
+    golden.write_text(
+        '[[query]]\ntext = "Who owns route-planner?"\nexpect = ["Logistics Core"]\nreject = ["route-planner"]\n',
+        encoding="utf-8",
+    )
+    result = _eval(golden, loaded.env)
+    assert result.exit_code == 0  # no thresholds in this file
+    assert "WRONG" in result.output
+    assert "hit@5 0.000" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[[query]]\ntext = ''\nexpect = ['x']\n", "text must be a non-empty string"),
+        ("[[query]]\ntext = 'q'\n", "expect must be a list of non-empty strings"),
+        ("[thresholds]\nrecall = 0.5\n[[query]]\ntext = 'q'\nexpect = ['x']\n", "unknown threshold 'recall'"),
+        ("not toml at all [", "is not valid TOML"),
+        ("", "no [[query]] entries"),
+    ],
+)
+def test_a_malformed_golden_set_is_one_line(
+    loaded: Loaded, tmp_path: Path, content: str, message: str
+) -> None:
+    golden = tmp_path / "bad.toml"
+    golden.write_text(content, encoding="utf-8")
+    result = _eval(golden, loaded.env)
+    assert result.exit_code == 1
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_bad_key_is_one_line(loaded: Loaded) -> None:
+    result = _eval(EXAMPLE / "golden.toml", {**loaded.env, "VERA_API_KEY": "vera_000000000000_" + "x" * 43})
+    assert result.exit_code == 1
+    assert "API key" in result.output and "Traceback" not in result.output
