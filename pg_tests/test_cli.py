@@ -3,6 +3,7 @@ commands, and one-line errors for user mistakes."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -54,9 +55,15 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     assert "applied 0001_initial.sql" in first.output
     assert "psql" in first.output and "vera.authenticate" in first.output
     first_key = KEY.search(first.output)
+    # the example corpus, loaded and asked; as of before the migration the old cluster answers
+    assert "6 episodes loaded now" in first.output
+    assert "billing-api runs on k8s-hanoi-2" in first.output
+    assert "billing-api runs on vm-cluster-1" in first.output and "superseded" in first.output
+    assert "Dịch vụ route-planner chạy trên cụm k8s-hanoi-1" in first.output
     second = _run(["demo"], env)
     assert second.exit_code == 0, second.output
     assert "migrations: 0 applied now" in second.output
+    assert "0 episodes loaded now, 6 unchanged" in second.output
     second_key = KEY.search(second.output)
     assert first_key and second_key and first_key[0] != second_key[0]
     with psycopg.connect(demo_db.dsn("vera_app")) as conn:
@@ -157,3 +164,40 @@ def test_db_maintain_builds_the_per_group_vector_indexes(demo_db: Database) -> N
     assert "nothing to build" in again.output
     refused = _run(["db", "maintain", "--min-rows", "0"], env)
     assert refused.exit_code != 0 and "Traceback" not in refused.output
+
+
+def test_search_prints_ranked_cited_hits_and_json(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    key = KEY.search(_run(["demo"], env).output)
+    assert key is not None
+    env["VERA_API_KEY"] = key[0]
+    table = _run(["search", "who owns ledger-db?", "-k", "3", "--explain"], env)
+    assert table.exit_code == 0, table.output
+    assert " 1. " in table.output and "cmdb (tier 1)" in table.output and "authority 1.00" in table.output
+    lines = _run(["search", "ledger-db", "--json", "-k", "2"], env).output.splitlines()
+    assert len(lines) == 2
+    first = json.loads(lines[0])
+    assert (
+        first["rank"] == 1
+        and set(first["signals"]) >= {"relevance", "recency"}
+        and first["citation"]["source"]
+    )
+    before = _run(["search", "billing-api runs on", "--as-of", "2026-06-01", "-k", "10"], env).output
+    assert "vm-cluster-1" in before and "k8s-hanoi-2" not in before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "   "], "query text or a query embedding"),
+        (["search", "x", "--group", "o:0000000000000000"], "cannot read group"),
+        (["search", "x", "--api-key", "not-a-key"], "API key"),
+    ],
+)
+def test_search_mistakes_are_one_line(demo_db: Database, args: list[str], message: str) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    key = KEY.search(_run(["demo"], env).output)
+    assert key is not None
+    result = _run(args, {**env, "VERA_API_KEY": key[0]})
+    assert result.exit_code == 1
+    assert message in result.output and "Traceback" not in result.output

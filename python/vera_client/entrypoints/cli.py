@@ -3,10 +3,13 @@ non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import shlex
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -14,13 +17,15 @@ import click
 import pydantic
 
 from vera_client.adapters.postgres import provisioning
-from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres.corpus import example_dir, load_corpus, read_corpus
+from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.adapters.postgres.evaluation import evaluate_golden_set
+from vera_client.adapters.postgres.search import authenticate, search
 from vera_client.bootstrap import Database, build_database
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_client.domain.golden import load_golden_set
-from vera_client.domain.models import ServerStatus
+from vera_client.domain.models import Hit, ServerStatus
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -28,6 +33,11 @@ R = TypeVar("R")
 DEMO_ORGANISATION = "Demo Organisation"
 DEMO_OWNER = "Demo Owner"
 DEMO_KEY_NAME = "demo key"
+DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
+    ("Where does billing-api run?", None),
+    ("Where did billing-api run before the migration?", datetime(2026, 6, 1, tzinfo=UTC)),
+    ("route-planner chạy trên cụm nào?", None),
+]
 
 
 def _fail(message: str) -> None:
@@ -169,6 +179,72 @@ def maintain(min_rows: int) -> None:
         click.echo("nothing to build: every group large enough has its own vector index")
 
 
+def _citation_line(hit: Hit) -> str:
+    citation = hit.citation
+    source = citation.get("source") or {}
+    episode = citation.get("episode") or {}
+    assert isinstance(source, dict) and isinstance(episode, dict)
+    valid = str(citation.get("valid_from") or "")[:10]
+    until = str(citation.get("valid_to") or "")[:10]
+    lifecycle = citation.get("lifecycle")
+    parts = [f"{source.get('name', '?')} (tier {citation.get('tier')})", str(episode.get("external_id", ""))]
+    parts.append(f"valid {valid}..{until}" if until else f"valid from {valid}")
+    if lifecycle and lifecycle != "published":
+        parts.append(str(lifecycle))
+    return " · ".join(part for part in parts if part)
+
+
+def _print_hits(hits: list[Hit], *, explain: bool) -> None:
+    if not hits:
+        click.echo("  (no hits)")
+    for hit in hits:
+        click.echo(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.text}")
+        click.echo(f"      {_citation_line(hit)}")
+        if explain:
+            s = hit.signals
+            click.echo(
+                f"      relevance {s.relevance:.2f}  authority {s.authority:.2f}  "
+                f"verification {s.verification:.2f}  recency {s.recency:.2f}  "
+                f"feedback {s.feedback:.2f}  confidence {s.confidence:.2f}"
+            )
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
+@click.option(
+    "--as-of", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Instant (UTC) to answer for."
+)
+@click.option("--group", "groups", multiple=True, help="Search only this group (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
+@click.option("--explain", is_flag=True, help="Show the six signals of each hit.")
+@friendly_errors
+def search_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    query: str,
+    api_key: str,
+    k: int,
+    as_of: datetime | None,
+    groups: tuple[str, ...],
+    as_json: bool,
+    explain: bool,
+) -> None:
+    """Ranked, cited hits for QUERY (full text; vectors come with an embedder)."""
+    database = _database()
+    if database.server is not None:
+        database.server.start()
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, api_key)
+        hits = search(
+            conn, query, k=k, as_of=as_of.replace(tzinfo=UTC) if as_of else None, groups=groups or None
+        )
+    if as_json:
+        for hit in hits:
+            click.echo(json.dumps(dataclasses.asdict(hit), default=str, ensure_ascii=False))
+    else:
+        _print_hits(hits, explain=explain)
+
+
 @main.command("eval")
 @click.argument("golden_file", type=click.Path(path_type=Path))
 @click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
@@ -239,3 +315,21 @@ def demo() -> None:
     click.echo("and ask who you are (authentication is per transaction):")
     click.echo(f"  begin; select vera.authenticate('{demo_tenant.api_key}');")
     click.echo("  select group_id, group_kind, group_name, role from vera.whoami(); commit;")
+
+    corpus = read_corpus(example_dir() / "corpus.json")
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, demo_tenant.api_key)
+        report = load_corpus(conn, demo_tenant.group_id, corpus)
+        conn.commit()
+    click.echo(
+        f"\nexample corpus ({corpus['organisation']}, fictional): {report.sources} sources, "
+        f"{report.episodes - report.unchanged} episodes loaded now, {report.unchanged} unchanged"
+    )
+    for question, as_of in DEMO_QUESTIONS:
+        with connect(database.app_dsn) as conn:
+            authenticate(conn, demo_tenant.api_key)
+            hits = search(conn, question, k=3, as_of=as_of)
+        when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
+        click.echo(f"\n? {question}{when}")
+        _print_hits(hits, explain=False)
+    click.echo(f'\nAsk your own: VERA_API_KEY={demo_tenant.api_key} vera search "who owns ledger-db?"')

@@ -34,6 +34,15 @@ class LoadReport:
     claims: int
 
 
+def example_dir(name: str = "lumen") -> Path:
+    """The bundled example corpus (in the wheel, or in a checkout)."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "_examples" / name, here.parents[4] / "examples" / name):
+        if (candidate / "corpus.json").is_file():
+            return candidate
+    raise InvalidArgumentError(f"the example corpus {name!r} was not found next to the vera_client package")
+
+
 def read_corpus(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
