@@ -144,3 +144,37 @@ def test_migrated_database_is_usable_by_the_application_role(fresh: Database) ->
     with psycopg.connect(fresh.dsn("vera_app")) as conn:
         conn.execute("select vera.authenticate(%s)", (key,))
         assert conn.execute("select count(*) from vera.whoami()").fetchone() == (2,)
+
+
+def test_upgrading_a_database_with_vectors_from_0002_keeps_its_data(fresh: Database, tmp_path: Path) -> None:
+    """0003 replaces the shared HNSW and full-text indexes 0002 built; rows and search survive."""
+    only_two = tmp_path / "upto2"
+    only_two.mkdir()
+    for migration in bundle.migrations(RELEASED)[:2]:
+        shutil.copy(migration.path, only_two / migration.name)
+    MigrationRunner(fresh.admin_dsn, migrations_dir=only_two).migrate()
+    with fresh.admin() as conn:
+        org, _, key = conn.execute("select * from vera.create_tenant('Old', 'Owner')").fetchone()  # type: ignore[misc]
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        conn.execute(
+            "select vera.publish_claims(%s, null, %s::jsonb, 'm')",
+            (org, '[{"subject": "api", "predicate": "runs on", "object": "blue", "embedding": [1, 0, 0]}]'),
+        )
+        conn.commit()
+    with fresh.admin() as conn:
+        assert conn.execute(
+            "select to_regclass('vera.facts_embedding_3_hnsw_idx') is not null"
+        ).fetchone() == (True,)
+    MigrationRunner(fresh.admin_dsn).migrate()
+    with fresh.admin() as conn:
+        indexes = {
+            row[0] for row in conn.execute("select indexname from pg_indexes where schemaname = 'vera'")
+        }
+    assert "facts_embedding_3_hnsw_idx" not in indexes and "facts_tsv_idx" not in indexes
+    assert {"facts_group_tsv_idx", "chunks_group_tsv_idx", "entities_name_embedding_3_hnsw_idx"} <= indexes
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        hits = conn.execute("select text from vera.search(query_embedding => '[1,0,0]'::vector)").fetchall()
+        assert len(hits) == 1
+        conn.rollback()
