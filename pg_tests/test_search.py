@@ -245,6 +245,12 @@ def test_an_embedding_of_the_wrong_dimension_or_model_is_refused(world: World, c
     assert error.value.sqlstate == "VE001"
 
 
+def test_many_candidates_keep_the_search_breadth_in_range(world: World, corpus: Corpus) -> None:
+    with caller(world.db, world.a.viewer_key) as conn:
+        hits = search(conn, "billing", embedding=embed("billing"), groups=[corpus.group], k=5, candidates=5000)
+    assert 0 < len(hits) <= 5
+
+
 def test_stopwords_punctuation_and_distant_instants_give_empty_results(world: World, corpus: Corpus) -> None:
     with caller(world.db, world.a.viewer_key) as conn:
         assert search(conn, "the of and is", groups=[corpus.group]) == []

@@ -1073,7 +1073,7 @@ begin
       into stage_one
       from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
-                                  n, coalesce(ef_search, greatest(100, n))) c;
+                                  n, coalesce(ef_search, least(greatest(100, n), 1000))) c;
     if stage_one.kinds is null then
         return;
     end if;
