@@ -154,13 +154,17 @@ def test_db_maintain_builds_the_per_group_vector_indexes(demo_db: Database) -> N
             "insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text, embedding,"
             " tier, authority, verification, lifecycle)"
             " select %s, entity_id, 'IS', i::text, 'e is ' || i, ('[' || i || ',1,1]')::vector, 1, 1, 'auto',"
-            " 'published' from vera.entities, generate_series(1, 30) i where group_id = %s",
+            " 'published' from vera.entities, generate_series(1, 5000) i where group_id = %s",
             (group, group),
         )
-    built = _run(["db", "maintain", "--min-rows", "20"], env)
+    status = _run(["db", "status"], env).output
+    assert "vector indexes" in status and "1 due: run vera db maintain" in status
+    assert "have no vector index of their own yet" in _run(["db", "migrate"], env).output
+    built = _run(["db", "maintain"], env)
     assert built.exit_code == 0, built.output
-    assert "building facts_3_o_" in built.output and "30 vectors of 3 dimensions in facts" in built.output
-    again = _run(["db", "maintain", "--min-rows", "20"], env)
+    assert "building facts_3_o_" in built.output and "5,000 vectors of 3 dimensions in facts" in built.output
+    assert "vector indexes" not in _run(["db", "status"], env).output
+    again = _run(["db", "maintain"], env)
     assert "nothing to build" in again.output
     refused = _run(["db", "maintain", "--min-rows", "0"], env)
     assert refused.exit_code != 0 and "Traceback" not in refused.output

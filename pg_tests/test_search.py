@@ -247,7 +247,9 @@ def test_an_embedding_of_the_wrong_dimension_or_model_is_refused(world: World, c
 
 def test_many_candidates_keep_the_search_breadth_in_range(world: World, corpus: Corpus) -> None:
     with caller(world.db, world.a.viewer_key) as conn:
-        hits = search(conn, "billing", embedding=embed("billing"), groups=[corpus.group], k=5, candidates=5000)
+        hits = search(
+            conn, "billing", embedding=embed("billing"), groups=[corpus.group], k=5, candidates=5000
+        )
     assert 0 < len(hits) <= 5
 
 

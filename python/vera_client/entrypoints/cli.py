@@ -136,6 +136,9 @@ def status() -> None:
         click.echo(f"  {state.migration.name:<40} {mark}")
     queue = runner.job_queue_version()
     click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
+    due = provisioning.missing_vector_indexes(database.admin_dsn)
+    if due:
+        click.echo(f"  {'vector indexes':<40} {len(due)} due: run vera db maintain")
 
 
 @db.command()
@@ -157,6 +160,9 @@ def migrate() -> None:
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
     if not applied:
         click.echo("nothing to migrate: the database is up to date")
+    due = provisioning.missing_vector_indexes(database.admin_dsn)
+    if due:
+        click.echo(f"{len(due)} large groups have no vector index of their own yet: run vera db maintain")
 
 
 @db.command()

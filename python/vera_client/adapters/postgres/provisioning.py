@@ -57,6 +57,17 @@ class VectorIndexBuild:
     index_name: str
 
 
+def missing_vector_indexes(admin_dsn: str, min_rows: int = 5000) -> list[VectorIndexBuild]:
+    """The per-group HNSW indexes that are due (none before the read-path migration)."""
+    with connect(admin_dsn) as conn, translated_errors():
+        if conn.execute("select to_regprocedure('vera.missing_vector_indexes(integer)')").fetchone() == (
+            None,
+        ):
+            return []
+        rows = conn.execute(query("missing_vector_indexes"), {"min_rows": min_rows}).fetchall()
+    return [VectorIndexBuild(g, t, d, n, i) for g, t, d, n, i, _ in rows]
+
+
 def build_missing_vector_indexes(
     admin_dsn: str, min_rows: int = 5000, on_build: Callable[[VectorIndexBuild], None] | None = None
 ) -> list[VectorIndexBuild]:
