@@ -14,7 +14,8 @@ Then, for a few hundred queries drawn from one tenant's facts, measures:
   the tenant may see;
 - the same for a few settings of the knobs (ef_search, candidates N).
 
-    .venv/bin/python benchmarks/search_latency.py [--facts 100000] [--queries 300]
+    .venv/bin/python benchmarks/search_latency.py [--facts 100000] [--queries 300] \\
+        [--settings 40:default,20:default,40:40,100:default,100:200]
 """
 
 from __future__ import annotations
@@ -327,7 +328,11 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the database of this size")
-    parser.add_argument("--knobs", action="store_true", help="also sweep ef_search and candidates")
+    parser.add_argument(
+        "--settings",
+        default="40:default",
+        help="candidates:ef_search pairs to measure, comma-separated (ef_search 'default' = max(100, N))",
+    )
     args = parser.parse_args()
     bench, corpus, build_seconds = build(args.facts, args.rebuild)
     with bench.admin() as conn:
@@ -345,9 +350,10 @@ def main() -> None:
     print(
         f"{len(queries)} queries as tenant 0's owner (10% of the rows), k = 10; the floor runs ef_search 40"
     )
-    settings: list[tuple[int, int | None]] = [(40, None)]
-    if args.knobs:
-        settings += [(20, None), (40, 40), (100, None), (100, 200)]
+    settings: list[tuple[int, int | None]] = [
+        (int(n), None if ef == "default" else int(ef))
+        for n, ef in (setting.split(":") for setting in args.settings.split(","))
+    ]
     print("| candidates N | ef_search | vera.search p50 / p95 | floor p50 / p95 (HNSW + FTS) | ratio p50 "
           "| tenant-filtered floor p50 / p95 | recall@10 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|")
