@@ -338,4 +338,10 @@ def demo() -> None:
         when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
         click.echo(f"\n? {question}{when}")
         _print_hits(hits, explain=False)
-    click.echo(f'\nAsk your own: VERA_API_KEY={demo_tenant.api_key} vera search "who owns ledger-db?"')
+    installed = Path(sys.executable).with_name("vera")
+    vera = shlex.quote(str(installed)) if installed.exists() else "vera"
+    click.echo(
+        f'\nAsk your own: VERA_API_KEY={demo_tenant.api_key} {vera} search "who owns ledger-db?" --explain'
+    )
+    golden = example_dir() / "golden.toml"
+    click.echo(f"Score the golden set: VERA_API_KEY={demo_tenant.api_key} {vera} eval {golden}")
