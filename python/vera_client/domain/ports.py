@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from vera_client.domain.models import ServerStatus
@@ -44,4 +45,22 @@ class GraphProjection(Protocol):
 
     def remove_edges(self, group_id: str, edge_ids: list[str]) -> int:
         """Remove the edges of these facts; return how many existed."""
+        ...
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of one model and dimension (a group pins both)."""
+
+    @property
+    def model(self) -> str:
+        """The model's name, as groups pin it."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text, in order."""
         ...

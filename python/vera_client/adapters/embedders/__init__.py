@@ -1,0 +1,1 @@
+"""Embedders, one adapter per provider, each satisfying domain.ports.Embedder."""
