@@ -16,11 +16,13 @@ from typing import ParamSpec, TypeVar
 import click
 import pydantic
 
+from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.postgres import provisioning
 from vera_client.adapters.postgres.corpus import example_dir, load_corpus, read_corpus
 from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.adapters.postgres.evaluation import evaluate_golden_set
-from vera_client.adapters.postgres.search import authenticate, search
+from vera_client.adapters.postgres.hybrid import hybrid_search
+from vera_client.adapters.postgres.search import authenticate
 from vera_client.bootstrap import Database, build_database
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
@@ -34,8 +36,8 @@ DEMO_ORGANISATION = "Demo Organisation"
 DEMO_OWNER = "Demo Owner"
 DEMO_KEY_NAME = "demo key"
 DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
-    ("Where does billing-api run?", None),
-    ("Where did billing-api run before the migration?", datetime(2026, 6, 1, tzinfo=UTC)),
+    ("Which cluster does billing-api run on?", None),
+    ("Which cluster did billing-api run on before the migration?", datetime(2026, 6, 1, tzinfo=UTC)),
     ("route-planner chạy trên cụm nào?", None),
 ]
 
@@ -235,13 +237,13 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     as_json: bool,
     explain: bool,
 ) -> None:
-    """Ranked, cited hits for QUERY (full text; vectors come with an embedder)."""
+    """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here)."""
     database = _database()
     if database.server is not None:
         database.server.start()
     with connect(database.app_dsn) as conn:
         authenticate(conn, api_key)
-        hits = search(
+        hits = hybrid_search(
             conn, query, k=k, as_of=as_of.replace(tzinfo=UTC) if as_of else None, groups=groups or None
         )
     if as_json:
@@ -325,7 +327,8 @@ def demo() -> None:
     corpus = read_corpus(example_dir() / "corpus.json")
     with connect(database.app_dsn) as conn:
         authenticate(conn, demo_tenant.api_key)
-        report = load_corpus(conn, demo_tenant.group_id, corpus)
+        # the local embedder: the demo's group pins all-MiniLM-L6-v2 and search is hybrid
+        report = load_corpus(conn, demo_tenant.group_id, corpus, LocalMiniLMEmbedder())
         conn.commit()
     click.echo(
         f"\nexample corpus ({corpus['organisation']}, fictional): {report.sources} sources, "
@@ -334,7 +337,7 @@ def demo() -> None:
     for question, as_of in DEMO_QUESTIONS:
         with connect(database.app_dsn) as conn:
             authenticate(conn, demo_tenant.api_key)
-            hits = search(conn, question, k=3, as_of=as_of)
+            hits = hybrid_search(conn, question, k=3, as_of=as_of)
         when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
         click.echo(f"\n? {question}{when}")
         _print_hits(hits, explain=False)

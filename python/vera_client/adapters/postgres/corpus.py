@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 from vera_client.adapters.postgres.errors import translated_errors
 from vera_client.adapters.postgres.queries import query
 from vera_client.domain.errors import InvalidArgumentError
+from vera_client.domain.ports import Embedder
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,8 +74,21 @@ def _source_id(conn: psycopg.Connection, group: str, source: dict[str, Any]) -> 
     return row[0]
 
 
-def load_corpus(conn: psycopg.Connection, group: str, corpus: dict[str, Any]) -> LoadReport:
-    """Write the bundle into group through the SQL API, in the caller's authenticated transaction."""
+def _with_embeddings(
+    items: list[dict[str, Any]], field: str, embedder: Embedder | None
+) -> list[dict[str, Any]]:
+    if embedder is None:
+        return items
+    vectors = embedder.embed([item[field] for item in items])
+    return [{**item, "embedding": vector} for item, vector in zip(items, vectors, strict=True)]
+
+
+def load_corpus(
+    conn: psycopg.Connection, group: str, corpus: dict[str, Any], embedder: Embedder | None = None
+) -> LoadReport:
+    """Write the bundle into group through the SQL API, in the caller's authenticated
+    transaction; with an embedder, passages and facts carry its vectors (the group pins it)."""
+    model = embedder.model if embedder is not None else None
     episodes = unchanged = passages = claims = 0
     with translated_errors():
         for source in corpus["sources"]:
@@ -106,15 +120,17 @@ def load_corpus(conn: psycopg.Connection, group: str, corpus: dict[str, Any]) ->
                 if episode.get("chunks"):
                     conn.execute(
                         query("store_chunks"),
-                        {"group": group, "episode": episode_id, "chunks": Jsonb(episode["chunks"]),
-                         "embedding_model": None},
+                        {"group": group, "episode": episode_id,
+                         "chunks": Jsonb(_with_embeddings(episode["chunks"], "text", embedder)),
+                         "embedding_model": model},
                     )  # fmt: skip
                     passages += len(episode["chunks"])
                 if episode.get("claims"):
                     conn.execute(
                         query("publish_claims"),
-                        {"group": group, "episode": episode_id, "claims": Jsonb(episode["claims"]),
-                         "embedding_model": None},
+                        {"group": group, "episode": episode_id,
+                         "claims": Jsonb(_with_embeddings(episode["claims"], "fact_text", embedder)),
+                         "embedding_model": model},
                     )  # fmt: skip
                     claims += len(episode["claims"])
     return LoadReport(

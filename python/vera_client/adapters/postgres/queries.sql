@@ -105,3 +105,10 @@ select vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s
 -- name: publish_claims
 -- A batch of claims of an episode, all or nothing.
 select count(*) from vera.publish_claims(%(group)s, %(episode)s, %(claims)s, %(embedding_model)s);
+
+-- name: pinned_models
+-- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
+select distinct embedding_model, embedding_dim
+from vera.groups
+where group_id = any (coalesce(%(groups)s::text[], vera.readable_groups())) and embedding_model is not null
+order by 1;

@@ -20,6 +20,13 @@ def authenticate(conn: psycopg.Connection, api_key: str) -> None:
         conn.execute(query("authenticate"), {"key": api_key})
 
 
+def pinned_models(conn: psycopg.Connection, groups: Sequence[str] | None = None) -> list[tuple[str, int]]:
+    """The (model, dimension) pairs pinned by the groups searched (default: every readable one)."""
+    with translated_errors():
+        rows = conn.execute(query("pinned_models"), {"groups": list(groups) if groups is not None else None})
+        return [(row[0], row[1]) for row in rows.fetchall()]
+
+
 def vector_text(values: Sequence[float]) -> str:
     """pgvector's text form of a vector."""
     return "[" + ",".join(repr(float(v)) for v in values) + "]"
