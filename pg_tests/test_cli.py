@@ -205,3 +205,31 @@ def test_search_mistakes_are_one_line(demo_db: Database, args: list[str], messag
     result = _run(args, {**env, "VERA_API_KEY": key[0]})
     assert result.exit_code == 1
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_feedback_and_calibrate_from_the_command_line(demo_db: Database) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    key = KEY.search(_run(["demo"], env).output)
+    assert key is not None
+    env["VERA_API_KEY"] = key[0]
+    question = "who owns ledger-db?"
+    hits = [
+        json.loads(line) for line in _run(["search", question, "--json", "-k", "4"], env).output.splitlines()
+    ]
+    for position, hit in enumerate(hits):
+        vote = "up" if position == 0 else "down"
+        voted = _run(["feedback", hit["kind"], hit["item_id"], vote, "--query", question], env)
+        assert voted.exit_code == 0, voted.output
+        assert f"recorded {vote} on {hit['kind']}" in voted.output and "relevance" in voted.output
+    again = _run(["feedback", hits[0]["kind"], hits[0]["item_id"], "up", "--query", question], env)
+    assert "replaced the earlier vote" in again.output
+    group = hits[0]["group_id"]
+    kept = _run(["calibrate", group, "--min-samples", "4"], env)
+    assert kept.exit_code == 0, kept.output
+    assert "votes: 4 (1 up, 3 down)" in kept.output and "kept as the active weight set" in kept.output
+    waiting = _run(["calibrate", group], env)  # default minimum: 50 votes
+    assert "not kept" in waiting.output
+    unknown = _run(
+        ["feedback", "fact", "00000000-0000-0000-0000-000000000000", "up", "--query", question], env
+    )
+    assert unknown.exit_code == 1 and "not among the first 100 hits" in unknown.output

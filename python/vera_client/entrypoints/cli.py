@@ -12,12 +12,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ParamSpec, TypeVar
+from uuid import UUID
 
 import click
 import pydantic
 
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres import provisioning, ranking
 from vera_client.adapters.postgres.corpus import example_dir, load_corpus, read_corpus
 from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.adapters.postgres.evaluation import evaluate_golden_set
@@ -251,6 +252,49 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
             click.echo(json.dumps(dataclasses.asdict(hit), default=str, ensure_ascii=False))
     else:
         _print_hits(hits, explain=explain)
+
+
+@main.command("feedback")
+@click.argument("kind", type=click.Choice(["fact", "passage"]))
+@click.argument("item_id", type=click.UUID)
+@click.argument("vote", type=click.Choice(["up", "down"]))
+@click.option("--query", "text", required=True, help="The query the hit answered.")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal who votes.")
+@friendly_errors
+def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
+    """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
+    database = _database()
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, api_key)
+        recorded = ranking.record_feedback(conn, kind, item_id, text, vote)
+        conn.commit()
+    verb = "recorded" if recorded.created else "replaced the earlier vote with"
+    click.echo(f"{verb} {vote} on {kind} {item_id} in {recorded.group_id}")
+    click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
+
+
+@main.command("calibrate")
+@click.argument("group")
+@click.option("--min-samples", type=click.IntRange(min=1), help="Votes needed to keep the weights.")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of GROUP.")
+@friendly_errors
+def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
+    """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
+    database = _database()
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, api_key)
+        result = ranking.calibrate_weights(conn, group, min_samples)
+        conn.commit()
+    click.echo(f"votes: {result.sample_count} ({result.helpful} up, {result.unhelpful} down)")
+    if result.separation:
+        click.echo("separation: " + "  ".join(f"{n} {v:+.3f}" for n, v in result.separation.items()))
+    if result.weights:
+        shown = {n: v for n, v in result.weights.items() if n != "half_life"}
+        click.echo("weights:    " + "  ".join(f"{n} {float(v):.3f}" for n, v in shown.items()))
+    if result.persisted:
+        click.echo(f"kept as the active weight set {result.weight_set_id}: search uses it from now on")
+    else:
+        click.echo("not kept: it needs both kinds of vote, a separating signal and enough votes")
 
 
 @main.command("eval")

@@ -112,3 +112,14 @@ select distinct embedding_model, embedding_dim
 from vera.groups
 where group_id = any (coalesce(%(groups)s::text[], vera.readable_groups())) and embedding_model is not null
 order by 1;
+
+-- name: record_feedback
+-- The caller's vote on a hit of a query (the signals are recomputed in SQL).
+select feedback_id, group_id, signals, created
+from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
+                          %(embedding)s::vector, null, null, %(embedding_model)s);
+
+-- name: calibrate_weights
+-- Weights derived from a group's votes; kept as the active set above the minimum sample count.
+select weight_set_id, persisted, sample_count, helpful, unhelpful, weights, separation
+from vera.calibrate_weights(%(group)s, %(min_samples)s);
