@@ -301,14 +301,14 @@ ISOLATION_TESTED = {
     "default_weights()": "test_search (pure)",
     "lexical_query(text)": "test_search (pure)",
     "active_weights(text)": "test_feedback",
-    "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,real,real,integer)": "test_search",
+    "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,double precision,double precision,integer)": "test_search",
     "record_feedback(vera.item_kind,uuid,text,text,vector,timestamp with time zone,text[],text)": "test_feedback",
     "calibrate_weights(text,integer)": "test_feedback",
     "reset_weights(text)": "test_feedback",
     "create_snapshot(text,text)": "test_snapshots",
     "list_snapshots(text)": "test_snapshots",
     "drop_snapshot(text,text)": "test_snapshots",
-    "search_snapshot(text,text,text,vector,integer,integer,integer,text,real,real)": "test_snapshots",
+    "search_snapshot(text,text,text,vector,integer,integer,integer,text,double precision,double precision)": "test_snapshots",
 }
 
 

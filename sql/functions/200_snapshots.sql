@@ -199,8 +199,8 @@ create or replace function vera.search_snapshot(
     k_rrf integer default 1,
     candidates integer default null,
     embedding_model text default null,
-    lexical_weight real default 1,
-    vector_weight real default 1)
+    lexical_weight double precision default 1,
+    vector_weight double precision default 1)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
     subject text, predicate text, object text, score real,
@@ -264,7 +264,8 @@ begin
     return query select * from vera.blend(items, jsonb_build_object('*', frozen.weights), frozen.created_at, k);
 end
 $$;
-comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real) is
+comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
+                                         double precision, double precision) is
     'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
 
 reset role;

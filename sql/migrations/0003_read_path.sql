@@ -1033,8 +1033,8 @@ create or replace function vera.search(
     k_rrf integer default 1,
     candidates integer default null,
     embedding_model text default null,
-    lexical_weight real default 1,
-    vector_weight real default 1,
+    lexical_weight double precision default 1,
+    vector_weight double precision default 1,
     ef_search integer default null)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
@@ -1097,7 +1097,7 @@ begin
 end
 $$;
 comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,
-                                 real, real, integer) is
+                                 double precision, double precision, integer) is
     'Hybrid search (lexical + vector, RRF, six-signal blend) over the caller''s readable groups, as of an instant';
 
 -- Internal: the groups a search covers: all the caller reads, or the ones
@@ -1131,7 +1131,7 @@ comment on function vera.search_targets(text[]) is 'Internal: the groups a searc
 -- candidates each half retrieves.
 create or replace function vera.check_search_arguments(
     query text, query_embedding public.vector, k integer, as_of timestamptz, k_rrf integer, candidates integer,
-    lexical_weight real, vector_weight real, ef_search integer)
+    lexical_weight double precision, vector_weight double precision, ef_search integer)
 returns integer
 language plpgsql immutable
 set search_path = vera, public, pg_temp
@@ -1155,9 +1155,10 @@ begin
     if candidates is not null and (candidates < 1 or candidates > 10000) then
         raise exception 'candidates must be between 1 and 10000, got %', candidates using errcode = '22023';
     end if;
-    if lexical_weight is null or vector_weight is null or lexical_weight < 0 or vector_weight < 0
-       or lexical_weight + vector_weight = 0 or lexical_weight = 'Infinity' or vector_weight = 'Infinity' then
-        raise exception 'lexical_weight and vector_weight must be finite, non-negative and not both 0'
+    -- "between" also refuses NaN, which PostgreSQL sorts above every number
+    if not coalesce(lexical_weight between 0 and 1000000 and vector_weight between 0 and 1000000, false)
+       or lexical_weight + vector_weight = 0 then
+        raise exception 'lexical_weight and vector_weight must be finite, between 0 and 1000000, and not both 0'
             using errcode = '22023';
     end if;
     if ef_search is not null and (ef_search < 1 or ef_search > 1000) then
@@ -1166,8 +1167,8 @@ begin
     return coalesce(candidates, 4 * k);
 end
 $$;
-comment on function vera.check_search_arguments(text, public.vector, integer, timestamptz, integer, integer, real,
-                                                 real, integer) is
+comment on function vera.check_search_arguments(text, public.vector, integer, timestamptz, integer, integer,
+                                                 double precision, double precision, integer) is
     'Internal: checks search arguments (22023, 22001); returns the candidates per half';
 
 -- Internal: the searched groups whose pinned embedding matches the query
@@ -1577,8 +1578,8 @@ create or replace function vera.search_snapshot(
     k_rrf integer default 1,
     candidates integer default null,
     embedding_model text default null,
-    lexical_weight real default 1,
-    vector_weight real default 1)
+    lexical_weight double precision default 1,
+    vector_weight double precision default 1)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
     subject text, predicate text, object text, score real,
@@ -1642,7 +1643,8 @@ begin
     return query select * from vera.blend(items, jsonb_build_object('*', frozen.weights), frozen.created_at, k);
 end
 $$;
-comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real) is
+comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
+                                         double precision, double precision) is
     'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
 
 reset role;
@@ -1828,14 +1830,16 @@ grant execute on function
     vera.default_weights(),
     vera.active_weights(text),
     vera.lexical_query(text),
-    vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, real, real, integer),
+    vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
+                double precision, integer),
     vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text),
     vera.calibrate_weights(text, integer),
     vera.reset_weights(text),
     vera.create_snapshot(text, text),
     vera.list_snapshots(text),
     vera.drop_snapshot(text, text),
-    vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real)
+    vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, double precision,
+                         double precision)
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;

@@ -57,14 +57,16 @@ grant execute on function
     vera.default_weights(),
     vera.active_weights(text),
     vera.lexical_query(text),
-    vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, real, real, integer),
+    vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
+                double precision, integer),
     vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text),
     vera.calibrate_weights(text, integer),
     vera.reset_weights(text),
     vera.create_snapshot(text, text),
     vera.list_snapshots(text),
     vera.drop_snapshot(text, text),
-    vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, real, real)
+    vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, double precision,
+                         double precision)
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
