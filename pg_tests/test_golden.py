@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from pg_tests.conftest import ROOT, Database
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.postgres.corpus import load_corpus, read_corpus
+from vera_client.domain.errors import InvalidArgumentError
 from vera_client.entrypoints.cli import main
 
 EXAMPLE = ROOT / "examples" / "lumen"
@@ -103,6 +104,8 @@ def test_a_wrong_answer_ranked_first_is_a_miss(loaded: Loaded, tmp_path: Path) -
         ("[thresholds]\nrecall = 0.5\n[[query]]\ntext = 'q'\nexpect = ['x']\n", "unknown threshold 'recall'"),
         ("not toml at all [", "is not valid TOML"),
         ("", "no [[query]] entries"),
+        ('query = "just a string"\n', "queries must be [[query]] tables"),
+        ('settings = 5\n[[query]]\ntext = "q"\nexpect = ["x"]\n', "[settings] must be a table"),
     ],
 )
 def test_a_malformed_golden_set_is_one_line(
@@ -114,6 +117,14 @@ def test_a_malformed_golden_set_is_one_line(
     assert result.exit_code == 1
     assert message in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_malformed_corpus_is_one_error(db: Database, loaded: Loaded) -> None:
+    with db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (loaded.env["VERA_API_KEY"],))
+        with pytest.raises(InvalidArgumentError, match="malformed corpus"):
+            load_corpus(conn, loaded.organisation, {"sources": [{"name": "no kind or tier"}]})
+        conn.rollback()
 
 
 def test_a_bad_key_is_one_line(loaded: Loaded) -> None:

@@ -99,6 +99,12 @@ def load_golden_set(path: Path) -> GoldenSet:
         raise InvalidArgumentError(f"cannot read golden set {path}: {exc.strerror}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InvalidArgumentError(f"{path} is not valid TOML: {exc}") from exc
+    for table in ("settings", "thresholds"):
+        if not isinstance(data.get(table, {}), dict):
+            raise InvalidArgumentError(f"{path}: [{table}] must be a table")
+    raw_queries = data.get("query", [])
+    if not isinstance(raw_queries, list) or not all(isinstance(raw, dict) for raw in raw_queries):
+        raise InvalidArgumentError(f"{path}: queries must be [[query]] tables")
     settings = data.get("settings", {})
     k = settings.get("k", 5)
     if not isinstance(k, int) or not 1 <= k <= 100:
@@ -111,7 +117,6 @@ def load_golden_set(path: Path) -> GoldenSet:
         )
     if not all(isinstance(v, int | float) and 0 <= v <= 1 for v in thresholds.values()):
         raise InvalidArgumentError(f"{path}: thresholds must be numbers from 0 to 1")
-    raw_queries = data.get("query", [])
     if not raw_queries:
         raise InvalidArgumentError(f"{path}: no [[query]] entries")
     queries = []

@@ -86,6 +86,18 @@ def _with_embeddings(
 def load_corpus(
     conn: psycopg.Connection, group: str, corpus: dict[str, Any], embedder: Embedder | None = None
 ) -> LoadReport:
+    """Write the bundle into group (see _load); a malformed bundle is one InvalidArgumentError."""
+    try:
+        return _load(conn, group, corpus, embedder)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InvalidArgumentError(
+            f"malformed corpus: sources need name, kind and tier; episodes need external_id ({exc!r})"
+        ) from exc
+
+
+def _load(
+    conn: psycopg.Connection, group: str, corpus: dict[str, Any], embedder: Embedder | None
+) -> LoadReport:
     """Write the bundle into group through the SQL API, in the caller's authenticated
     transaction; with an embedder, passages and facts carry its vectors (the group pins it)."""
     model = embedder.model if embedder is not None else None
