@@ -4,6 +4,13 @@
     VERA_DB__ADMIN_DSN=postgresql://dba@db.internal/vera   # who runs migrations
     VERA_DB__DATA_DIR=/srv/vera/postgres                   # embedded server's data
     VERA_DB__TCP=true                                      # embedded: also listen on 127.0.0.1
+    VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage
+    VERA_EMBEDDER__API_KEY=sk-...                          # or the provider's own variable (OPENAI_API_KEY)
+    VERA_EMBEDDER__RESILIENCE__TIMEOUT_SECONDS=20          # per call: breaker, bucket, retry, timeout
+    VERA_RERANKER__PROVIDER=voyage                         # none | llm | voyage
+    VERA_CACHE__VALKEY_URL=valkey://127.0.0.1:6379/0       # shared embedding cache beside the in-process one
+    VERA_OBJECTS__BACKEND=s3                               # local | s3
+    VERA_MEMORY__GRAPH_BACKEND=falkordb                    # none | falkordb | neo4j
 
 Only the composition root (bootstrap.py) and the CLI build settings.
 """
@@ -12,8 +19,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -60,6 +68,91 @@ class DbSettings(BaseModel):
         return self.dsn is None and self.admin_dsn is None
 
 
+def default_objects_dir() -> Path:
+    """Where the local object store keeps raw source bytes (beside the embedded data)."""
+    return default_data_dir().parent / "objects"
+
+
+class ResilienceSettings(BaseModel):
+    """The chain every call to one provider goes through, outermost first."""
+
+    breaker_failures: int = Field(default=5, ge=1, description="consecutive failures that open the circuit")
+    breaker_reset_seconds: float = Field(default=30.0, gt=0, description="how long an open circuit refuses")
+    rate_per_second: float = Field(default=10.0, gt=0, description="token bucket refill rate")
+    burst: int = Field(default=20, ge=1, description="token bucket capacity")
+    max_retries: int = Field(default=4, ge=0, le=20)
+    retry_base_seconds: float = Field(default=0.5, ge=0)
+    retry_max_seconds: float = Field(default=20.0, ge=0)
+    timeout_seconds: float = Field(default=30.0, gt=0, description="one attempt's deadline")
+
+
+class EmbedderSettings(BaseModel):
+    """Which embedder computes vectors; a group's pin must match its model and dimension."""
+
+    provider: Literal["local", "deterministic", "openai", "voyage"] = "local"
+    model: str | None = Field(default=None, description="defaults per provider")
+    dim: int | None = Field(default=None, ge=1, le=16000, description="defaults per model")
+    base_url: str | None = Field(default=None, description="API base URL (a proxy or compatible server)")
+    api_key: SecretStr | None = Field(default=None, description="defaults to OPENAI_API_KEY / VOYAGE_API_KEY")
+    batch_size: int = Field(default=64, ge=1, le=2048)
+    resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+
+
+class RerankerSettings(BaseModel):
+    """Optional stage 3: final = (1 - weight) * blend + weight * reranker score, on the top_n only."""
+
+    provider: Literal["none", "llm", "voyage"] = "none"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    weight: float = Field(default=0.5, ge=0, le=1)
+    top_n: int = Field(default=20, ge=1, le=1000)
+    resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+
+
+class CacheSettings(BaseModel):
+    """Embedding cache: in-process LRU with TTL, optionally backed by a shared Valkey."""
+
+    max_entries: int = Field(default=10_000, ge=0, description="0 turns the in-process cache off")
+    ttl_seconds: float = Field(default=7 * 24 * 3600, gt=0)
+    valkey_url: str | None = None
+
+
+class ObjectStoreSettings(BaseModel):
+    """Where raw source bytes go."""
+
+    backend: Literal["local", "s3"] = "local"
+    root: Path = Field(default_factory=default_objects_dir, description="local backend's folder")
+    bucket: str | None = None
+    prefix: str = ""
+    endpoint_url: str | None = Field(default=None, description="S3-compatible server; AWS when unset")
+    region: str | None = None
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+
+
+class MemorySettings(BaseModel):
+    """The graph that published facts are projected into."""
+
+    graph_backend: Literal["none", "falkordb", "neo4j"] = "none"
+    graph_url: str | None = None
+
+
+class PoolSettings(BaseModel):
+    """The client's connection pool."""
+
+    min_size: int = Field(default=1, ge=0)
+    max_size: int = Field(default=10, ge=1)
+    timeout_seconds: float = Field(default=30.0, gt=0, description="waiting for a free connection")
+
+
+class WorkerSettings(BaseModel):
+    """The Procrastinate worker that ingests sources and runs jobs."""
+
+    concurrency: int = Field(default=2, ge=1, le=64)
+
+
 class VeraSettings(BaseSettings):
     """All of VERA's settings."""
 
@@ -68,3 +161,10 @@ class VeraSettings(BaseSettings):
     )
 
     db: DbSettings = Field(default_factory=DbSettings)
+    pool: PoolSettings = Field(default_factory=PoolSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    reranker: RerankerSettings = Field(default_factory=RerankerSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    objects: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)

@@ -123,6 +123,26 @@ class JobQueueMissingError(VeraError):
     """The job queue (Procrastinate's schema) is not installed: run vera db migrate."""
 
 
+class ProviderError(VeraError):
+    """A model or storage provider (OpenAI, Voyage, S3, Valkey, ...) failed."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider keeps failing: its circuit breaker is open, calls are refused until it cools down."""
+
+
+class ProviderRateLimitedError(ProviderError):
+    """The provider refused with 429 (too many requests) and retries ran out."""
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer in time and retries ran out."""
+
+
+class ProviderResponseError(ProviderError):
+    """The provider answered with an error or a response VERA cannot use (not retried when 4xx)."""
+
+
 # Specific codes first; class-level fallbacks (first two characters) after.
 ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA001": MalformedApiKeyError,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from vera_client.domain.models import ServerStatus
@@ -63,4 +64,25 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RerankScore:
+    """A reranker's relevance for one document, 0..1 (1 = answers the query)."""
+
+    index: int
+    score: float
+
+
+class Reranker(Protocol):
+    """Scores (query, document) pairs as a cross-encoder would: stage 3 of search."""
+
+    @property
+    def model(self) -> str:
+        """The model's name."""
+        ...
+
+    def rerank(self, query: str, documents: Sequence[str]) -> list[RerankScore]:
+        """One score per document, in the order of the documents, each 0..1."""
         ...
