@@ -1,0 +1,1 @@
+"""Rerankers, one adapter per provider, each satisfying domain.ports.Reranker."""
