@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from pg_tests.conftest import Database
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
-from vera_client.entrypoints.cli import main
+from vera_worker.entrypoints.cli import main
 
 KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
 
@@ -56,14 +56,16 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     assert "psql" in first.output and "vera.authenticate" in first.output
     first_key = KEY.search(first.output)
     # the example corpus, loaded and asked; as of before the migration the old cluster answers
-    assert "6 episodes loaded now" in first.output
+    # ingested through the worker: every file once, with progress
+    assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed" in first.output
+    assert "[1/1] services.csv: 0 passages, 12 claims, 12 embeddings" in first.output
     assert "billing-api runs on k8s-hanoi-2" in first.output
     assert "billing-api runs on vm-cluster-1" in first.output and "superseded" in first.output
     assert "Dịch vụ route-planner chạy trên cụm k8s-hanoi-1" in first.output
     second = _run(["demo"], env)
     assert second.exit_code == 0, second.output
     assert "migrations: 0 applied now" in second.output
-    assert "0 episodes loaded now, 6 unchanged" in second.output
+    assert "6 files: 0 ingested, 6 unchanged" in second.output
     second_key = KEY.search(second.output)
     assert first_key and second_key and first_key[0] != second_key[0]
     with psycopg.connect(demo_db.dsn("vera_app")) as conn:

@@ -178,3 +178,34 @@ def test_upgrading_a_database_with_vectors_from_0002_keeps_its_data(fresh: Datab
         hits = conn.execute("select text from vera.search(query_embedding => '[1,0,0]'::vector)").fetchall()
         assert len(hits) == 1
         conn.rollback()
+
+
+def test_upgrading_from_0003_retires_snapshots_of_the_old_ranking(fresh: Database, tmp_path: Path) -> None:
+    """0004 changes what search returns (vera-search/2): a snapshot taken before
+    fails closed afterwards instead of answering with other rules; facts keep searching."""
+    only_three = tmp_path / "upto3"
+    only_three.mkdir()
+    for migration in bundle.migrations(RELEASED)[:3]:
+        shutil.copy(migration.path, only_three / migration.name)
+    MigrationRunner(fresh.admin_dsn, migrations_dir=only_three).migrate()
+    with fresh.admin() as conn:
+        org, _, key = conn.execute("select * from vera.create_tenant('Old', 'Owner')").fetchone()  # type: ignore[misc]
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        conn.execute(
+            "select vera.publish_claims(%s, null, %s::jsonb)",
+            (org, '[{"subject": "api", "predicate": "runs on", "object": "blue"}]'),
+        )
+        conn.commit()
+        conn.execute("begin isolation level repeatable read")
+        conn.execute("select vera.authenticate(%s)", (key,))
+        conn.execute("select vera.create_snapshot(%s, 'before')", (org,))
+        conn.commit()
+    MigrationRunner(fresh.admin_dsn).migrate()
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        assert conn.execute("select text from vera.search('api blue')").fetchall() == [("api runs on blue",)]
+        with pytest.raises(psycopg.Error) as stale:
+            conn.execute("select * from vera.search_snapshot(%s, 'before', 'api')", (org,))
+        assert stale.value.sqlstate == "VS001"
+        conn.rollback()

@@ -277,6 +277,47 @@ def test_recency_decays_with_the_half_life(world: World, corpus: Corpus) -> None
     assert slow["recency"] == pytest.approx(math.exp(-math.log(2) * age_days / 60), abs=1e-4)
 
 
+def test_recency_counts_from_the_last_confirmation_by_the_source(world: World) -> None:
+    """A long-standing value that a fresh export states again has not aged;
+    one last stated long ago has (the ranking rule of search version 2)."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'confirmation')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        cmdb = register_source(conn, group, "cmdb", 1)
+        fresh, _, _ = record_episode(conn, group, cmdb, "today.csv", "fresh")  # observed now
+        stale, _, _ = record_episode(conn, group, cmdb, "old.csv", "stale", observed_at="2025-02-01")
+        publish(conn, group, fresh, [claim("ledger-db", "runs on", "db-cluster-a", valid_from="2025-01-01")])
+        publish(conn, group, stale, [claim("queue-db", "runs on", "db-cluster-b", valid_from="2025-01-01")])
+        now = {h["subject"]: h["recency"] for h in search(conn, "runs on", groups=[group])}
+        then = {
+            h["subject"]: h["recency"] for h in search(conn, "runs on", groups=[group], as_of="2025-01-31")
+        }
+    assert now["ledger-db"] == pytest.approx(1.0, abs=1e-3)
+    assert now["queue-db"] < 1e-5
+    # as of an instant before either confirmation, both count from the instant: the latest word on it
+    assert then == {"ledger-db": pytest.approx(1.0), "queue-db": pytest.approx(1.0)}
+
+
+def test_text_of_informational_and_unverified_sources_awaits_verification(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'passage grading')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        for tier in (1, 2, 3, 4):
+            source = register_source(conn, group, f"tier {tier}", tier)
+            episode, _, _ = record_episode(conn, group, source, "page.md", f"tier {tier}")
+            conn.execute("select vera.store_chunks(%s, %s, %s)",
+                         (group, episode, Jsonb([{"text": f"walrus note of tier {tier}"}])))  # fmt: skip
+        graded = {h["citation"]["tier"]: h["verification"] for h in search(conn, "walrus", groups=[group])}
+    assert graded == {
+        1: pytest.approx(0.6),
+        2: pytest.approx(0.6),
+        3: pytest.approx(0.2),
+        4: pytest.approx(0.2),
+    }
+
+
 def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         group = conn.execute(

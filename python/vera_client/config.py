@@ -48,13 +48,16 @@ class DbSettings(BaseModel):
     admin_dsn: str | None = Field(
         default=None, description="DSN used for migrations and provisioning; defaults to dsn"
     )
+    worker_dsn: str | None = Field(
+        default=None, description="DSN of the worker (role vera_worker); defaults to dsn"
+    )
     data_dir: Path = Field(default_factory=default_data_dir)
     database: str = "vera"
     port: int = Field(default=54329, ge=1024, le=65535)
     tcp: bool = False
     connect_timeout: int = Field(default=10, ge=1, le=600)
 
-    @field_validator("dsn", "admin_dsn")
+    @field_validator("dsn", "admin_dsn", "worker_dsn")
     @classmethod
     def _dsn_shape(cls, value: str | None) -> str | None:
         if value is None or value.strip() == "":
@@ -66,11 +69,6 @@ class DbSettings(BaseModel):
     @property
     def embedded(self) -> bool:
         return self.dsn is None and self.admin_dsn is None
-
-
-def default_objects_dir() -> Path:
-    """Where the local object store keeps raw source bytes (beside the embedded data)."""
-    return default_data_dir().parent / "objects"
 
 
 class ResilienceSettings(BaseModel):
@@ -122,7 +120,7 @@ class ObjectStoreSettings(BaseModel):
     """Where raw source bytes go."""
 
     backend: Literal["local", "s3"] = "local"
-    root: Path = Field(default_factory=default_objects_dir, description="local backend's folder")
+    root: Path | None = Field(default=None, description="local backend folder; default: beside the database")
     bucket: str | None = None
     prefix: str = ""
     endpoint_url: str | None = Field(default=None, description="S3-compatible server; AWS when unset")

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/1' $$;
+as $$ select 'vera-search/2' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 
 -- Contract: the blend's default weights and recency half-life.
@@ -97,7 +97,8 @@ comment on function vera.active_weights(text) is 'The active weight set of a gro
 -- Signals, each in [0, 1]. Inlined into the blend (plain SQL, immutable).
 
 -- human-verified 1.0, graded by the pipeline 0.6, awaiting verification 0.2;
--- a passage (raw source text, never graded) counts as graded
+-- a passage (raw source text, never graded) counts as graded when its source
+-- is tier 1-2 (null here) and as awaiting verification when tier 3-4
 create or replace function vera.verification_signal(verification vera.verification)
 returns real
 language sql immutable
@@ -105,9 +106,10 @@ as $$
     select case verification when 'human_verified' then 1.0 when 'pending' then 0.2 else 0.6 end::real
 $$;
 comment on function vera.verification_signal(vera.verification) is
-    'Verification signal: human_verified 1.0, auto (and passages) 0.6, pending 0.2';
+    'Verification signal: human_verified 1.0, auto (and passages of tier 1-2 sources) 0.6, pending 0.2';
 
--- exp(-ln 2 * age / half_life), age from the start of validity to the
+-- exp(-ln 2 * age / half_life), age from since (the blend passes the later
+-- of the start of validity and the last confirmation by the source) to the
 -- reference instant; 0 once the validity has ended at that instant
 create or replace function vera.recency_signal(valid_from timestamptz, valid_to timestamptz,
                                                 reference timestamptz, half_life interval)

@@ -145,9 +145,10 @@ alter function vera.search_candidates(text[], tsquery, text[], public.vector, ti
 
 -- Internal: stage 2, the blend. Relevance is the fused stage-1 score
 -- min-max normalised over the batch (1 when the batch has one score); the
--- other five signals come from each item; weights per group (key "*" for
--- all). Ties fall to the fused score, then to the item id, so equal inputs
--- always give the same order.
+-- other five signals come from each item (a fact's recency counts from the
+-- later of its valid_from and its last confirmation, as of the reference);
+-- weights per group (key "*" for all). Ties fall to the fused score, then
+-- to the item id, so equal inputs always give the same order.
 create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
                                       reference timestamptz, k integer)
 returns table (
@@ -167,8 +168,10 @@ as $$
                (case when b.highest > b.lowest then (b.fused - b.lowest) / (b.highest - b.lowest) else 1 end)::real
                    as relevance_signal,
                vera.verification_signal(b.verification) as verification_score,
-               vera.recency_signal(b.valid_from, b.valid_to, reference, (b.weights ->> 'half_life')::interval)
-                   as recency_signal,
+               vera.recency_signal(
+                   case when b.confirmed_at is null then b.valid_from
+                        else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
+                   b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
                vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score
           from batch b
     ), scored as (
@@ -208,7 +211,7 @@ comment on function vera.next_version_observed(text, uuid, text, integer) is
     'Internal: when the next (not retracted) version of a record was observed';
 
 -- Internal: what the blend reads of each live stage-1 candidate (grading,
--- validity, votes). Text and citation are left out: only the k hits that
+-- validity, last confirmation, votes). Text and citation are left out: only the k hits that
 -- survive the blend need them (vera.hit_details). Runs under RLS.
 create or replace function vera.candidate_signals(
     kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[])
@@ -227,15 +230,19 @@ as $$
     )
     select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
                f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
-               coalesce(v.down_votes, 0), null)::vera.search_item
+               coalesce(v.down_votes, 0), null, stated.observed_at)::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
+      left join vera.episodes stated on stated.group_id = f.group_id and stated.episode_id = f.episode_id
       left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
      where c.kind = 'fact'
     union all
     select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
-               vera.tier_authority(src.trust_tier), null, 1.0, ep.observed_at, next_version.observed_at,
-               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null)::vera.search_item
+               vera.tier_authority(src.trust_tier),
+               -- text of an informational or unverified source awaits verification, as its claims do
+               case when src.trust_tier >= 3 then 'pending'::vera.verification end,
+               1.0, ep.observed_at, next_version.observed_at,
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null)::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id

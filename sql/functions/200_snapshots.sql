@@ -73,18 +73,20 @@ begin
                                 (select array_agg(create_snapshot.group_id) from visible v)) d
     ), inputs as (
         select s.kind, s.item_id, s.group_id, d.text, d.subject, d.predicate, d.object, s.authority,
-               s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation
+               s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation,
+               s.confirmed_at
           from signals s join details d on d.kind = s.kind and d.item_id = s.item_id
     )
     insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
                                      object, tier, authority, verification, confidence, valid_from, valid_to,
-                                     recorded_at, source_id, episode_id, chunk_id, up_votes, down_votes, citation)
+                                     recorded_at, source_id, episode_id, chunk_id, up_votes, down_votes, citation,
+                                     confirmed_at)
     select create_snapshot.group_id, snapshot, i.kind, i.item_id, i.text, coalesce(f.tsv, c.tsv),
            coalesce(f.embedding, c.embedding), i.subject, i.predicate, i.object, (i.citation ->> 'tier')::smallint,
            i.authority, i.verification, i.confidence, i.valid_from, i.valid_to,
            coalesce(f.recorded_at, c.created_at),
            (i.citation -> 'source' ->> 'source_id')::uuid, (i.citation -> 'episode' ->> 'episode_id')::uuid,
-           (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation
+           (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation, i.confirmed_at
       from inputs i
       left join vera.facts f on i.kind = 'fact' and f.group_id = i.group_id and f.fact_id = i.item_id
       left join vera.chunks c on i.kind = 'passage' and c.group_id = i.group_id and c.chunk_id = i.item_id;
@@ -255,7 +257,7 @@ begin
                    coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
                    + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0),
                    i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
-                   i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation)::vera.search_item
+                   i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at)::vera.search_item
           from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, lexical,
                                         case when frozen.embedding_dim is not null then query_embedding end, n) c
           join vera.snapshot_items i

@@ -91,7 +91,11 @@ create type vera.search_item as (
     valid_to     timestamptz,
     up_votes     integer,
     down_votes   integer,
-    citation     jsonb
+    citation     jsonb,
+    -- when the source last stated a fact (its episode's observation); recency
+    -- counts from the later of this and valid_from, so a long-standing value
+    -- that a fresh export still states does not age. Null for passages.
+    confirmed_at timestamptz
 );
 
 reset role;

@@ -48,6 +48,7 @@ create table vera.snapshot_items (
     up_votes      integer not null default 0,
     down_votes    integer not null default 0,
     citation      jsonb,
+    confirmed_at  timestamptz,
     primary key (group_id, snapshot_id, item_kind, item_id),
     foreign key (group_id, snapshot_id) references vera.snapshots (group_id, snapshot_id) on delete cascade
 );

@@ -123,6 +123,10 @@ class JobQueueMissingError(VeraError):
     """The job queue (Procrastinate's schema) is not installed: run vera db migrate."""
 
 
+class SourceUnavailableError(VeraError):
+    """The source cannot be read (its folder is missing or not readable)."""
+
+
 class ProviderError(VeraError):
     """A model or storage provider (OpenAI, Voyage, S3, Valkey, ...) failed."""
 

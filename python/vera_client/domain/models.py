@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from uuid import UUID
 
@@ -79,3 +80,19 @@ class Hit:
     subject: str | None = None
     predicate: str | None = None
     object: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Source:
+    """A registered source: where knowledge comes from and how far it is trusted."""
+
+    group_id: str
+    source_id: UUID
+    kind: str
+    name: str
+    uri: str | None
+    trust_tier: int
+    config: dict[str, object]
+    created_at: datetime
+    retracted_at: datetime | None
+    tracked_records: int

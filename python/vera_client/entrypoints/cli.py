@@ -6,44 +6,39 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import shlex
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import NoReturn, ParamSpec, TypeVar
 from uuid import UUID
 
 import click
+import psycopg
 import pydantic
 
-from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from vera_client.adapters.postgres import provisioning, ranking
-from vera_client.adapters.postgres.corpus import example_dir, load_corpus, read_corpus
+from vera_client.adapters.postgres import provisioning, ranking, sources
 from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.adapters.postgres.evaluation import evaluate_golden_set
 from vera_client.adapters.postgres.hybrid import hybrid_search
+from vera_client.adapters.postgres.queries import query
 from vera_client.adapters.postgres.search import authenticate
 from vera_client.bootstrap import Database, build_database
 from vera_client.config import VeraSettings
-from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_client.domain.errors import (
+    ConfigurationError,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    VeraError,
+)
 from vera_client.domain.golden import load_golden_set
 from vera_client.domain.models import Hit, ServerStatus
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DEMO_ORGANISATION = "Demo Organisation"
-DEMO_OWNER = "Demo Owner"
-DEMO_KEY_NAME = "demo key"
-DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
-    ("Which cluster does billing-api run on?", None),
-    ("Which cluster did billing-api run on before the migration?", datetime(2026, 6, 1, tzinfo=UTC)),
-    ("route-planner chạy trên cụm nào?", None),
-]
 
-
-def _fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     click.echo(f"vera: error: {message}", err=True)
     sys.exit(1)
 
@@ -54,17 +49,17 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except VeraError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         except pydantic.ValidationError as exc:
             problem = exc.errors()[0]
             where = "__".join(str(part) for part in problem["loc"]).upper()
-            _fail(f"invalid setting VERA_{where}: {problem['msg']}")
+            fail(f"invalid setting VERA_{where}: {problem['msg']}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     return wrapper
 
 
-def _database(tcp: bool | None = None) -> Database:
+def database_from_env(tcp: bool | None = None) -> Database:
     settings = VeraSettings()
     if tcp is not None and tcp != settings.db.tcp:
         settings = settings.model_copy(update={"db": settings.db.model_copy(update={"tcp": tcp})})
@@ -105,7 +100,7 @@ def db() -> None:
 @friendly_errors
 def start(tcp: bool | None) -> None:
     """Start the embedded PostgreSQL (initialising it on first use)."""
-    database = _database(tcp)
+    database = database_from_env(tcp)
     _embedded(database)
     assert database.server is not None
     _print_status(database.server.start())
@@ -115,7 +110,7 @@ def start(tcp: bool | None) -> None:
 @friendly_errors
 def stop() -> None:
     """Stop the embedded PostgreSQL."""
-    database = _database()
+    database = database_from_env()
     _embedded(database)
     assert database.server is not None
     _print_status(database.server.stop())
@@ -125,7 +120,7 @@ def stop() -> None:
 @friendly_errors
 def status() -> None:
     """Show the server (when embedded) and which migrations are applied."""
-    database = _database()
+    database = database_from_env()
     if database.server is not None:
         server_status = database.server.status()
         _print_status(server_status)
@@ -149,7 +144,7 @@ def status() -> None:
 @friendly_errors
 def url(admin: bool) -> None:
     """Print the connection URL (for psql, an application, ...)."""
-    database = _database()
+    database = database_from_env()
     click.echo(database.admin_dsn if admin else database.app_dsn)
 
 
@@ -157,7 +152,7 @@ def url(admin: bool) -> None:
 @friendly_errors
 def migrate() -> None:
     """Apply pending migrations; a no-op when there are none."""
-    database = _database()
+    database = database_from_env()
     if database.server is not None:
         database.server.start()
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
@@ -174,7 +169,7 @@ def migrate() -> None:
 @friendly_errors
 def maintain(min_rows: int) -> None:
     """Build the per-group HNSW indexes that search needs (concurrently)."""
-    database = _database()
+    database = database_from_env()
     if database.server is not None:
         database.server.start()
     built = provisioning.build_missing_vector_indexes(
@@ -203,7 +198,7 @@ def _citation_line(hit: Hit) -> str:
     return " · ".join(part for part in parts if part)
 
 
-def _print_hits(hits: list[Hit], *, explain: bool) -> None:
+def print_hits(hits: list[Hit], *, explain: bool) -> None:
     if not hits:
         click.echo("  (no hits)")
     for hit in hits:
@@ -239,7 +234,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     explain: bool,
 ) -> None:
     """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here)."""
-    database = _database()
+    database = database_from_env()
     if database.server is not None:
         database.server.start()
     with connect(database.app_dsn) as conn:
@@ -251,7 +246,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
         for hit in hits:
             click.echo(json.dumps(dataclasses.asdict(hit), default=str, ensure_ascii=False))
     else:
-        _print_hits(hits, explain=explain)
+        print_hits(hits, explain=explain)
 
 
 @main.command("feedback")
@@ -263,7 +258,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
 @friendly_errors
 def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
     """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
-    database = _database()
+    database = database_from_env()
     with connect(database.app_dsn) as conn:
         authenticate(conn, api_key)
         recorded = ranking.record_feedback(conn, kind, item_id, text, vote)
@@ -280,7 +275,7 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
 @friendly_errors
 def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
     """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
-    database = _database()
+    database = database_from_env()
     with connect(database.app_dsn) as conn:
         authenticate(conn, api_key)
         result = ranking.calibrate_weights(conn, group, min_samples)
@@ -307,7 +302,7 @@ def eval_command(golden_file: Path, api_key: str) -> None:
     Exits 1 when a figure is below the file's thresholds.
     """
     golden = load_golden_set(golden_file)
-    database = _database()
+    database = database_from_env()
     if database.server is not None:
         database.server.start()
     result = evaluate_golden_set(database.app_dsn, api_key, golden)
@@ -323,7 +318,7 @@ def eval_command(golden_file: Path, api_key: str) -> None:
         f"nDCG@10 {figures['ndcg_at_10']:.3f}   ({len(result.scores)} queries)"
     )
     if not result.passed:
-        _fail("below threshold: " + ", ".join(result.failures))
+        fail("below threshold: " + ", ".join(result.failures))
 
 
 @main.group()
@@ -338,57 +333,88 @@ def tenant() -> None:
 @friendly_errors
 def tenant_create(organisation: str, owner: str, email: str | None) -> None:
     """Create an organisation and print its owner's first API key (shown once)."""
-    database = _database()
+    database = database_from_env()
     created = provisioning.create_tenant(database.admin_dsn, organisation, owner, email)
     click.echo(f"organisation: {created.group_id}")
     click.echo(f"owner:        {created.owner_principal_id}")
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
 
 
-@main.command()
-@friendly_errors
-def demo() -> None:
-    """Start the embedded PostgreSQL, migrate, and set up a demo tenant."""
-    database = _database()
+def start_if_embedded(database: Database) -> None:
     if database.server is not None:
-        click.echo("starting the embedded PostgreSQL ...")
-        server_status = database.server.start()
-        click.echo(f"  running, data in {server_status.data_dir}")
-    applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
-    click.echo(f"migrations: {len(applied)} applied now, database up to date")
-    demo_tenant = provisioning.ensure_tenant(database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME)
-    click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
-    click.echo(f"api key:    {demo_tenant.api_key}")
-    click.echo("            (a new key each run; earlier demo keys are revoked)")
-    # the embedded server ships its own psql; for an external server, the one on PATH
-    psql = str(database.server.bin_dir / "psql") if database.server is not None else "psql"
-    click.echo("\nConnect as the application role with psql:")
-    click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}")
-    click.echo("and ask who you are (authentication is per transaction):")
-    click.echo(f"  begin; select vera.authenticate('{demo_tenant.api_key}');")
-    click.echo("  select group_id, group_kind, group_name, role from vera.whoami(); commit;")
+        database.server.start()
 
-    corpus = read_corpus(example_dir() / "corpus.json")
+
+def default_group(conn: psycopg.Connection) -> str:
+    """The organisation the caller administers, when there is exactly one."""
+    groups = [row[0] for row in conn.execute(query("administered_organisations")).fetchall()]
+    if len(groups) == 1:
+        return str(groups[0])
+    if not groups:
+        raise PermissionDeniedError("you administer no organisation: pass --group")
+    raise InvalidArgumentError(f"you administer several organisations ({', '.join(groups)}): pass --group")
+
+
+@main.group()
+def source() -> None:
+    """Sources: where knowledge comes from, and how far it is trusted."""
+
+
+@source.command("add")
+@click.argument("name")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--tier", required=True, type=click.IntRange(1, 4),
+              help="1 authoritative, 2 curated (both publish), 3 informational, 4 unverified.")  # fmt: skip
+@click.option(
+    "--kind", default="markdown", show_default=True, help="What the source is (markdown, cmdb, ...)."
+)
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@click.option("--uri", help="Where people read the source; citations link its records below it.")
+@click.option(
+    "--functional", multiple=True, help="A key whose values replace each other over time (repeatable)."
+)
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
+@friendly_errors
+def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    folder: Path,
+    tier: int,
+    kind: str,
+    group: str | None,
+    uri: str | None,
+    functional: tuple[str, ...],
+    api_key: str,
+) -> None:
+    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it."""
+    database = database_from_env()
+    start_if_embedded(database)
     with connect(database.app_dsn) as conn:
-        authenticate(conn, demo_tenant.api_key)
-        # the local embedder: the demo's group pins all-MiniLM-L6-v2 and search is hybrid
-        report = load_corpus(conn, demo_tenant.group_id, corpus, LocalMiniLMEmbedder())
+        authenticate(conn, api_key)
+        target = group or default_group(conn)
+        source_id = sources.register_folder(
+            conn, target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
+        )
         conn.commit()
-    click.echo(
-        f"\nexample corpus ({corpus['organisation']}, fictional): {report.sources} sources, "
-        f"{report.episodes - report.unchanged} episodes loaded now, {report.unchanged} unchanged"
-    )
-    for question, as_of in DEMO_QUESTIONS:
-        with connect(database.app_dsn) as conn:
-            authenticate(conn, demo_tenant.api_key)
-            hits = hybrid_search(conn, question, k=3, as_of=as_of)
-        when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
-        click.echo(f"\n? {question}{when}")
-        _print_hits(hits, explain=False)
-    installed = Path(sys.executable).with_name("vera")
-    vera = shlex.quote(str(installed)) if installed.exists() else "vera"
-    click.echo(
-        f'\nAsk your own: VERA_API_KEY={demo_tenant.api_key} {vera} search "who owns ledger-db?" --explain'
-    )
-    golden = example_dir() / "golden.toml"
-    click.echo(f"Score the golden set: VERA_API_KEY={demo_tenant.api_key} {vera} eval {golden}")
+    click.echo(f"source {name!r} ({source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
+
+
+@source.command("list")
+@click.option("--group", help="Only this group.")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to list as.")
+@friendly_errors
+def source_list(group: str | None, api_key: str) -> None:
+    """The sources you can read."""
+    database = database_from_env()
+    start_if_embedded(database)
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, api_key)
+        found = sources.list_sources(conn, group)
+    if not found:
+        click.echo("no sources: register one with vera source add")
+    for item in found:
+        retracted = "  (retracted)" if item.retracted_at else ""
+        where = item.config.get("root") or item.uri or ""
+        click.echo(
+            f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  "
+            f"{item.tracked_records:>5} records  {where}{retracted}"
+        )

@@ -14,3 +14,4 @@ class JobName(StrEnum):
     JUDGE_EQUIVALENCE = "vera.judge_equivalence"
     JUDGE_CONTRADICTION = "vera.judge_contradiction"
     RETRACT_CLEANUP = "vera.retract_cleanup"
+    INGEST_SOURCE = "vera.ingest_source"

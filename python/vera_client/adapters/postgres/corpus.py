@@ -1,7 +1,7 @@
 """Loads a knowledge bundle through the SQL API: a JSON document of sources
 (name, kind, tier, uri), their episodes (external_id, title, observed_at),
-and each episode's passages ("chunks") and claims, as the example corpus in
-examples/lumen/corpus.json has them.
+and each episode's passages ("chunks") and claims: for bulk loads and tests
+that want knowledge in place without the worker.
 
 Every write goes through the same functions an application calls
 (register_source, record_episode, store_chunks, publish_claims), so trust
@@ -33,15 +33,6 @@ class LoadReport:
     unchanged: int
     passages: int
     claims: int
-
-
-def example_dir(name: str = "lumen") -> Path:
-    """The bundled example corpus (in the wheel, or in a checkout)."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "_examples" / name, here.parents[4] / "examples" / name):
-        if (candidate / "corpus.json").is_file():
-            return candidate
-    raise InvalidArgumentError(f"the example corpus {name!r} was not found next to the vera_client package")
 
 
 def read_corpus(path: Path) -> dict[str, Any]:
@@ -114,6 +105,7 @@ def _load(
                         "source": source_id,
                         "external_id": episode["external_id"],
                         "sha256": hashlib.sha256(content).digest(),
+                        "object_key": None,
                         "mime": "application/json",
                         "observed_at": episode.get("observed_at"),
                         "title": episode.get("title"),

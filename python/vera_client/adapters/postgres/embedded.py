@@ -28,6 +28,7 @@ from vera_client.domain.models import ServerStatus
 SERVER_OS_USER = "vera_postgres"
 SUPERUSER = "postgres"
 APP_ROLE = "vera_app"
+WORKER_ROLE = "vera_worker"
 # Unix socket paths are limited to 107 bytes; leave room for "/.s.PGSQL.NNNNN".
 _MAX_SOCKET_DIR = 90
 
@@ -84,6 +85,11 @@ class EmbeddedPostgres:
 
     def app_url(self, database: str | None = None) -> str:
         return f"postgresql://{APP_ROLE}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
+
+    def worker_url(self, database: str | None = None) -> str:
+        return (
+            f"postgresql://{WORKER_ROLE}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
+        )
 
     def _locate_binaries(self) -> Path:
         package = _package_root()

@@ -95,7 +95,7 @@ select vera.declare_predicate(%(group)s, %(name)s, %(cardinality)s::vera.predica
 -- name: record_episode
 -- One version of a source record; created is false when the content is unchanged.
 select episode_id, version, created
-from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, null, %(mime)s,
+from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
                          %(observed_at)s, %(title)s, %(uri)s);
 
 -- name: store_chunks
@@ -123,3 +123,36 @@ from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vo
 -- Weights derived from a group's votes; kept as the active set above the minimum sample count.
 select weight_set_id, persisted, sample_count, helpful, unhelpful, weights, separation
 from vera.calibrate_weights(%(group)s, %(min_samples)s);
+
+-- name: authenticate_principal
+-- A trusted process (the worker) vouches for a principal for this transaction.
+select vera.authenticate_principal(%(principal)s);
+
+-- name: list_sources
+-- The sources of a group (or of every readable group), by name.
+select group_id, source_id, kind, name, uri, trust_tier, config, created_at, retracted_at, tracked_records
+from vera.list_sources(%(group)s);
+
+-- name: source_cursor
+-- A source's incremental cursor ({} before the first run).
+select vera.source_cursor(%(group)s, %(source)s);
+
+-- name: advance_source_cursor
+-- Merges per-record cursor entries (null removes one); returns how many records are tracked.
+select vera.advance_source_cursor(%(group)s, %(source)s, %(changes)s);
+
+-- name: request_ingest
+-- Defers an ingestion run of a source for the worker, on behalf of the caller.
+select vera.request_ingest(%(group)s, %(source)s, %(path)s);
+
+-- name: retract_episode
+-- Takes an episode's facts out of search (admins); returns the cleanup job.
+select vera.retract_episode(%(group)s, %(episode)s, %(reason)s);
+
+-- name: register_source_with_config
+-- Registers (or updates, by name) a source with its connector's config (admins).
+select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, null, %(config)s, %(uri)s);
+
+-- name: administered_organisations
+-- Organisations the caller administers (for a default group).
+select group_id from vera.whoami() where group_kind = 'o' and role >= 'admin' order by group_id;

@@ -1,0 +1,41 @@
+"""Ingestion through the real worker, for tests: register sources, queue their
+runs through the SQL API, and drain the Procrastinate queue in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pg_tests.conftest import Database
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.domain.models import Source
+from vera_client.domain.ports import Embedder
+from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion
+from vera_worker.adapters.manifest_sources import register_manifest, request_all
+from vera_worker.adapters.queue import build_app, drain
+
+
+def run_worker(
+    db: Database, objects: Path, embedder: Embedder | None = None, events: list[IngestEvent] | None = None
+) -> list[IngestReport]:
+    """Work off every due job of the worker's queues; the ingestion runs' reports."""
+    reports: list[IngestReport] = []
+    store = LocalObjectStore(objects)
+    ingestion = SourceIngestion(
+        db.dsn("vera_worker"),
+        objects=store,
+        embedder_for_model=lambda _pinned: embedder,
+        on_progress=events.append if events is not None else None,
+        on_report=reports.append,
+    )
+    drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
+    return reports
+
+
+def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
+    """Register the manifest's sources and queue one run each (committed)."""
+    with db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        registered = register_manifest(conn, group, manifest)
+        request_all(conn, registered)
+        conn.commit()
+    return registered

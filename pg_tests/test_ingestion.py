@@ -1,0 +1,306 @@
+"""Ingestion of a folder source through the real worker: the SQL functions
+it uses (list_sources, source_cursor, advance_source_cursor, request_ingest)
+under RLS, and the connector's incremental runs: unchanged files are not
+read, changed ones become new versions, deleted ones are retracted, bad ones
+are reported without stopping the others."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from uuid import UUID
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+from pg_tests.ingesting import run_worker
+from pg_tests.seed import World, caller
+from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres import sources
+from vera_client.domain.errors import PermissionDeniedError, SourceUnavailableError
+from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
+
+
+def _project(world: World, name: str) -> str:
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
+        ).fetchone()
+        conn.commit()
+    assert group is not None
+    return str(group[0])
+
+
+def _member_key(world: World, group: str) -> str:
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute(
+            "select vera.create_principal(%s, 'service', 'ingest bot', 'member', null)", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+        key = conn.execute(
+            "select api_key from vera.create_api_key('bot', null, %s)", (principal,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.commit()
+    return str(key)
+
+
+def _register(world: World, group: str, folder: Path, tier: int = 2) -> sources.Source:
+    with caller(world.db, world.a.owner_key) as conn:
+        source_id = sources.register_folder(
+            conn, group, f"docs {group}", folder, tier=tier, functional=["runs on"]
+        )
+        registered = next(s for s in sources.list_sources(conn, group) if s.source_id == source_id)
+        conn.commit()
+    return registered
+
+
+def _request(world: World, key: str, source: sources.Source, path: str | None = None) -> int:
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        job = sources.request_ingest(conn, source, path)
+        conn.commit()
+    return job
+
+
+def _texts(world: World, group: str, query: str) -> list[str]:
+    with caller(world.db, world.a.owner_key) as conn:
+        rows = conn.execute(
+            "select text from vera.search(%s, groups => array[%s])", (query, group)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _write(path: Path, text: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+
+
+RUNBOOK = """---
+subject: billing-api
+runs on: k8s-hanoi-2
+---
+# Billing runbook
+
+## Restart
+
+Roll the deployment with kubectl rollout restart, then watch the invoices queue.
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    _write(root / "runbooks" / "billing.md", RUNBOOK)
+    _write(root / "cmdb.csv", "service,owned by\nledger-db,Data Platform\n")
+    _write(root / "notes.txt", "Ledger backups run nightly at two.\n")
+    _write(root / ".git" / "HEAD", "ref: refs/heads/main\n")  # hidden: never read
+    _write(root / "image.png", b"\x89PNG")  # not a format the connector reads
+    return root
+
+
+def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path: Path) -> None:
+    group = _project(world, "ingest-incremental")
+    source = _register(world, group, folder)
+    objects = tmp_path / "objects"
+    embedder = DeterministicEmbedder(64)
+
+    _request(world, world.a.owner_key, source)
+    [first] = run_worker(world.db, objects, embedder)
+    assert (first.scanned, first.ingested, first.failed) == (3, 3, [])
+    assert (first.passages, first.claims, first.embeddings) == (2, 2, 4)
+    assert "Roll the deployment with kubectl rollout restart, then watch the invoices queue." in _texts(
+        world, group, "rollout restart"
+    )
+    assert "billing-api runs on k8s-hanoi-2" in _texts(world, group, "billing-api k8s-hanoi-2")
+    # raw bytes in the object store under the record's key
+    sha = __import__("hashlib").sha256(RUNBOOK.encode()).hexdigest()
+    assert LocalObjectStore(objects).get(object_key(group, source.source_id, "runbooks/billing.md", sha)) == (
+        RUNBOOK.encode()
+    )
+
+    # nothing changed: nothing is read
+    _request(world, world.a.owner_key, source)
+    [second] = run_worker(world.db, objects, embedder)
+    assert (second.untouched, second.unchanged, second.ingested) == (3, 0, 0)
+
+    # touched but the same bytes: read once, recorded, and skipped unread after that
+    os.utime(folder / "notes.txt", ns=(10**18, 10**18))
+    _request(world, world.a.owner_key, source)
+    [third] = run_worker(world.db, objects, embedder)
+    assert (third.untouched, third.unchanged, third.ingested) == (2, 1, 0)
+
+    # changed: a new version replaces what the old one said
+    _write(folder / "runbooks" / "billing.md", RUNBOOK.replace("k8s-hanoi-2", "k8s-hanoi-3"))
+    _request(world, world.a.owner_key, source)
+    [fourth] = run_worker(world.db, objects, embedder)
+    assert fourth.ingested == 1
+    found = _texts(world, group, "billing-api k8s-hanoi")
+    assert "billing-api runs on k8s-hanoi-3" in found and "billing-api runs on k8s-hanoi-2" not in found
+
+    # deleted: its episode is retracted, its facts leave search
+    (folder / "cmdb.csv").unlink()
+    _request(world, world.a.owner_key, source)
+    [fifth] = run_worker(world.db, objects, embedder)
+    assert fifth.retracted == 1
+    assert "ledger-db owned by Data Platform" not in _texts(world, group, "ledger-db Data Platform")
+    with caller(world.db, world.a.owner_key) as conn:
+        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
+    assert sorted(cursor) == ["notes.txt", "runbooks/billing.md"]
+
+
+def test_a_bad_file_is_reported_and_read_again_next_time(world: World, folder: Path, tmp_path: Path) -> None:
+    group = _project(world, "ingest-bad-file")
+    source = _register(world, group, folder)
+    _write(folder / "broken.md", b"caf\xe9 au lait")
+    _write(folder / "front.md", "---\ntitle: [unclosed\n---\nbody\n")
+    events: list = []
+    _request(world, world.a.owner_key, source)
+    [report] = run_worker(world.db, tmp_path / "objects", None, events)
+    assert report.ingested == 3
+    assert sorted(report.failed) == [("broken.md", "broken.md: not UTF-8 (byte 3)"),
+                                     ("front.md", report.failed[1][1])]  # fmt: skip
+    assert "malformed YAML front matter" in report.failed[1][1]
+    assert [e.kind for e in events].count("failed") == 2
+    _write(folder / "broken.md", "café au lait")
+    _request(world, world.a.owner_key, source)
+    [again] = run_worker(world.db, tmp_path / "objects", None)
+    assert again.ingested == 1 and len(again.failed) == 1  # front.md is still malformed
+
+
+def test_a_member_ingests_but_only_an_admin_retracts(world: World, folder: Path, tmp_path: Path) -> None:
+    group = _project(world, "ingest-member")
+    source = _register(world, group, folder)
+    member = _member_key(world, group)
+    _request(world, member, source)
+    [report] = run_worker(world.db, tmp_path / "objects", None)
+    assert report.ingested == 3
+    (folder / "notes.txt").unlink()
+    _request(world, member, source)
+    [after] = run_worker(world.db, tmp_path / "objects", None)
+    assert after.retracted == 0
+    assert after.failed and after.failed[0][0] == "notes.txt" and "not retracted" in after.failed[0][1]
+    _request(world, world.a.owner_key, source)  # an admin's run retracts it
+    [admin_run] = run_worker(world.db, tmp_path / "objects", None)
+    assert admin_run.retracted == 1
+
+
+def test_a_path_limits_the_run_to_part_of_the_source(world: World, folder: Path, tmp_path: Path) -> None:
+    group = _project(world, "ingest-scope")
+    source = _register(world, group, folder)
+    _request(world, world.a.owner_key, source, "runbooks")
+    [report] = run_worker(world.db, tmp_path / "objects", None)
+    assert (report.scanned, report.ingested) == (1, 1)
+    # deletions outside the scope are not judged by a scoped run
+    _request(world, world.a.owner_key, source)
+    [full] = run_worker(world.db, tmp_path / "objects", None)
+    assert (full.scanned, full.untouched, full.ingested, full.retracted) == (3, 1, 2, 0)
+
+
+def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_path: Path) -> None:
+    group = _project(world, "ingest-missing")
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    source = _register(world, group, folder)
+    folder.rmdir()
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                                embedder_for_model=lambda _: None)  # fmt: skip
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+    with pytest.raises(SourceUnavailableError, match="does not exist or is not a folder"):
+        ingestion.run(request)
+
+
+def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    group = _project(world, "ingest-tenancy")
+    source = _register(world, group, folder)
+    with caller(world.db, world.b.owner_key) as conn:
+        intruder = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                                embedder_for_model=lambda _: None)  # fmt: skip
+    with pytest.raises(PermissionDeniedError, match="not readable"):
+        ingestion.run(IngestRequest(group_id=group, source_id=source.source_id, principal_id=intruder))
+
+
+# --- the SQL functions, as vera_app under RLS -------------------------------------------------------
+
+
+def test_list_sources_and_cursor_stay_inside_the_tenant(world: World, folder: Path) -> None:
+    group = _project(world, "ingest-sql-list")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        listed = conn.execute(
+            "select name, trust_tier, tracked_records from vera.list_sources(%s)", (group,)
+        ).fetchall()
+        assert listed == [(source.name, 2, 0)]
+        assert conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone() == (
+            {},
+        )
+    with caller(world.db, world.b.owner_key) as conn:
+        assert all(
+            row[0] != group for row in conn.execute("select group_id from vera.list_sources()").fetchall()
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select * from vera.list_sources(%s)", (group,))
+    with caller(world.db, world.b.owner_key) as conn, pytest.raises(psycopg.Error) as caught:
+        conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id))
+    assert caught.value.sqlstate == "VN001"
+    with caller(world.db, None) as conn, pytest.raises(psycopg.Error) as unauthenticated:
+        conn.execute("select * from vera.list_sources()")
+    assert unauthenticated.value.sqlstate == "VA005"
+
+
+def test_advance_source_cursor_merges_removes_and_checks(world: World, folder: Path) -> None:
+    group = _project(world, "ingest-sql-cursor")
+    source = _register(world, group, folder)
+    entry = {"mtime_ns": 1, "size": 2, "sha256": "ab", "episode_id": str(UUID(int=1))}
+    with caller(world.db, world.a.owner_key) as conn:
+        advance = "select vera.advance_source_cursor(%s, %s, %s)"
+        assert conn.execute(
+            advance, (group, source.source_id, Jsonb({"a.md": entry, "b.md": entry}))
+        ).fetchone() == (2,)
+        assert conn.execute(advance, (group, source.source_id, Jsonb({"a.md": None}))).fetchone() == (1,)
+        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
+        assert cursor == {"b.md": entry}
+        for bad in ([1, 2], {"x.md": 5}, {"": entry}):
+            conn.execute("savepoint s")
+            with pytest.raises(psycopg.Error) as caught:
+                conn.execute(advance, (group, source.source_id, Jsonb(bad)))
+            assert caught.value.sqlstate == "22023", bad
+            conn.execute("rollback to savepoint s")
+    with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select vera.advance_source_cursor(%s, %s, '{}')", (group, source.source_id))
+    with caller(world.db, world.b.owner_key) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select vera.advance_source_cursor(%s, %s, '{}')", (group, source.source_id))
+
+
+def test_request_ingest_defers_a_job_carrying_the_caller(world: World, folder: Path) -> None:
+    group = _project(world, "ingest-sql-request")
+    source = _register(world, group, folder)
+    job = _request(world, world.a.owner_key, source, "runbooks")
+    with world.db.admin() as admin:
+        queue, args = admin.execute(
+            "select queue_name, args from procrastinate.procrastinate_jobs where id = %s", (job,)
+        ).fetchone()  # type: ignore[misc]
+        owner = admin.execute(
+            "select principal_id from vera.principals where principal_id = %s", (str(world.a.owner),)
+        ).fetchone()
+        # (Procrastinate's triggers use unqualified names)
+        admin.execute("set search_path = procrastinate")
+        admin.execute("delete from procrastinate_jobs where id = %s", (job,))
+    assert queue == "ingest_source"
+    assert args == {"group_id": group, "source_id": str(source.source_id),
+                    "principal_id": str(owner[0]), "path": "runbooks"}  # type: ignore[index]  # fmt: skip
+    with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("select vera.request_ingest(%s, %s)", (group, source.source_id))
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as escape:
+        conn.execute("select vera.request_ingest(%s, %s, '../etc')", (group, source.source_id))
+    assert escape.value.sqlstate == "22023"
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select vera.retract_source(%s, %s)", (group, source.source_id))
+        with pytest.raises(psycopg.Error, match="was retracted") as retracted:
+            conn.execute("select vera.request_ingest(%s, %s)", (group, source.source_id))
+    assert retracted.value.sqlstate == "22023"

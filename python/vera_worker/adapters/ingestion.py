@@ -1,0 +1,370 @@
+"""Reads a filesystem source into VERA through the SQL API, incrementally.
+
+One run (the worker's vera.ingest_source job) compares the files below the
+source's root with its cursor, reads only what changed, and writes each file
+in a transaction of its own, cursor entry included, so that a crash resumes
+at the first file not committed. Per file: the raw bytes go to the object
+store (key named after the record and the content's hash), then
+record_episode, store_chunks and publish_claims, with vectors from the
+group's embedder. A file deleted from disk has its episode retracted. A file
+that cannot be read is reported and left out of the cursor, so the next run
+tries it again; it does not stop the others.
+
+The worker vouches for the principal who asked for the run
+(authenticate_principal), so everything is written with that caller's rights.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from vera_client.adapters.postgres.errors import connect, translated_errors
+from vera_client.adapters.postgres.queries import query
+from vera_client.domain.errors import AuthenticationError, DatabaseUnavailableError, NotFoundError, VeraError
+from vera_client.domain.ports import Embedder, ObjectStore
+from vera_worker.adapters.filesystem import scan_files, source_root
+from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.domain.formats import mime_type, parse_record
+from vera_worker.domain.records import ParsedRecord, RecordFormatError
+from vera_worker.domain.statements import functional_predicates
+
+logger = logging.getLogger(__name__)
+
+# A file's failure is reported and the run goes on; these end the run (the job fails and is retried).
+_RUN_STOPPERS = (DatabaseUnavailableError, AuthenticationError)
+
+EmbedderForModel = Callable[[str | None], Embedder | None]
+"""Given a group's pinned model (None before its first vector), the embedder to use, if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRequest:
+    group_id: str
+    source_id: UUID
+    principal_id: UUID
+    path: str | None = None
+
+    @classmethod
+    def from_job_args(cls, args: dict[str, Any]) -> IngestRequest:
+        return cls(
+            group_id=str(args["group_id"]),
+            source_id=UUID(str(args["source_id"])),
+            principal_id=UUID(str(args["principal_id"])),
+            path=args.get("path") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IngestEvent:
+    """Progress of a run, for a progress line or a log."""
+
+    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed"]
+    source: str
+    key: str | None = None
+    done: int = 0
+    total: int = 0
+    passages: int = 0
+    claims: int = 0
+    embeddings: int = 0
+    message: str | None = None
+
+
+@dataclass(slots=True)
+class IngestReport:
+    source: str
+    scanned: int = 0
+    untouched: int = 0  # same time and size as in the cursor: not read
+    unchanged: int = 0  # read, same content
+    ingested: int = 0  # a new episode or version
+    retracted: int = 0
+    passages: int = 0
+    claims: int = 0
+    embeddings: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    name: str
+    uri: str | None
+    config: dict[str, Any]
+    pinned_model: str | None
+
+
+def object_key(group_id: str, source_id: UUID, record_key: str, sha256: str) -> str:
+    """Where a record version's raw bytes live: per record, per content (erasing one
+    version never deletes another file's bytes)."""
+    record = hashlib.sha256(record_key.encode()).hexdigest()[:24]
+    return f"sources/{group_id}/{source_id}/{record}/{sha256}"
+
+
+@dataclass(slots=True)
+class _Run:
+    """One run's state, passed along instead of a dozen arguments."""
+
+    conn: psycopg.Connection
+    request: IngestRequest
+    source: _Source
+    root: Path
+    report: IngestReport
+    embedder: Embedder | None
+    functional: frozenset[str]
+    total: int = 0
+    done: int = 0
+
+    def begin(self) -> None:
+        """Every transaction of the worker starts by vouching for the requester."""
+        self.conn.execute(query("authenticate_principal"), {"principal": self.request.principal_id})
+
+    def advance(self, changes: dict[str, Any]) -> None:
+        params = {"group": self.request.group_id, "source": self.request.source_id, "changes": Jsonb(changes)}
+        self.conn.execute(query("advance_source_cursor"), params)
+
+
+class SourceIngestion:
+    """Runs ingestion requests against the database at dsn (role vera_worker)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        objects: ObjectStore,
+        embedder_for_model: EmbedderForModel,
+        on_progress: Callable[[IngestEvent], None] | None = None,
+        on_report: Callable[[IngestReport], None] | None = None,
+        connect_timeout: int = 10,
+    ) -> None:
+        self._on_report = on_report
+        self._dsn = dsn
+        self._objects = objects
+        self._embedder_for_model = embedder_for_model
+        self._on_progress = on_progress
+        self._connect_timeout = connect_timeout
+
+    def run(self, request: IngestRequest) -> IngestReport:
+        with connect(self._dsn, connect_timeout=self._connect_timeout) as conn:
+            source, cursor = self._load_source(conn, request)
+            root = source_root(source.config, source.name)
+            run = _Run(
+                conn=conn,
+                request=request,
+                source=source,
+                root=root,
+                report=IngestReport(source=source.name),
+                embedder=self._embedder_for_model(source.pinned_model),
+                functional=functional_predicates(source.config.get("functional")),
+            )
+            files = list(scan_files(root, request.path))
+            plan = plan_scan(cursor, files, scope=request.path)
+            run.report.scanned, run.report.untouched = len(files), plan.untouched
+            run.total = len(plan.to_read) + len(plan.deleted)
+            self._emit(IngestEvent("planned", source.name, total=run.total))
+            for state in plan.to_read:
+                run.done += 1
+                self._ingest_file(run, state, cursor.get(state.key))
+            for key, entry in plan.deleted:
+                run.done += 1
+                self._retract(run, key, entry)
+        report = run.report
+        logger.info(
+            "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed",
+            source.name, report.scanned, report.untouched, report.unchanged, report.ingested,
+            report.retracted, len(report.failed),
+        )  # fmt: skip
+        if self._on_report is not None:
+            self._on_report(report)
+        return report
+
+    def _emit(self, event: IngestEvent) -> None:
+        if self._on_progress is not None:
+            self._on_progress(event)
+
+    def _event(self, run: _Run, kind: Any, key: str, **counts: Any) -> None:
+        self._emit(IngestEvent(kind, run.source.name, key, run.done, run.total, **counts))
+
+    def _load_source(
+        self, conn: psycopg.Connection, request: IngestRequest
+    ) -> tuple[_Source, dict[str, Any]]:
+        with translated_errors(), conn.transaction():
+            conn.execute(query("authenticate_principal"), {"principal": request.principal_id})
+            rows = conn.execute(query("list_sources"), {"group": request.group_id}).fetchall()
+            row = next((r for r in rows if r[1] == request.source_id), None)
+            if row is None:
+                raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
+            if row[8] is not None:
+                raise NotFoundError(f"source {row[3]!r} was retracted")
+            cursor = conn.execute(
+                query("source_cursor"), {"group": request.group_id, "source": request.source_id}
+            ).fetchone()
+            pins = conn.execute(query("pinned_models"), {"groups": [request.group_id]}).fetchall()
+        return (
+            _Source(name=row[3], uri=row[4], config=dict(row[6]), pinned_model=pins[0][0] if pins else None),
+            dict(cursor[0]) if cursor and cursor[0] else {},
+        )
+
+    def _ingest_file(self, run: _Run, state: FileState, previous: Any) -> None:
+        try:
+            data = (run.root / state.key).read_bytes()
+        except OSError as exc:
+            self._fail(run, state.key, f"cannot read: {exc.strerror}")
+            return
+        sha256 = hashlib.sha256(data).hexdigest()
+        known = CursorEntry.from_json(previous) if isinstance(previous, dict) else None
+        if known is not None and known.sha256 == sha256:
+            # touched, not changed: remember the new time so the next scan skips it unread
+            entry = CursorEntry(state.mtime_ns, state.size, sha256, known.episode_id)
+            with translated_errors(), run.conn.transaction():
+                run.begin()
+                run.advance({state.key: entry.as_json()})
+            run.report.unchanged += 1
+            self._event(run, "unchanged", state.key)
+            return
+        try:
+            record = parse_record(state.key, data, functional=run.functional)
+            passages, claims, vectors = _with_vectors(record, run.embedder)
+        except (RecordFormatError, VeraError) as exc:
+            self._fail(run, state.key, str(exc))
+            return
+        run.report.warnings.extend(record.warnings)
+        try:
+            created = self._write(run, state=state, data=data, sha256=sha256, record=record,
+                                  passages=passages, claims=claims, vectors=vectors)  # fmt: skip
+        except _RUN_STOPPERS:
+            raise
+        except VeraError as exc:
+            self._fail(run, state.key, str(exc))
+            return
+        if not created:  # the same bytes again (say, after a cursor write was lost)
+            run.report.unchanged += 1
+            self._event(run, "unchanged", state.key)
+            return
+        run.report.ingested += 1
+        run.report.passages += len(passages)
+        run.report.claims += len(claims)
+        run.report.embeddings += vectors
+        self._event(
+            run, "ingested", state.key, passages=len(passages), claims=len(claims), embeddings=vectors
+        )
+
+    def _write(
+        self,
+        run: _Run,
+        *,
+        state: FileState,
+        data: bytes,
+        sha256: str,
+        record: ParsedRecord,
+        passages: list[dict[str, Any]],
+        claims: list[dict[str, Any]],
+        vectors: int,
+    ) -> bool:
+        """Raw bytes, then the episode with its passages, claims and cursor entry in one transaction."""
+        request = run.request
+        key = object_key(request.group_id, request.source_id, state.key, sha256)
+        model = run.embedder.model if run.embedder is not None and vectors else None
+        self._objects.put(key, data)
+        with translated_errors(), run.conn.transaction():
+            run.begin()
+            episode_id, _version, created = run.conn.execute(  # type: ignore[misc]
+                query("record_episode"),
+                {
+                    "group": request.group_id,
+                    "source": request.source_id,
+                    "external_id": state.key,
+                    "sha256": bytes.fromhex(sha256),
+                    "object_key": key,
+                    "mime": mime_type(state.key),
+                    "observed_at": record.observed_at or _mtime(state),
+                    "title": record.title,
+                    "uri": _record_uri(run.source, run.root, state.key),
+                },
+            ).fetchone()
+            target = {"group": request.group_id, "episode": episode_id, "embedding_model": model}
+            if created and passages:
+                run.conn.execute(query("store_chunks"), {**target, "chunks": Jsonb(passages)})
+            if created and claims:
+                run.conn.execute(query("publish_claims"), {**target, "claims": Jsonb(claims)})
+            run.advance(
+                {state.key: CursorEntry(state.mtime_ns, state.size, sha256, str(episode_id)).as_json()}
+            )
+        return bool(created)
+
+    def _retract(self, run: _Run, key: str, entry: CursorEntry) -> None:
+        try:
+            with translated_errors(), run.conn.transaction():
+                run.begin()
+                reason = f"{key} was deleted from {run.source.name}"
+                params = {"group": run.request.group_id, "episode": UUID(entry.episode_id), "reason": reason}
+                run.conn.execute(query("retract_episode"), params)
+                run.advance({key: None})
+        except _RUN_STOPPERS:
+            raise
+        except VeraError as exc:
+            self._fail(run, key, f"deleted, but not retracted: {exc}")
+            return
+        run.report.retracted += 1
+        self._event(run, "retracted", key)
+
+    def _fail(self, run: _Run, key: str, message: str) -> None:
+        run.report.failed.append((key, message))
+        logger.warning("ingest %s: %s: %s", run.source.name, key, message)
+        self._event(run, "failed", key, message=message)
+
+
+def _with_vectors(
+    record: ParsedRecord, embedder: Embedder | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """The record in the SQL API's shapes, with one vector per passage and claim when an embedder runs."""
+    passages = [p.as_chunk() for p in record.passages]
+    claims = [c.as_claim() for c in record.claims]
+    if embedder is None:
+        return passages, claims, 0
+    texts = [p["text"] for p in passages] + [c["fact_text"] for c in claims]
+    vectors = embedder.embed(texts) if texts else []
+    for item, vector in zip([*passages, *claims], vectors, strict=True):
+        item["embedding"] = vector
+    return passages, claims, len(vectors)
+
+
+def _mtime(state: FileState) -> str:
+    return dt.datetime.fromtimestamp(state.mtime_ns / 1e9, tz=dt.UTC).isoformat()
+
+
+def _record_uri(source: _Source, root: Path, key: str) -> str:
+    if source.uri:
+        return f"{source.uri.rstrip('/')}/{key}"
+    return (root / key).as_uri()
+
+
+def summarize(reports: Sequence[IngestReport]) -> str:
+    """One line for a set of runs."""
+    total = IngestReport(source="")
+    for r in reports:
+        for name in (
+            "scanned",
+            "untouched",
+            "unchanged",
+            "ingested",
+            "retracted",
+            "passages",
+            "claims",
+            "embeddings",
+        ):
+            setattr(total, name, getattr(total, name) + getattr(r, name))
+        total.failed.extend(r.failed)
+    return (
+        f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
+        f"{total.retracted} retracted, {len(total.failed)} failed; "
+        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings"
+    )

@@ -1,0 +1,87 @@
+"""What a connector makes of one source record (a file): passages to store
+and claims to publish, in the shapes the SQL API takes (store_chunks,
+publish_claims). Pure data; parsing lives in markdown.py and tables.py."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+_PREDICATE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
+# camelCase splits before upper-casing, as vera.normalize_predicate does
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def predicate_name(phrase: str) -> str | None:
+    """UPPER_SNAKE form of a key or column header ("runs on" -> RUNS_ON), or None
+    when nothing of it survives (the SQL function vera.normalize_predicate agrees
+    for ASCII; a key in another script cannot be a predicate)."""
+    text = _CAMEL.sub(r"\1_\2", unicodedata.normalize("NFKC", phrase))
+    name = _NOT_ALNUM.sub("_", text).strip("_").upper()
+    return name if _PREDICATE.match(name) and len(name) <= 100 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A piece of the record's text, cut on its structure; offsets are characters."""
+
+    text: str
+    heading: str | None
+    char_start: int
+    char_end: int
+
+    def as_chunk(self) -> dict[str, Any]:
+        chunk: dict[str, Any] = {"text": self.text, "char_start": self.char_start, "char_end": self.char_end}
+        if self.heading:
+            chunk["heading"] = self.heading
+        return chunk
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One statement read from structure (front matter, a key/value line, a table row)."""
+
+    subject: str
+    predicate: str  # UPPER_SNAKE
+    object: str
+    object_is_entity: bool
+    fact_text: str
+    functional: bool = False
+    valid_from: str | None = None
+    valid_to: str | None = None
+    chunk: int | None = None  # ordinal of the evidence passage
+
+    def as_claim(self) -> dict[str, Any]:
+        claim: dict[str, Any] = {
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "object": self.object,
+            "object_is_entity": self.object_is_entity,
+            "fact_text": self.fact_text,
+        }
+        if self.functional:
+            claim["functional"] = True
+        for name in ("valid_from", "valid_to", "chunk"):
+            value = getattr(self, name)
+            if value is not None:
+                claim[name] = value
+        return claim
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRecord:
+    """A record ready to publish."""
+
+    title: str | None
+    passages: tuple[Passage, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    observed_at: str | None = None
+    # what could not become a claim, said once per record (an unreadable key, ...)
+    warnings: tuple[str, ...] = field(default=())
+
+
+class RecordFormatError(ValueError):
+    """The record cannot be read (not UTF-8, malformed front matter or CSV)."""

@@ -1,0 +1,72 @@
+"""Tables to claims: a CSV file or a Markdown table whose first column names
+the subject and whose other headers are predicates. A "valid from" / "since"
+column dates the row's claims, a "valid to" / "until" column ends them; empty
+cells state nothing. Two rows of one subject with different "valid from"
+values are the history of a functional predicate (CMDB exports look so)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from vera_worker.domain.records import Claim, ParsedRecord, RecordFormatError, predicate_name
+from vera_worker.domain.statements import (
+    VALID_FROM_KEYS,
+    VALID_TO_KEYS,
+    ClaimContext,
+    as_instant,
+    claims_from_mapping,
+)
+
+
+def claims_from_table(
+    header: Sequence[str], rows: Sequence[Sequence[str]], context: ClaimContext, *, where: str
+) -> tuple[list[Claim], list[str]]:
+    """Claims of every row, and warnings for what was skipped."""
+    claims: list[Claim] = []
+    warnings: list[str] = []
+    if len(header) < 2:
+        return claims, [f"{where}: a table needs a subject column and at least one more"]
+    for number, row in enumerate(rows, start=1):
+        cells = [cell.strip() for cell in row]
+        subject = cells[0] if cells else ""
+        if not subject:
+            continue
+        valid_from, valid_to = context.valid_from, context.valid_to
+        metadata: dict[str, str] = {}
+        for column, cell in zip(header[1:], cells[1:], strict=False):
+            name = predicate_name(column)
+            if not cell:
+                continue
+            if name in VALID_FROM_KEYS or name in VALID_TO_KEYS:
+                instant = as_instant(cell)
+                if instant is None:
+                    warnings.append(f"{where} row {number}: {column!r} is not a date: {cell!r}")
+                elif name in VALID_FROM_KEYS:
+                    valid_from = instant
+                else:
+                    valid_to = instant
+                continue
+            metadata[column] = cell
+        row_context = ClaimContext(functional=context.functional, valid_from=valid_from, valid_to=valid_to)
+        for item in claims_from_mapping(subject, metadata, row_context, skip_reserved=False):
+            if isinstance(item, str):
+                warnings.append(f"{where}: {item}")
+            else:
+                claims.append(item)
+    # a bad header repeats on every row: say it once
+    return claims, list(dict.fromkeys(warnings))
+
+
+def parse_csv(text: str, *, name: str, context: ClaimContext) -> ParsedRecord:
+    """A CSV export: the header row names predicates, each row states facts of its first cell."""
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise RecordFormatError(f"{name}: malformed CSV: {exc}") from exc
+    rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if not rows:
+        return ParsedRecord(title=name)
+    claims, warnings = claims_from_table(rows[0], rows[1:], context, where=name)
+    return ParsedRecord(title=name, claims=tuple(claims), warnings=tuple(warnings))

@@ -1,0 +1,198 @@
+"""The `vera` command line, complete: the client's commands (vera_client's
+cli) plus those that run the worker: `vera worker`, `vera ingest`, `vera demo`.
+The worker sits above the client library, so the full command is assembled
+here; `vera` points at this module's main."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+import procrastinate
+
+from vera_client.adapters.examples import example_dir
+from vera_client.adapters.postgres import provisioning, sources
+from vera_client.adapters.postgres.errors import connect
+from vera_client.adapters.postgres.hybrid import hybrid_search
+from vera_client.adapters.postgres.search import authenticate
+from vera_client.bootstrap import Database, build_object_store, embedder_for_model
+from vera_client.entrypoints.cli import (
+    database_from_env,
+    fail,
+    friendly_errors,
+    main,
+    print_hits,
+    start_if_embedded,
+)
+from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion, summarize
+from vera_worker.adapters.manifest_sources import register_manifest, request_all
+from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain
+
+DEMO_ORGANISATION = "Demo Organisation"
+DEMO_OWNER = "Demo Owner"
+DEMO_KEY_NAME = "demo key"
+DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
+    ("Which cluster does billing-api run on?", None),
+    ("Which cluster did billing-api run on before the migration?", datetime(2026, 6, 1, tzinfo=UTC)),
+    ("route-planner chạy trên cụm nào?", None),
+    ("How do I restart billing-api after a failed deploy?", None),
+]
+
+
+def _print_event(event: IngestEvent) -> None:
+    if event.kind == "planned":
+        click.echo(f"  {event.source}: {event.total} files to read or retract")
+        return
+    counter = f"[{event.done}/{event.total}]"
+    if event.kind == "ingested":
+        detail = f"{event.passages} passages, {event.claims} claims, {event.embeddings} embeddings"
+    elif event.kind == "failed":
+        detail = f"FAILED: {event.message}"
+    else:
+        detail = event.kind
+    click.echo(f"  {counter:>9} {event.key}: {detail}")
+
+
+def _app(
+    database: Database,
+    *,
+    on_progress: Callable[[IngestEvent], None] | None = None,
+    on_report: Callable[[IngestReport], None] | None = None,
+) -> procrastinate.App:
+    settings = database.settings
+    objects = build_object_store(settings)
+    ingestion = SourceIngestion(
+        database.worker_dsn,
+        objects=objects,
+        embedder_for_model=embedder_for_model(settings),
+        on_progress=on_progress,
+        on_report=on_report,
+        connect_timeout=settings.db.connect_timeout,
+    )
+    return build_app(database.worker_dsn, objects=objects, ingestion=ingestion)
+
+
+def _drain_with_progress(database: Database) -> list[IngestReport]:
+    reports: list[IngestReport] = []
+    drain(_app(database, on_progress=_print_event, on_report=reports.append))
+    return reports
+
+
+@main.command("worker")
+@click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
+@click.option("--queue", "queues", multiple=True, type=click.Choice(SERVED_QUEUES),
+              help="Serve only this queue (repeatable; default: all the worker runs).")  # fmt: skip
+@friendly_errors
+def worker_command(once: bool, queues: tuple[str, ...]) -> None:
+    """Run the worker: ingestion runs, graph projection, cleanup after retraction."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    database = database_from_env()
+    start_if_embedded(database)
+    app = _app(database)
+    concurrency = database.settings.worker.concurrency
+    until = "until idle" if once else "Ctrl+C stops"
+    click.echo(f"vera worker: queues {', '.join(queues or SERVED_QUEUES)}; {until}")
+    app.run_worker(queues=list(queues or SERVED_QUEUES), wait=not once, concurrency=concurrency)
+
+
+@main.command("ingest")
+@click.argument("path", type=click.Path(path_type=Path), required=False)
+@click.option(
+    "--source", "source_name", help="The source to read (name or id); default: the one holding PATH."
+)
+@click.option("--group", help="The group of the source.")
+@click.option("--no-wait", is_flag=True, help="Only queue the run for a running `vera worker`.")
+@click.option(
+    "--api-key", envvar="VERA_API_KEY", required=True, help="Key of a member of the source's group."
+)
+@friendly_errors
+def ingest_command(path: Path | None, source_name: str | None, group: str | None, no_wait: bool,
+                   api_key: str) -> None:  # fmt: skip
+    """Read a registered source, or the part of one at PATH, incrementally.
+
+    New and changed files are published, unchanged ones skipped, deleted ones
+    retracted. Without --no-wait the queued run is worked off here, with progress.
+    """
+    if path is None and source_name is None:
+        fail("give a PATH below a registered source's folder, or --source NAME")
+    database = database_from_env()
+    start_if_embedded(database)
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, api_key)
+        if source_name is not None:
+            source = sources.find_source(conn, source_name, group)
+            scope = None
+            if path is not None:
+                root = Path(str(source.config.get("root", "")))
+                target = path.expanduser().resolve()
+                if target != root and root not in target.parents:
+                    fail(f"{path} is not inside source {source.name!r} ({root})")
+                scope = None if target == root else target.relative_to(root).as_posix()
+        else:
+            assert path is not None
+            source, scope = sources.source_for_path(conn, path, group)
+        job = sources.request_ingest(conn, source, scope)
+        conn.commit()
+    click.echo(f"queued ingestion of {source.name!r}{f' ({scope})' if scope else ''}: job {job}")
+    if no_wait:
+        return
+    reports = _drain_with_progress(database)
+    click.echo(summarize(reports))
+    if any(report.failed for report in reports):
+        fail("some files could not be ingested (see above); they are read again on the next run")
+
+
+@main.command()
+@friendly_errors
+def demo() -> None:
+    """Start the embedded PostgreSQL, ingest the example corpus through the worker, and ask it questions."""
+    database = database_from_env()
+    if database.server is not None:
+        click.echo("starting the embedded PostgreSQL ...")
+        server_status = database.server.start()
+        click.echo(f"  running, data in {server_status.data_dir}")
+    applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
+    click.echo(f"migrations: {len(applied)} applied now, database up to date")
+    demo_tenant = provisioning.ensure_tenant(database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME)
+    click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
+    click.echo(f"api key:    {demo_tenant.api_key}")
+    click.echo("            (a new key each run; earlier demo keys are revoked)")
+
+    example = example_dir()
+    with connect(database.app_dsn) as conn:
+        authenticate(conn, demo_tenant.api_key)
+        registered = register_manifest(conn, demo_tenant.group_id, example / "sources.toml")
+        request_all(conn, registered)
+        conn.commit()
+    click.echo(f"\nexample corpus (Lumen Freight, fictional), {len(registered)} sources:")
+    for source in registered:
+        click.echo(f"  tier {source.trust_tier}  {source.name:<28} {source.config['root']}")
+    click.echo("worker: reading them (embeddings by the local all-MiniLM-L6-v2) ...")
+    reports = _drain_with_progress(database)
+    click.echo(f"worker: queue empty. {summarize(reports)}")
+
+    for question, as_of in DEMO_QUESTIONS:
+        with connect(database.app_dsn) as conn:
+            authenticate(conn, demo_tenant.api_key)
+            hits = hybrid_search(conn, question, k=3, as_of=as_of)
+        when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
+        click.echo(f"\n? {question}{when}")
+        print_hits(hits, explain=False)
+
+    installed = Path(sys.executable).with_name("vera")
+    vera = shlex.quote(str(installed)) if installed.exists() else "vera"
+    key = demo_tenant.api_key
+    # the embedded server ships its own psql; for an external server, the one on PATH
+    psql = str(database.server.bin_dir / "psql") if database.server is not None else "psql"
+    click.echo("\nNext:")
+    click.echo(f'  VERA_API_KEY={key} {vera} search "who owns ledger-db?" --explain')
+    click.echo(f"  VERA_API_KEY={key} {vera} eval {example / 'golden.toml'}")
+    click.echo(f"  VERA_API_KEY={key} {vera} source list")
+    click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}   # then, in one transaction:")
+    click.echo(f"    begin; select vera.authenticate('{key}');")
+    click.echo("    select rank, kind, text from vera.search('who owns ledger-db?'); commit;")

@@ -1,0 +1,144 @@
+"""The filesystem connector's readers: Markdown, CSV and text to passages and claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.domain.formats import mime_type, parse_record
+from vera_worker.domain.markdown import parse_markdown
+from vera_worker.domain.records import RecordFormatError, predicate_name
+from vera_worker.domain.statements import looks_like_entity
+
+
+def test_front_matter_keys_state_claims_of_the_subject() -> None:
+    record = parse_markdown(
+        "---\ntitle: Runbook\nsubject: billing-api\nowner: Payments Team\nruns_on: k8s-hanoi-2\n"
+        "ports: [8080, 8443]\nvalid_from: 2026-09-01\nfunctional: [runs on]\n---\n# Runbook\n\nText.\n",
+        name="runbooks/billing.md",
+    )
+    claims = {(c.predicate, c.object): c for c in record.claims}
+    assert set(claims) == {("OWNER", "Payments Team"), ("RUNS_ON", "k8s-hanoi-2"),
+                           ("PORTS", "8080"), ("PORTS", "8443")}  # fmt: skip
+    runs_on = claims["RUNS_ON", "k8s-hanoi-2"]
+    assert runs_on.subject == "billing-api" and runs_on.functional and runs_on.object_is_entity
+    assert runs_on.valid_from == "2026-09-01"
+    assert runs_on.fact_text == "billing-api runs on k8s-hanoi-2"
+    assert not claims["PORTS", "8080"].object_is_entity
+    assert record.title == "Runbook"
+    assert [p.text for p in record.passages] == ["Text."]
+
+
+def test_key_value_lines_are_claims_with_their_passage_as_evidence() -> None:
+    text = "# INC-7\n\nIntro paragraph.\n\n## Facts\n\n- **Severity:** SEV-2\n- **Owner**: Edge Team\n"
+    record = parse_markdown(text, name="inc.md")
+    assert [(c.subject, c.predicate, c.object) for c in record.claims] == [
+        ("INC-7", "SEVERITY", "SEV-2"),
+        ("INC-7", "OWNER", "Edge Team"),
+    ]
+    evidence = record.passages[record.claims[0].chunk or 0]
+    assert "**Severity:** SEV-2" in evidence.text and evidence.heading == "INC-7 > Facts"
+
+
+def test_passages_follow_headings_and_keep_unicode_offsets() -> None:
+    text = (
+        "---\ntitle: Sổ tay\n---\n# Sổ tay\n\n## Vị trí\n\n"
+        "Dịch vụ chạy trên cụm k8s-hanoi-1.\n\nĐoạn hai.\n\n## Khác\n\nCuối.\n"
+    )
+    record = parse_markdown(text, name="vi.md")
+    assert [(p.heading, p.text) for p in record.passages] == [
+        ("Sổ tay > Vị trí", "Dịch vụ chạy trên cụm k8s-hanoi-1.\n\nĐoạn hai."),
+        ("Sổ tay > Khác", "Cuối."),
+    ]
+    normalised = text
+    for passage in record.passages:
+        assert normalised[passage.char_start : passage.char_end] == passage.text
+
+
+def test_a_long_paragraph_is_cut_at_sentence_ends_and_code_stays_whole() -> None:
+    sentence = "This sentence is about forty characters. "
+    code = "```\n" + "x = 1\n\n" * 200 + "```"
+    record = parse_markdown(f"# T\n\n{sentence * 100}\n\n{code}\n", name="long.md", max_passage_chars=500)
+    prose = [p for p in record.passages if not p.text.startswith("```")]
+    assert len(prose) > 5 and all(len(p.text) <= 500 for p in prose)
+    assert all(p.text.endswith(".") for p in prose)
+    assert [p.text for p in record.passages if p.text.startswith("```")] == [code]
+
+
+def test_tables_state_claims_with_their_validity_and_are_not_repeated_as_text() -> None:
+    text = (
+        "# Services\n\n| service | runs on | owner | since |\n|---|---|---|---|\n"
+        "| billing-api | vm-cluster-1 | Payments | 2025-03-01 |\n"
+        "| billing-api | k8s-hanoi-2 | | 2026-09-01 |\n"
+    )
+    record = parse_markdown(text, name="cmdb.md", functional=["RUNS_ON"])
+    assert [(c.subject, c.predicate, c.object, c.valid_from, c.functional) for c in record.claims] == [
+        ("billing-api", "RUNS_ON", "vm-cluster-1", "2025-03-01", True),
+        ("billing-api", "OWNER", "Payments", "2025-03-01", False),
+        ("billing-api", "RUNS_ON", "k8s-hanoi-2", "2026-09-01", True),
+    ]
+    assert record.passages == ()
+
+
+def test_csv_rows_state_claims_and_bad_dates_warn() -> None:
+    data = "service,runs on,valid from\nledger-db,db-cluster-a,2025-01-10\nx-api,vm-1,someday\n,orphan,\n"
+    record = parse_record("cmdb/services.csv", data.encode())
+    assert [(c.subject, c.object, c.valid_from) for c in record.claims] == [
+        ("ledger-db", "db-cluster-a", "2025-01-10"),
+        ("x-api", "vm-1", None),
+    ]
+    assert record.warnings == ("cmdb/services.csv row 2: 'valid from' is not a date: 'someday'",)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("a.md", b"---\ntitle: [unclosed\n---\nbody", "malformed YAML front matter"),
+        ("a.md", b"---\n- a list\n---\nbody", "front matter must be a YAML mapping"),
+        ("a.md", b"caf\xe9", "not UTF-8"),
+        ("a.txt", b"a\x00b", "NUL"),
+        ("a.pdf", b"%PDF", "not a Markdown, CSV or text file"),
+    ],
+)
+def test_unreadable_records_raise_one_clear_error(name: str, data: bytes, message: str) -> None:
+    with pytest.raises(RecordFormatError, match=message):
+        parse_record(name, data)
+
+
+def test_names_and_values() -> None:
+    assert predicate_name("runs on") == "RUNS_ON"
+    assert predicate_name("ownedBy") == "OWNED_BY"
+    assert predicate_name("snake_case key") == "SNAKE_CASE_KEY"
+    assert predicate_name("chạy trên") is None  # as vera.normalize_predicate: A-Z only
+    assert looks_like_entity("k8s-hanoi-2") and looks_like_entity("Payments Team")
+    for literal in ["42", "2026-09-01", "https://x.example", "A whole sentence, with a comma.", "true"]:
+        assert not looks_like_entity(literal), literal
+    assert mime_type("a/B.MD") == "text/markdown" and mime_type("Makefile") is None
+
+
+def test_plain_text_is_paragraphs() -> None:
+    record = parse_record("notes.txt", b"First para\nstill first.\n\n\nSecond.")
+    assert [p.text for p in record.passages] == ["First para\nstill first.\n\n\nSecond."]
+    record = parse_record("notes.txt", ("A. " * 600).encode())
+    assert len(record.passages) > 1
+
+
+def _entry(mtime: int, size: int = 10) -> dict[str, object]:
+    return CursorEntry(mtime_ns=mtime, size=size, sha256="ab", episode_id="e").as_json()
+
+
+def test_the_scan_plan_reads_only_touched_files_and_finds_deletions() -> None:
+    cursor = {
+        "a.md": _entry(1),
+        "b.md": _entry(1),
+        "gone.md": _entry(1),
+        "sub/old.md": _entry(1),
+        "x": "junk",
+    }
+    files = [FileState("a.md", 1, 10), FileState("b.md", 2, 10), FileState("new.md", 1, 5)]
+    plan = plan_scan(cursor, files)
+    assert [f.key for f in plan.to_read] == ["b.md", "new.md"]
+    assert plan.untouched == 1
+    assert [key for key, _ in plan.deleted] == ["gone.md", "sub/old.md"]
+    scoped = plan_scan(cursor, [FileState("sub/x.md", 1, 1)], scope="sub")
+    assert [key for key, _ in scoped.deleted] == ["sub/old.md"]
