@@ -5,8 +5,12 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from vera_client.bootstrap import build_database
+from vera_client.adapters.embedders.cache import CachedEmbedder
+from vera_client.adapters.embedders.voyage import VoyageEmbedder
+from vera_client.adapters.rerankers.llm import LlmReranker
+from vera_client.bootstrap import build_database, build_object_store, build_providers
 from vera_client.config import VeraSettings, default_data_dir
+from vera_client.domain.errors import ConfigurationError
 
 
 def test_nested_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,3 +60,23 @@ def test_root_data_dir_is_never_under_root_home(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("os.geteuid", lambda: 1000)
     monkeypatch.setenv("XDG_DATA_HOME", "/home/u/.data")
     assert default_data_dir() == Path("/home/u/.data/vera/postgres")
+
+
+def test_providers_are_chosen_by_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("VOYAGE_API_KEY", "voyage-key-from-its-own-variable")
+    monkeypatch.setenv("VERA_EMBEDDER__PROVIDER", "voyage")
+    monkeypatch.setenv("VERA_EMBEDDER__MODEL", "voyage-4-lite")
+    monkeypatch.setenv("VERA_RERANKER__PROVIDER", "llm")
+    monkeypatch.setenv("VERA_RERANKER__BASE_URL", "http://127.0.0.1:9/v1")
+    providers = build_providers(VeraSettings())
+    embedder = providers.embedder()
+    assert isinstance(embedder, CachedEmbedder) and (embedder.model, embedder.dim) == ("voyage-4-lite", 1024)
+    assert isinstance(embedder._inner, VoyageEmbedder)
+    assert isinstance(providers.reranker, LlmReranker)
+    monkeypatch.setenv("VERA_EMBEDDER__PROVIDER", "openai")
+    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
+        build_providers(VeraSettings()).embedder()
+    monkeypatch.setenv("VERA_OBJECTS__BACKEND", "s3")
+    with pytest.raises(ConfigurationError, match="VERA_OBJECTS__BUCKET"):
+        build_object_store(VeraSettings())

@@ -6,9 +6,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+from pydantic import SecretStr
 
 from tests.servers import S3Server, free_port, running_seaweedfs
 from vera_client.adapters.objects.s3 import S3ObjectStore
+from vera_client.bootstrap import build_object_store
+from vera_client.config import ObjectStoreSettings, ResilienceSettings, VeraSettings
 from vera_client.domain.errors import (
     InvalidArgumentError,
     NotFoundError,
@@ -198,3 +201,30 @@ def store_factory_guard(s3_server: S3Server, bucket: str) -> tuple[S3ObjectStore
 
     prefix = f"test-{uuid.uuid4().hex[:12]}"
     return store_for(s3_server, bucket=bucket, prefix=prefix, call_guard=guard), seen
+
+
+def test_the_configured_s3_store_goes_through_the_resilience_chain(s3_server: S3Server, bucket: str) -> None:
+    """VERA_OBJECTS__BACKEND=s3 builds this store; an unreachable endpoint is retried, then one error."""
+
+    def settings(endpoint: str, retries: int) -> VeraSettings:
+        objects = ObjectStoreSettings(
+            backend="s3",
+            bucket=bucket,
+            prefix="configured",
+            endpoint_url=endpoint,
+            region=s3_server.region,
+            access_key_id=SecretStr(s3_server.access_key_id),
+            secret_access_key=SecretStr(s3_server.secret_access_key),
+            resilience=ResilienceSettings(
+                max_retries=retries, retry_base_seconds=0.01, retry_max_seconds=0.02
+            ),
+        )
+        return VeraSettings(objects=objects)
+
+    configured = build_object_store(settings(s3_server.endpoint_url, 0))
+    configured.put("a/b.md", b"bytes")
+    assert configured.get("a/b.md") == b"bytes"
+    assert store_for(s3_server, prefix="configured").get("a/b.md") == b"bytes"
+    down = build_object_store(settings(f"http://127.0.0.1:{free_port()}", 2))
+    with pytest.raises(ProviderError, match=r"after 3 attempts"):
+        down.get("a/b.md")

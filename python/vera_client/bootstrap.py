@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
 from dataclasses import dataclass
 
+from pydantic import SecretStr
+
 from vera_client.adapters.embedders import local_embedder_for
+from vera_client.adapters.embedders.cache import CachedEmbedder
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.embedders.local_minilm import MODEL as MINILM_MODEL
+from vera_client.adapters.embedders.openai import DEFAULT_BASE_URL as OPENAI_DEFAULT_BASE_URL
+from vera_client.adapters.embedders.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
+from vera_client.adapters.embedders.openai import OpenAIEmbedder
+from vera_client.adapters.embedders.voyage import DEFAULT_BASE_URL as VOYAGE_DEFAULT_BASE_URL
+from vera_client.adapters.embedders.voyage import DEFAULT_MODEL as VOYAGE_DEFAULT_MODEL
+from vera_client.adapters.embedders.voyage import VoyageEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.objects.s3 import S3ObjectStore
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
+from vera_client.adapters.providers.metering import Meter
+from vera_client.adapters.providers.resilience import ResilienceChain
+from vera_client.adapters.rerankers.llm import DEFAULT_MODEL as LLM_RERANK_MODEL
+from vera_client.adapters.rerankers.llm import LlmReranker
+from vera_client.adapters.rerankers.voyage import DEFAULT_MODEL as VOYAGE_RERANK_MODEL
+from vera_client.adapters.rerankers.voyage import VoyageReranker
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError
-from vera_client.domain.ports import Embedder, ObjectStore
+from vera_client.domain.ports import Embedder, ObjectStore, Reranker
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,12 +83,137 @@ def build_database(settings: VeraSettings) -> Database:
     return Database(settings=settings, server=server)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Providers:
+    """What the settings chose beyond the database, built once per process part
+    (a client, a worker) and shared by its threads. One meter sees every hosted
+    call, below the embedding cache, so cache hits cost nothing."""
+
+    settings: VeraSettings
+    meter: Meter
+    objects: ObjectStore
+    reranker: Reranker | None
+    _embedders: dict[str, Embedder]
+
+    def embedder(self) -> Embedder:
+        """The configured embedder (VERA_EMBEDDER__PROVIDER), cached."""
+        return self._configured()
+
+    def embedder_for_model(self, pinned: str | None) -> Embedder | None:
+        """Which embedder serves a group: the configured one for a group without a
+        pin or pinned to its model; for a group pinned to another model, that model
+        when it runs here; otherwise none (its new text is then found by words only)."""
+        configured = self._configured()
+        if pinned is None or pinned == configured.model:
+            return configured
+        if pinned not in self._embedders:
+            local = local_embedder_for(pinned)
+            if local is None:
+                return None
+            self._embedders[pinned] = self._cached(local)
+        return self._embedders[pinned]
+
+    def _configured(self) -> Embedder:
+        if "" not in self._embedders:  # built on first use: loading a model takes a while
+            self._embedders[""] = self._cached(_hosted_or_local_embedder(self.settings, self.meter))
+        return self._embedders[""]
+
+    def _cached(self, embedder: Embedder) -> Embedder:
+        cache = self.settings.cache
+        return CachedEmbedder(
+            embedder, max_entries=cache.max_entries, ttl_seconds=cache.ttl_seconds, shared=cache.valkey_url
+        )
+
+
+def build_providers(settings: VeraSettings) -> Providers:
+    meter = Meter()
+    return Providers(
+        settings=settings,
+        meter=meter,
+        objects=build_object_store(settings),
+        reranker=build_reranker(settings, meter),
+        _embedders={},
+    )
+
+
+def _secret(value: SecretStr | None, variable: str, what: str) -> str:
+    """A configured secret, else the provider's own environment variable."""
+    if value is not None and value.get_secret_value():
+        return value.get_secret_value()
+    fallback = os.environ.get(variable, "")
+    if not fallback:
+        raise ConfigurationError(f"{what} needs an API key: set VERA_{what.upper()}__API_KEY or {variable}")
+    return fallback
+
+
+def _hosted_or_local_embedder(settings: VeraSettings, meter: Meter) -> Embedder:
+    embedder = settings.embedder
+    if embedder.provider in ("local", "deterministic"):
+        return build_embedder(settings)
+    chain = ResilienceChain(embedder.provider, embedder.resilience)
+    if embedder.provider == "openai":
+        return OpenAIEmbedder(
+            api_key=_secret(embedder.api_key, "OPENAI_API_KEY", "embedder"),
+            model=embedder.model or OPENAI_DEFAULT_MODEL,
+            dim=embedder.dim,
+            base_url=embedder.base_url or OPENAI_DEFAULT_BASE_URL,
+            batch_size=embedder.batch_size,
+            meter=meter,
+            chain=chain,
+        )
+    return VoyageEmbedder(
+        api_key=_secret(embedder.api_key, "VOYAGE_API_KEY", "embedder"),
+        model=embedder.model or VOYAGE_DEFAULT_MODEL,
+        dim=embedder.dim,
+        base_url=embedder.base_url or VOYAGE_DEFAULT_BASE_URL,
+        batch_size=embedder.batch_size,
+        meter=meter,
+        chain=chain,
+    )
+
+
+def build_reranker(settings: VeraSettings, meter: Meter) -> Reranker | None:
+    """The optional stage-3 reranker (VERA_RERANKER__PROVIDER)."""
+    reranker = settings.reranker
+    if reranker.provider == "none":
+        return None
+    chain = ResilienceChain(reranker.provider, reranker.resilience)
+    if reranker.provider == "voyage":
+        return VoyageReranker(
+            api_key=_secret(reranker.api_key, "VOYAGE_API_KEY", "reranker"),
+            model=reranker.model or VOYAGE_RERANK_MODEL,
+            base_url=reranker.base_url or VOYAGE_DEFAULT_BASE_URL,
+            meter=meter,
+            chain=chain,
+        )
+    # any OpenAI-compatible chat API; a local server may need no key
+    key = reranker.api_key.get_secret_value() if reranker.api_key else os.environ.get("OPENAI_API_KEY")
+    return LlmReranker(
+        api_key=key or None,
+        model=reranker.model or LLM_RERANK_MODEL,
+        base_url=reranker.base_url or OPENAI_DEFAULT_BASE_URL,
+        meter=meter,
+        chain=chain,
+    )
+
+
 def build_object_store(settings: VeraSettings) -> ObjectStore:
     """Where raw source bytes go (VERA_OBJECTS__BACKEND)."""
     objects = settings.objects
     if objects.backend == "local":
         return LocalObjectStore(objects.root or settings.db.data_dir.parent / "objects")
-    raise ConfigurationError(f"object store backend {objects.backend!r} is not available")
+    if not objects.bucket:
+        raise ConfigurationError("the S3 object store needs a bucket: set VERA_OBJECTS__BUCKET")
+    chain = ResilienceChain("s3", objects.resilience)
+    return S3ObjectStore(
+        objects.bucket,
+        prefix=objects.prefix,
+        endpoint_url=objects.endpoint_url,
+        region=objects.region,
+        access_key_id=objects.access_key_id.get_secret_value() if objects.access_key_id else None,
+        secret_access_key=objects.secret_access_key.get_secret_value() if objects.secret_access_key else None,
+        call_guard=lambda call: chain.call(lambda _timeout: call()),
+    )
 
 
 def build_embedder(settings: VeraSettings) -> Embedder:
@@ -86,22 +227,4 @@ def build_embedder(settings: VeraSettings) -> Embedder:
         return local
     if embedder.provider == "deterministic":
         return DeterministicEmbedder(embedder.dim or 384)
-    raise ConfigurationError(f"embedder provider {embedder.provider!r} is not available")
-
-
-def embedder_for_model(settings: VeraSettings) -> Callable[[str | None], Embedder | None]:
-    """Which embedder writes a group's vectors: the configured one for a group
-    without a pin or pinned to its model; for a group pinned to another model,
-    that model when it runs here; otherwise none (the group's new text is then
-    found by words only, and the worker says so)."""
-    configured: Embedder | None = None
-
-    def choose(pinned: str | None) -> Embedder | None:
-        nonlocal configured
-        if configured is None:
-            configured = build_embedder(settings)
-        if pinned is None or pinned == configured.model:
-            return configured
-        return local_embedder_for(pinned)
-
-    return choose
+    raise ConfigurationError(f"embedder provider {embedder.provider!r} runs over HTTP: use build_providers")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 
@@ -80,6 +81,9 @@ class Hit:
     subject: str | None = None
     predicate: str | None = None
     object: str | None = None
+    # stage 3, when a reranker ran: score = (1 - w) * blend_score + w * rerank_score
+    blend_score: float | None = None
+    rerank_score: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -96,3 +100,135 @@ class Source:
     created_at: datetime
     retracted_at: datetime | None
     tracked_records: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Membership:
+    """One group the caller reaches, with the role it has there (vera.whoami)."""
+
+    principal_id: UUID
+    display_name: str
+    kind: str
+    group_id: str
+    group_kind: str
+    group_name: str
+    parent_group_id: str | None
+    role: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewApiKey:
+    """A key as created: the secret is shown this once."""
+
+    key_id: UUID
+    prefix: str
+    api_key: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApiKeyInfo:
+    """A key as listed: no secret material."""
+
+    key_id: UUID
+    prefix: str
+    name: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EpisodeVersion:
+    """What record_episode made of a record: created is False when its content was unchanged."""
+
+    episode_id: UUID
+    version: int
+    created: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredChunk:
+    ordinal: int
+    chunk_id: UUID
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PublishedClaim:
+    """What became of one claim: where it landed, its lifecycle and how its subject resolved."""
+
+    claim: int
+    fact_id: UUID
+    fact_group_id: str
+    lifecycle: str
+    subject_entity_id: UUID
+    resolution: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingReview:
+    """A tier-3 claim awaiting review, or a proposal made for the group."""
+
+    fact_id: UUID
+    fact_group_id: str
+    lifecycle: str
+    subject: str
+    predicate: str
+    object: str
+    fact_text: str
+    tier: int | None
+    verification: str
+    confidence: float | None
+    proposed_by: UUID | None
+    recorded_at: datetime
+    origin: dict[str, Any] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewOutcome:
+    fact_id: UUID
+    group_id: str
+    lifecycle: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Vote:
+    """A recorded vote, with the signals the hit had for its query."""
+
+    feedback_id: UUID
+    group_id: str
+    signals: dict[str, float]
+    created: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calibration:
+    """Weights derived from a group's votes; persisted when they became the active set."""
+
+    weight_set_id: UUID | None
+    persisted: bool
+    sample_count: int
+    helpful: int
+    unhelpful: int
+    weights: dict[str, Any] | None
+    separation: dict[str, float] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SnapshotTaken:
+    snapshot_id: UUID
+    item_count: int
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SnapshotInfo:
+    snapshot_id: UUID
+    name: str
+    created_at: datetime
+    sealed: bool
+    item_count: int
+    embedding_model: str | None
+    embedding_dim: int | None
+    search_version: str
+    weights: dict[str, Any]

@@ -20,7 +20,7 @@ from vera_client.adapters.postgres import provisioning, sources
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.hybrid import hybrid_search
 from vera_client.adapters.postgres.search import authenticate
-from vera_client.bootstrap import Database, build_object_store, embedder_for_model
+from vera_client.bootstrap import Database, build_providers
 from vera_client.entrypoints.cli import (
     database_from_env,
     fail,
@@ -65,11 +65,12 @@ def _app(
     on_report: Callable[[IngestReport], None] | None = None,
 ) -> procrastinate.App:
     settings = database.settings
-    objects = build_object_store(settings)
+    providers = build_providers(settings)
+    objects = providers.objects
     ingestion = SourceIngestion(
         database.worker_dsn,
         objects=objects,
-        embedder_for_model=embedder_for_model(settings),
+        embedder_for_model=providers.embedder_for_model,
         on_progress=on_progress,
         on_report=on_report,
         connect_timeout=settings.db.connect_timeout,

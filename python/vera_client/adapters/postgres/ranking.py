@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 import psycopg
@@ -12,25 +10,7 @@ from vera_client.adapters.postgres.errors import translated_errors
 from vera_client.adapters.postgres.hybrid import query_vector
 from vera_client.adapters.postgres.queries import query
 from vera_client.adapters.postgres.search import vector_text
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Vote:
-    feedback_id: UUID
-    group_id: str
-    signals: dict[str, float]
-    created: bool
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Calibration:
-    weight_set_id: UUID | None
-    persisted: bool
-    sample_count: int
-    helpful: int
-    unhelpful: int
-    weights: dict[str, Any] | None
-    separation: dict[str, float] | None
+from vera_client.domain.models import Calibration, Vote
 
 
 def record_feedback(conn: psycopg.Connection, kind: str, item_id: UUID, text: str, vote: str) -> Vote:

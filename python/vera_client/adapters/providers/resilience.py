@@ -274,6 +274,10 @@ def _classify(exc: Exception, timeout: float) -> _Failure | None:
             retry_after=None,
             cause=exc,
         )
+    if isinstance(exc, ProviderRateLimitedError | ProviderTimeoutError) or type(exc) is ProviderError:
+        # an adapter that does not speak httpx (S3 through botocore) already said
+        # what failed and that it may pass: too many requests, too slow, unreachable
+        return _Failure(error=type(exc), what=str(exc), retry_after=None, cause=exc)
     if isinstance(exc, httpx.TransportError):
         # no subclass fits "could not connect"; the root provider error says it plainly
         return _Failure(
