@@ -4,6 +4,7 @@ commands, and one-line errors for user mistakes."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -235,3 +236,63 @@ def test_feedback_and_calibrate_from_the_command_line(demo_db: Database) -> None
         ["feedback", "fact", "00000000-0000-0000-0000-000000000000", "up", "--query", question], env
     )
     assert unknown.exit_code == 1 and "not among the first 100 hits" in unknown.output
+
+
+def _tenant_key(env: dict[str, str]) -> str:
+    assert _run(["db", "migrate"], env).exit_code == 0
+    created = _run(["tenant", "create", "Folders Inc", "--owner", "Fay"], env)
+    found = KEY.search(created.output)
+    assert found, created.output
+    return found[0]
+
+
+def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_path: Path) -> None:
+    folder = tmp_path / "handbook"
+    (folder / "ops").mkdir(parents=True)
+    (folder / "ops" / "queues.md").write_text(
+        "# Queues\n\nWhen the parcel queue backs up, scale parcel-router to eight replicas.\n",
+        encoding="utf-8",
+    )
+    env = _env(demo_db.server, demo_db.name) | {
+        "VERA_EMBEDDER__PROVIDER": "deterministic",
+        "VERA_OBJECTS__ROOT": str(tmp_path / "objects"),
+    }
+    env["VERA_API_KEY"] = _tenant_key(env)
+    added = _run(["source", "add", "handbook", str(folder), "--tier", "2"], env)
+    assert added.exit_code == 0 and "source 'handbook'" in added.output and "tier 2" in added.output
+    ingested = _run(["ingest", str(folder / "ops")], env)
+    assert ingested.exit_code == 0, ingested.output
+    assert "[1/1] ops/queues.md: 1 passages, 0 claims, 1 embeddings" in ingested.output
+    assert "1 files: 1 ingested" in ingested.output
+    found = _run(["search", "parcel queue backs up", "--json", "-k", "1"], env)
+    assert json.loads(found.output)["text"].startswith("When the parcel queue backs up")
+    listed = _run(["source", "list"], env)
+    assert "'handbook'" in listed.output and "1 records" in listed.output
+
+    # queued only, then worked off by a real `vera worker --once` process
+    (folder / "ops" / "queues.md").unlink()
+    queued = _run(["ingest", "--source", "handbook", "--no-wait"], env)
+    assert queued.exit_code == 0 and "queued ingestion of 'handbook'" in queued.output
+    vera = Path(sys.executable).with_name("vera")
+    worker = subprocess.run(  # noqa: S603
+        [str(vera), "worker", "--once"], env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    assert "ingest handbook: 0 scanned, 0 untouched, 0 unchanged, 0 ingested, 1 retracted" in worker.stderr
+    assert _run(["search", "parcel queue backs up", "--json"], env).output.strip() == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ingest"], "give a PATH below a registered source's folder, or --source NAME"),
+        (["ingest", "/nonexistent/folder"], "no registered source holds /nonexistent/folder"),
+        (["ingest", "--source", "nothing-like-it"], "no source 'nothing-like-it'"),
+        (["source", "add", "x", "/nonexistent/folder", "--tier", "2"], "/nonexistent/folder is not a folder"),
+    ],
+)
+def test_ingestion_mistakes_are_one_line(demo_db: Database, args: list[str], message: str) -> None:
+    env = _env(demo_db.server, demo_db.name)
+    env["VERA_API_KEY"] = _tenant_key(env)
+    assert message in _one_line_error(_run(args, env))

@@ -17,13 +17,12 @@ import click
 import psycopg
 import pydantic
 
-from vera_client.adapters.postgres import provisioning, ranking, sources
-from vera_client.adapters.postgres.errors import connect, redact
-from vera_client.adapters.postgres.evaluation import evaluate_golden_set
-from vera_client.adapters.postgres.hybrid import hybrid_search
+from vera_client.adapters.postgres import provisioning, sources
+from vera_client.adapters.postgres.errors import connect, redact, translated_errors
 from vera_client.adapters.postgres.queries import query
 from vera_client.adapters.postgres.search import authenticate
 from vera_client.bootstrap import Database, build_database
+from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import (
     ConfigurationError,
@@ -31,7 +30,7 @@ from vera_client.domain.errors import (
     PermissionDeniedError,
     VeraError,
 )
-from vera_client.domain.golden import load_golden_set
+from vera_client.domain.golden import evaluate, load_golden_set, score_query
 from vera_client.domain.models import Hit, ServerStatus
 
 P = ParamSpec("P")
@@ -234,13 +233,9 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     explain: bool,
 ) -> None:
     """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here)."""
-    database = database_from_env()
-    if database.server is not None:
-        database.server.start()
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
-        hits = hybrid_search(
-            conn, query, k=k, as_of=as_of.replace(tzinfo=UTC) if as_of else None, groups=groups or None
+    with client_from_env(api_key) as vera:
+        hits = vera.search(
+            query, k=k, as_of=as_of.replace(tzinfo=UTC) if as_of else None, groups=groups or None
         )
     if as_json:
         for hit in hits:
@@ -258,11 +253,8 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
 @friendly_errors
 def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
     """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
-    database = database_from_env()
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
-        recorded = ranking.record_feedback(conn, kind, item_id, text, vote)
-        conn.commit()
+    with client_from_env(api_key) as vera:
+        recorded = vera.feedback(kind, item_id, text, vote)
     verb = "recorded" if recorded.created else "replaced the earlier vote with"
     click.echo(f"{verb} {vote} on {kind} {item_id} in {recorded.group_id}")
     click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
@@ -275,11 +267,8 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
 @friendly_errors
 def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
     """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
-    database = database_from_env()
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
-        result = ranking.calibrate_weights(conn, group, min_samples)
-        conn.commit()
+    with client_from_env(api_key) as vera:
+        result = vera.calibrate(group, min_samples)
     click.echo(f"votes: {result.sample_count} ({result.helpful} up, {result.unhelpful} down)")
     if result.separation:
         click.echo("separation: " + "  ".join(f"{n} {v:+.3f}" for n, v in result.separation.items()))
@@ -302,10 +291,12 @@ def eval_command(golden_file: Path, api_key: str) -> None:
     Exits 1 when a figure is below the file's thresholds.
     """
     golden = load_golden_set(golden_file)
-    database = database_from_env()
-    if database.server is not None:
-        database.server.start()
-    result = evaluate_golden_set(database.app_dsn, api_key, golden)
+    with client_from_env(api_key) as vera:
+        scores = []
+        for item in golden.queries:
+            hits = vera.search(item.text, k=max(golden.k, 10), as_of=item.as_of, groups=item.groups)
+            scores.append(score_query(item, hits, golden.k))
+    result = evaluate(golden, scores)
     click.echo(f"{'':>3} {'right':>5} {'rank':>4}  query")
     for position, score in enumerate(result.scores, start=1):
         verdict = "yes" if score.hit else ("WRONG" if score.rejected_first else "no")
@@ -340,6 +331,14 @@ def tenant_create(organisation: str, owner: str, email: str | None) -> None:
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
 
 
+def client_from_env(api_key: str) -> VeraClient:
+    """The typed client as the environment configures it (the embedded server started if it is used)."""
+    settings = VeraSettings()
+    database = build_database(settings)
+    start_if_embedded(database)
+    return VeraClient.from_settings(api_key, settings)
+
+
 def start_if_embedded(database: Database) -> None:
     if database.server is not None:
         database.server.start()
@@ -347,7 +346,8 @@ def start_if_embedded(database: Database) -> None:
 
 def default_group(conn: psycopg.Connection) -> str:
     """The organisation the caller administers, when there is exactly one."""
-    groups = [row[0] for row in conn.execute(query("administered_organisations")).fetchall()]
+    with translated_errors():
+        groups = [row[0] for row in conn.execute(query("administered_organisations")).fetchall()]
     if len(groups) == 1:
         return str(groups[0])
     if not groups:

@@ -18,9 +18,9 @@ import procrastinate
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.postgres import provisioning, sources
 from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.hybrid import hybrid_search
 from vera_client.adapters.postgres.search import authenticate
 from vera_client.bootstrap import Database, build_providers
+from vera_client.client import VeraClient
 from vera_client.entrypoints.cli import (
     database_from_env,
     fail,
@@ -177,23 +177,22 @@ def demo() -> None:
     reports = _drain_with_progress(database)
     click.echo(f"worker: queue empty. {summarize(reports)}")
 
-    for question, as_of in DEMO_QUESTIONS:
-        with connect(database.app_dsn) as conn:
-            authenticate(conn, demo_tenant.api_key)
-            hits = hybrid_search(conn, question, k=3, as_of=as_of)
-        when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
-        click.echo(f"\n? {question}{when}")
-        print_hits(hits, explain=False)
+    with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
+        for question, as_of in DEMO_QUESTIONS:
+            hits = vera.search(question, k=3, as_of=as_of)
+            when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
+            click.echo(f"\n? {question}{when}")
+            print_hits(hits, explain=False)
 
     installed = Path(sys.executable).with_name("vera")
-    vera = shlex.quote(str(installed)) if installed.exists() else "vera"
+    command = shlex.quote(str(installed)) if installed.exists() else "vera"
     key = demo_tenant.api_key
     # the embedded server ships its own psql; for an external server, the one on PATH
     psql = str(database.server.bin_dir / "psql") if database.server is not None else "psql"
     click.echo("\nNext:")
-    click.echo(f'  VERA_API_KEY={key} {vera} search "who owns ledger-db?" --explain')
-    click.echo(f"  VERA_API_KEY={key} {vera} eval {example / 'golden.toml'}")
-    click.echo(f"  VERA_API_KEY={key} {vera} source list")
+    click.echo(f'  VERA_API_KEY={key} {command} search "who owns ledger-db?" --explain')
+    click.echo(f"  VERA_API_KEY={key} {command} eval {example / 'golden.toml'}")
+    click.echo(f"  VERA_API_KEY={key} {command} source list")
     click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}   # then, in one transaction:")
     click.echo(f"    begin; select vera.authenticate('{key}');")
     click.echo("    select rank, kind, text from vera.search('who owns ledger-db?'); commit;")

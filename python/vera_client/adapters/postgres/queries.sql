@@ -155,7 +155,7 @@ select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, null, %(con
 
 -- name: administered_organisations
 -- Organisations the caller administers (for a default group).
-select group_id from vera.whoami() where group_kind = 'o' and role >= 'admin' order by group_id;
+select group_id from vera.whoami() where group_kind = 'organisation' and role >= 'admin' order by group_id;
 
 -- ---------------------------------------------------------------------------
 -- The typed client's calls (vera_client.client): one per SQL API function,
