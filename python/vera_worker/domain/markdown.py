@@ -91,7 +91,6 @@ class _Scanner:
         self.blocks: list[_Block] = []
         self.claims: list[tuple[int, Claim]] = []  # (offset of the stating line, claim)
         self.warnings: list[str] = []
-        self.first_h1: str | None = None
         self._headings: list[tuple[int, str]] = []
         self._paragraph: tuple[int, int] | None = None
         self._table: list[tuple[int, int, str]] = []
@@ -150,8 +149,6 @@ class _Scanner:
             if (heading := _HEADING.match(content)) is not None:
                 self.flush_paragraph()
                 level, title = len(heading.group(1)), heading.group(2).strip()
-                if level == 1 and self.first_h1 is None:
-                    self.first_h1 = title
                 self._headings = [(lvl, t) for lvl, t in self._headings if lvl < level] + [(level, title)]
                 continue
             if not content.strip():

@@ -1,0 +1,151 @@
+"""Ingestion throughput of the folder connector, through the real worker:
+a folder of Markdown documents (SciFact abstracts from ../shared/eval when
+present, else generated text) registered as a source, requested with
+vera.request_ingest and worked off by the Procrastinate worker in-process.
+Prints documents/s for a first run without vectors, a first run with the
+local all-MiniLM-L6-v2 (and how much of it was embedding), a second run
+with nothing changed (not even read), and a run after every file was
+touched (read and hashed, found unchanged).
+
+    .venv/bin/python benchmarks/ingest_throughput.py [--docs 400] [--embedded-docs 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Bench, start
+from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres import sources
+from vera_client.domain.ports import Embedder
+from vera_worker.adapters.ingestion import IngestReport, SourceIngestion
+from vera_worker.adapters.queue import build_app, drain
+
+SCIFACT = (
+    Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "beir_test" / "corpus.jsonl.gz"
+)
+
+
+class TimedEmbedder:
+    """Counts the seconds spent embedding, to tell model time from database time."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.seconds, self.texts = inner, 0.0, 0
+        self.model, self.dim = inner.model, inner.dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        started = time.perf_counter()
+        vectors = self.inner.embed(texts)
+        self.seconds += time.perf_counter() - started
+        self.texts += len(texts)
+        return vectors
+
+
+def documents(count: int) -> list[tuple[str, str]]:
+    """(title, text) pairs: real abstracts when the evaluation data is there."""
+    if SCIFACT.exists():
+        with gzip.open(SCIFACT, "rt", encoding="utf-8") as lines:
+            rows = [json.loads(line) for _, line in zip(range(count), lines, strict=False)]
+        return [(row["title"] or row["_id"], row["text"]) for row in rows]
+    rng = random.Random(7)
+    words = ["service", "cluster", "owner", "ledger", "invoice", "queue", "restart", "deploy", "latency"]
+    return [(f"Note {i}", " ".join(rng.choice(words) for _ in range(180)) + ".") for i in range(count)]
+
+
+def write_folder(root: Path, docs: list[tuple[str, str]]) -> None:
+    for number, (title, text) in enumerate(docs):
+        folder = root / f"part-{number // 100:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        front = f"---\ntitle: {json.dumps(title)}\nsubject: doc-{number}\nteam: Team {number % 7}\n---\n"
+        (folder / f"doc-{number:05d}.md").write_text(f"{front}# {title}\n\n{text}\n", encoding="utf-8")
+
+
+def run(
+    bench: Bench, group: str, source: sources.Source, objects: Path, embedder: Embedder | None
+) -> tuple[IngestReport, float]:
+    with bench.app() as conn:
+        sources.request_ingest(conn, source)
+        conn.commit()
+    reports: list[IngestReport] = []
+    worker_dsn = bench.server.worker_url(bench.database)
+    ingestion = SourceIngestion(
+        worker_dsn,
+        objects=LocalObjectStore(objects),
+        embedder_for_model=lambda _pinned: embedder,
+        on_report=reports.append,
+    )
+    started = time.perf_counter()
+    drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
+    return reports[0], time.perf_counter() - started
+
+
+def register(bench: Bench, name: str, folder: Path) -> tuple[str, sources.Source]:
+    with bench.app() as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', %s)", (bench.organisation, name)
+        ).fetchone()[0]  # type: ignore[index]
+        source_id = sources.register_folder(conn, group, name, folder, tier=2)
+        source = next(s for s in sources.list_sources(conn, group) if s.source_id == source_id)
+        conn.commit()
+    return group, source
+
+
+def line(label: str, report: IngestReport, seconds: float, docs: int) -> None:
+    print(
+        f"| {label} | {docs:,} | {seconds:.1f} | {docs / seconds:,.1f} | {report.ingested} ingested, "
+        f"{report.untouched} untouched, {report.unchanged} unchanged; {report.passages} passages, "
+        f"{report.claims} claims, {report.embeddings} embeddings |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=400, help="documents for the runs without vectors")
+    parser.add_argument("--embedded-docs", type=int, default=150, help="documents for the run with MiniLM")
+    options = parser.parse_args()
+    bench = start("vera_bench_ingest")
+    with tempfile.TemporaryDirectory(prefix="vera-ingest-bench-") as scratch:
+        root = Path(scratch)
+        plain, embedded, objects = root / "plain", root / "embedded", root / "objects"
+        all_docs = documents(max(options.docs, options.embedded_docs))
+        write_folder(plain, all_docs[: options.docs])
+        write_folder(embedded, all_docs[: options.embedded_docs])
+        print(
+            f"documents: {'SciFact abstracts' if SCIFACT.exists() else 'generated text'}; "
+            "through vera.request_ingest and the Procrastinate worker, one transaction per file\n"
+        )
+        print("| run | documents | seconds | documents/s | what happened |")
+        print("|---|---|---|---|---|")
+        group, source = register(bench, "plain", plain)
+        report, seconds = run(bench, group, source, objects, None)
+        line("first run, no vectors", report, seconds, options.docs)
+        model = TimedEmbedder(LocalMiniLMEmbedder())
+        group_e, source_e = register(bench, "embedded", embedded)
+        report_e, seconds_e = run(bench, group_e, source_e, objects, model)
+        line("first run, all-MiniLM-L6-v2 vectors", report_e, seconds_e, options.embedded_docs)
+        report, seconds = run(bench, group, source, objects, None)
+        line("second run, nothing changed", report, seconds, options.docs)
+        for path in plain.rglob("*.md"):
+            os.utime(path, ns=(time.time_ns(), time.time_ns()))
+        report, seconds = run(bench, group, source, objects, None)
+        line("every file touched, same bytes", report, seconds, options.docs)
+        print(
+            f"\nembedding: {model.texts} texts in {model.seconds:.1f} s "
+            f"({model.texts / model.seconds:.1f} texts/s), "
+            f"{100 * model.seconds / seconds_e:.0f}% of the embedded run"
+        )
+
+
+if __name__ == "__main__":
+    main()
