@@ -19,7 +19,12 @@ from pg_tests.seed import World, caller
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres import sources
-from vera_client.domain.errors import PermissionDeniedError, SourceUnavailableError
+from vera_client.domain.errors import (
+    PermissionDeniedError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    SourceUnavailableError,
+)
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
 
 
@@ -304,3 +309,35 @@ def test_request_ingest_defers_a_job_carrying_the_caller(world: World, folder: P
         with pytest.raises(psycopg.Error, match="was retracted") as retracted:
             conn.execute("select vera.request_ingest(%s, %s)", (group, source.source_id))
     assert retracted.value.sqlstate == "22023"
+
+
+class _FailingEmbedder:
+    """An embedder whose provider fails the way the resilience chain reports it."""
+
+    model, dim = "failing-model", 8
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def embed(self, texts: object) -> list[list[float]]:
+        raise self.error
+
+
+def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    group = _project(world, "ingest-provider-down")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+
+    def ingestion(error: Exception) -> SourceIngestion:
+        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                               embedder_for_model=lambda _: _FailingEmbedder(error))  # fmt: skip
+
+    slow = ingestion(ProviderTimeoutError("openai: no answer within 30s after 5 attempts")).run(request)
+    assert slow.ingested == 0 and len(slow.failed) == 3
+    assert all("no answer within 30s" in message for _, message in slow.failed)
+    with pytest.raises(ProviderUnavailableError):
+        ingestion(ProviderUnavailableError("openai: the circuit breaker is open")).run(request)

@@ -30,7 +30,13 @@ from psycopg.types.json import Jsonb
 
 from vera_client.adapters.postgres.errors import connect, translated_errors
 from vera_client.adapters.postgres.queries import query
-from vera_client.domain.errors import AuthenticationError, DatabaseUnavailableError, NotFoundError, VeraError
+from vera_client.domain.errors import (
+    AuthenticationError,
+    DatabaseUnavailableError,
+    NotFoundError,
+    ProviderUnavailableError,
+    VeraError,
+)
 from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.filesystem import scan_files, source_root
 from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
@@ -40,8 +46,10 @@ from vera_worker.domain.statements import functional_predicates
 
 logger = logging.getLogger(__name__)
 
-# A file's failure is reported and the run goes on; these end the run (the job fails and is retried).
-_RUN_STOPPERS = (DatabaseUnavailableError, AuthenticationError)
+# A file's failure is reported and the run goes on; these end the run (the job fails): the
+# database or the caller's rights are gone, or the embedder's circuit is open, and every
+# remaining file would fail the same way.
+_RUN_STOPPERS = (DatabaseUnavailableError, AuthenticationError, ProviderUnavailableError)
 
 EmbedderForModel = Callable[[str | None], Embedder | None]
 """Given a group's pinned model (None before its first vector), the embedder to use, if any."""
@@ -233,6 +241,8 @@ class SourceIngestion:
         try:
             record = parse_record(state.key, data, functional=run.functional)
             passages, claims, vectors = _with_vectors(record, run.embedder)
+        except _RUN_STOPPERS:
+            raise
         except (RecordFormatError, VeraError) as exc:
             self._fail(run, state.key, str(exc))
             return
