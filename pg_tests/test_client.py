@@ -233,3 +233,26 @@ def test_the_async_client_does_the_same(world: World, loaded: tuple[str, UUID], 
                 await client.search_snapshot(group, "async-snap", "x")
 
     asyncio.run(scenario())
+
+
+def test_a_query_the_pinned_model_cannot_read_is_searched_by_its_words(world: World, tmp_path: Path) -> None:
+    """all-MiniLM-L6-v2 reads English only: a Vietnamese query is not embedded (its vector
+    would be confidently wrong and drag the lexical leg down), an English one is."""
+    settings = VeraSettings(
+        db=DbSettings(data_dir=tmp_path / "pg"), embedder=EmbedderSettings(provider="local")
+    )
+    providers = build_providers(settings)
+    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key, providers=providers) as client:
+        group = client.create_group(world.a.organisation, "project", "client-languages")
+        source = client.register_source(group, "markdown", "handbook", 2)
+        episode = client.record_episode(group, source, "vi.md", hashlib.sha256(b"vi").digest())
+        text = "Dịch vụ route-planner chạy trên cụm k8s-hanoi-1."
+        embedder = providers.embedder()
+        client.store_chunks(group, episode.episode_id, [{"text": text, "embedding": embedder.embed([text])[0]}],
+                            embedder.model)  # fmt: skip
+        assert isinstance(embedder, CachedEmbedder)
+        misses = embedder.stats().misses
+        [hit] = client.search("route-planner chạy trên cụm nào?", groups=[group], k=1)
+        assert hit.text == text and embedder.stats().misses == misses  # not embedded
+        client.search("Which cluster runs route-planner?", groups=[group], k=1)
+        assert embedder.stats().misses == misses + 1

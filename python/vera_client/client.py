@@ -23,6 +23,7 @@ from uuid import UUID
 
 import psycopg_pool
 
+from vera_client.adapters.embedders import model_languages
 from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.calls import Call
 from vera_client.adapters.postgres.errors import redact, translated_errors
@@ -31,6 +32,7 @@ from vera_client.adapters.providers.metering import MeterKey, Totals
 from vera_client.bootstrap import Providers, build_database, build_providers
 from vera_client.config import PoolSettings, VeraSettings
 from vera_client.domain.errors import ConfigurationError, DatabaseUnavailableError, InvalidArgumentError
+from vera_client.domain.languages import model_reads
 from vera_client.domain.models import (
     ApiKeyInfo,
     Calibration,
@@ -65,10 +67,14 @@ class _Planner:
         self.rerank_weight = settings.weight if settings is not None else 0.0
         self.rerank_top_n = settings.top_n if settings is not None else 0
 
-    def embedder_for(self, pins: Sequence[tuple[str, int]]) -> tuple[Embedder, str] | None:
+    def embedder_for(self, pins: Sequence[tuple[str, int]], text: str) -> tuple[Embedder, str] | None:
+        """The embedder of the first pinned model that runs here and reads the query's language;
+        None means the search goes by words alone (a wrong vector would only drag it down)."""
         if self.providers is None:
             return None
         for model, dim in pins:
+            if not model_reads(model_languages(model), text):
+                continue
             embedder = self.providers.embedder_for_model(model)
             if embedder is not None and embedder.dim == dim:
                 return embedder, model
@@ -311,7 +317,7 @@ class VeraClient:
         if not text or not text.strip():
             return None, None
         pins = self._run(calls.pinned_models(groups))
-        chosen = self._plan.embedder_for(pins)
+        chosen = self._plan.embedder_for(pins, text)
         if chosen is None:
             return None, None
         embedder, model = chosen
@@ -329,7 +335,8 @@ class VeraClient:
         vector_weight: float = 1.0,
         rerank: bool = True,
     ) -> list[Hit]:
-        """Ranked, cited hits: hybrid when a searched group's model runs here, reranked when configured."""
+        """Ranked, cited hits: hybrid when a searched group's model runs here and reads the query's
+        language (else by words alone), reranked when configured."""
         _check_k(k)
         vector, model = self._query_vector(text, groups)
         found = self._run(
@@ -389,12 +396,11 @@ class VeraClient:
     def search_snapshot(self, group: str, name: str, text: str, *, k: int = 10) -> list[Hit]:
         """The snapshot's answer, as search gave it when it was taken."""
         _check_k(k)
-        pin = self._run(calls.snapshot_pin(group, name))
+        pins = self._run(calls.snapshot_pin(group, name))
         vector, model = None, None
-        if pin is not None and self._plan.providers is not None and text.strip():
-            embedder = self._plan.providers.embedder_for_model(pin)
-            if embedder is not None:
-                vector, model = embedder.embed([text])[0], pin
+        chosen = self._plan.embedder_for(pins, text) if text.strip() else None
+        if chosen is not None:
+            vector, model = chosen[0].embed([text])[0], chosen[1]
         return self._run(
             calls.search_snapshot(group, name, text, embedding=vector, embedding_model=model, k=k)
         )
@@ -615,7 +621,7 @@ class AsyncVeraClient:
         if not text or not text.strip():
             return None, None
         pins = await self._run(calls.pinned_models(groups))
-        chosen = self._plan.embedder_for(pins)
+        chosen = self._plan.embedder_for(pins, text)
         if chosen is None:
             return None, None
         embedder, model = chosen
@@ -690,12 +696,11 @@ class AsyncVeraClient:
 
     async def search_snapshot(self, group: str, name: str, text: str, *, k: int = 10) -> list[Hit]:
         _check_k(k)
-        pin = await self._run(calls.snapshot_pin(group, name))
+        pins = await self._run(calls.snapshot_pin(group, name))
         vector, model = None, None
-        if pin is not None and self._plan.providers is not None and text.strip():
-            embedder = self._plan.providers.embedder_for_model(pin)
-            if embedder is not None:
-                vector, model = (await asyncio.to_thread(embedder.embed, [text]))[0], pin
+        chosen = self._plan.embedder_for(pins, text) if text.strip() else None
+        if chosen is not None:
+            vector, model = (await asyncio.to_thread(chosen[0].embed, [text]))[0], chosen[1]
         return await self._run(
             calls.search_snapshot(group, name, text, embedding=vector, embedding_model=model, k=k)
         )

@@ -18,3 +18,12 @@ def local_embedder_for(model: str) -> Embedder | None:
     if model.startswith("deterministic-hash-") and model.removeprefix("deterministic-hash-").isdigit():
         return DeterministicEmbedder(int(model.removeprefix("deterministic-hash-")))
     return None
+
+
+# Languages a model reads, for models that read few (absent: multilingual or not known).
+# all-MiniLM-L6-v2 was trained on English; its tokenizer folds other Latin scripts to ASCII.
+MODEL_LANGUAGES: dict[str, frozenset[str]] = {MINILM_MODEL: frozenset({"en"})}
+
+
+def model_languages(model: str) -> frozenset[str] | None:
+    return MODEL_LANGUAGES.get(model)

@@ -343,8 +343,13 @@ def drop_snapshot(group: str, name: str) -> Call[None]:
     return Call("api_drop_snapshot", {"group": group, "name": name}, nothing)
 
 
-def snapshot_pin(group: str, name: str) -> Call[str | None]:
-    return Call("api_snapshot_pin", {"group": group, "name": name}, scalar)
+def snapshot_pin(group: str, name: str) -> Call[list[tuple[str, int]]]:
+    """The snapshot's embedding pin ([] without vectors, or for a snapshot the caller cannot see)."""
+
+    def read(_columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
+        return [(row[0], row[1]) for row in rows if row[0] is not None]
+
+    return Call("api_snapshot_pin", {"group": group, "name": name}, read)
 
 
 def search_snapshot(

@@ -268,4 +268,4 @@ from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector,
 
 -- name: api_snapshot_pin
 -- The embedding model a snapshot was taken with (its query must use it).
-select s.embedding_model from vera.snapshots s where s.group_id = %(group)s and s.name = %(name)s;
+select s.embedding_model, s.embedding_dim from vera.snapshots s where s.group_id = %(group)s and s.name = %(name)s;

@@ -1,0 +1,40 @@
+"""Whether the query vector can help: an embedding model knows some
+languages; a query in another one gets a confidently wrong vector (all-MiniLM-L6-v2
+strips Vietnamese diacritics, and its Vietnamese vectors land on the wrong
+paragraphs), and fusing that vector in drags the lexical leg down: on
+XQuAD vi -> vi, hybrid hit@1 0.731 against full text's 0.815 (docs/quality.md).
+So a query the pinned model cannot read is searched by its words alone."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Collection
+
+# Marks that, among Latin scripts, Vietnamese alone uses (seen after NFD):
+# hook above (ả), dot below (ạ), horn (ơ, ư), breve (ă), and the letter đ.
+# Acute, grave and tilde are shared with French, Spanish or Portuguese.
+_VIETNAMESE_MARKS = frozenset("\u0309\u0323\u031b\u0306đĐ")
+
+# An English query may name a café or Zoë; a query in another language is
+# full of letters outside ASCII.
+_ENGLISH_BELOW = 0.3
+_OTHER_FROM = 0.5
+
+
+def query_language(text: str) -> str:
+    """'vi' for Vietnamese, 'other' for text mostly outside ASCII, else 'en' (English or not known)."""
+    words = [word for word in text.split() if any(ch.isalpha() for ch in word)]
+    if not words:
+        return "en"
+    foreign = [w for w in words if any(ch.isalpha() and not ch.isascii() for ch in w)]
+    share = len(foreign) / len(words)
+    if share < _ENGLISH_BELOW:
+        return "en"
+    if any(ch in _VIETNAMESE_MARKS for ch in unicodedata.normalize("NFD", " ".join(foreign))):
+        return "vi"
+    return "other" if share >= _OTHER_FROM else "en"
+
+
+def model_reads(languages: Collection[str] | None, text: str) -> bool:
+    """Whether a model of these languages (None: multilingual or not known) can embed the query."""
+    return languages is None or query_language(text) in languages
