@@ -296,3 +296,14 @@ def test_ingestion_mistakes_are_one_line(demo_db: Database, args: list[str], mes
     env = _env(demo_db.server, demo_db.name)
     env["VERA_API_KEY"] = _tenant_key(env)
     assert message in _one_line_error(_run(args, env))
+
+
+def test_a_run_that_fails_as_a_whole_is_one_line(demo_db: Database, tmp_path: Path) -> None:
+    folder = tmp_path / "vanishing"
+    folder.mkdir()
+    env = _env(demo_db.server, demo_db.name) | {"VERA_EMBEDDER__PROVIDER": "deterministic"}
+    env["VERA_API_KEY"] = _tenant_key(env)
+    assert _run(["source", "add", "vanishing", str(folder), "--tier", "2"], env).exit_code == 0
+    folder.rmdir()
+    line = _one_line_error(_run(["ingest", "--source", "vanishing"], env))
+    assert "ingestion of source" in line and "does not exist or is not a folder" in line

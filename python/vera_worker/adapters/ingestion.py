@@ -151,9 +151,11 @@ class SourceIngestion:
         embedder_for_model: EmbedderForModel,
         on_progress: Callable[[IngestEvent], None] | None = None,
         on_report: Callable[[IngestReport], None] | None = None,
+        on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
         connect_timeout: int = 10,
     ) -> None:
         self._on_report = on_report
+        self._on_failure = on_failure
         self._dsn = dsn
         self._objects = objects
         self._embedder_for_model = embedder_for_model
@@ -161,6 +163,15 @@ class SourceIngestion:
         self._connect_timeout = connect_timeout
 
     def run(self, request: IngestRequest) -> IngestReport:
+        """One run; a VeraError ends it (the job fails) after on_failure has heard of it."""
+        try:
+            return self._run(request)
+        except VeraError as exc:
+            if self._on_failure is not None:
+                self._on_failure(request, exc)
+            raise
+
+    def _run(self, request: IngestRequest) -> IngestReport:
         with connect(self._dsn, connect_timeout=self._connect_timeout) as conn:
             source, cursor = self._load_source(conn, request)
             root = source_root(source.config, source.name)

@@ -21,6 +21,7 @@ from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.search import authenticate
 from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
+from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
     database_from_env,
     fail,
@@ -29,7 +30,13 @@ from vera_client.entrypoints.cli import (
     print_hits,
     start_if_embedded,
 )
-from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion, summarize
+from vera_worker.adapters.ingestion import (
+    IngestEvent,
+    IngestReport,
+    IngestRequest,
+    SourceIngestion,
+    summarize,
+)
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain
 
@@ -63,6 +70,7 @@ def _app(
     *,
     on_progress: Callable[[IngestEvent], None] | None = None,
     on_report: Callable[[IngestReport], None] | None = None,
+    on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
 ) -> procrastinate.App:
     settings = database.settings
     providers = build_providers(settings)
@@ -73,14 +81,27 @@ def _app(
         embedder_for_model=providers.embedder_for_model,
         on_progress=on_progress,
         on_report=on_report,
+        on_failure=on_failure,
         connect_timeout=settings.db.connect_timeout,
     )
     return build_app(database.worker_dsn, objects=objects, ingestion=ingestion)
 
 
 def _drain_with_progress(database: Database) -> list[IngestReport]:
+    """Work the queue off here, printing progress; a run that failed as a whole is one error line."""
     reports: list[IngestReport] = []
-    drain(_app(database, on_progress=_print_event, on_report=reports.append))
+    failures: list[str] = []
+
+    def failed(request: IngestRequest, error: VeraError) -> None:
+        failures.append(f"ingestion of source {request.source_id} failed: {error}")
+
+    # the failure is reported here in one line; Procrastinate would log it with a traceback
+    logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
+    drain(_app(database, on_progress=_print_event, on_report=reports.append, on_failure=failed))
+    if failures:
+        for line in failures[:-1]:
+            click.echo(f"vera: error: {line}", err=True)
+        fail(failures[-1])
     return reports
 
 
