@@ -153,6 +153,13 @@ def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path
         cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
     assert sorted(cursor) == ["notes.txt", "runbooks/billing.md"]
 
+    # restored with the same bytes: the record comes back as a new version
+    _write(folder / "cmdb.csv", "service,owned by\nledger-db,Data Platform\n")
+    _request(world, world.a.owner_key, source)
+    [sixth] = run_worker(world.db, objects, embedder)
+    assert sixth.ingested == 1
+    assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")
+
 
 def test_a_bad_file_is_reported_and_read_again_next_time(world: World, folder: Path, tmp_path: Path) -> None:
     group = _project(world, "ingest-bad-file")

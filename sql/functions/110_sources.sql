@@ -71,8 +71,9 @@ $$;
 comment on function vera.visible_source(text, uuid) is 'Internal: a visible source or VN001';
 
 -- Contract: records one version of a source record. Unchanged content (same
--- SHA-256 as the latest version) is a no-op that returns the existing
--- episode; changed content becomes the next version. Members and above.
+-- SHA-256 as the latest version, unless that version was retracted) is a
+-- no-op that returns the existing episode; changed content becomes the next
+-- version. Members and above.
 create or replace function vera.record_episode(
     group_id text, source_id uuid, external_id text, content_sha256 bytea,
     object_key text default null, mime text default null, observed_at timestamptz default now(),
@@ -101,11 +102,12 @@ begin
     -- one writer per record at a time, so two ingesters cannot both create version n+1
     perform pg_advisory_xact_lock(hashtextextended(
         record_episode.group_id || '/' || record_episode.source_id || '/' || record_episode.external_id, 0));
-    select e.episode_id, e.version, e.content_sha256 into latest from vera.episodes e
+    select e.episode_id, e.version, e.content_sha256, e.status into latest from vera.episodes e
      where e.group_id = record_episode.group_id and e.source_id = record_episode.source_id
        and e.external_id = record_episode.external_id
      order by e.version desc limit 1;
-    if found and latest.content_sha256 = record_episode.content_sha256 then
+    -- a retracted record that comes back (a deleted file restored) is a new version, even unchanged
+    if found and latest.content_sha256 = record_episode.content_sha256 and latest.status <> 'retracted' then
         return query select latest.episode_id, latest.version, false;
         return;
     end if;

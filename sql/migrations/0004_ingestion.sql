@@ -423,4 +423,58 @@ comment on function vera.search_snapshot(text, text, text, public.vector, intege
                                          double precision, double precision) is
     'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
 
+-- Ingestion: a record deleted (its episode retracted) and restored unchanged comes back.
+-- Contract: records one version of a source record. Unchanged content (same
+-- SHA-256 as the latest version, unless that version was retracted) is a
+-- no-op that returns the existing episode; changed content becomes the next
+-- version. Members and above.
+create or replace function vera.record_episode(
+    group_id text, source_id uuid, external_id text, content_sha256 bytea,
+    object_key text default null, mime text default null, observed_at timestamptz default now(),
+    title text default null, uri text default null
+)
+returns table (episode_id uuid, version integer, created boolean)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    src vera.sources;
+    latest record;
+begin
+    perform vera.require_role(record_episode.group_id, 'member');
+    src := vera.visible_source(record_episode.group_id, record_episode.source_id);
+    if src.retracted_at is not null then
+        raise exception 'source % was retracted at %; register it again to ingest from it', src.name, src.retracted_at
+            using errcode = '22023';
+    end if;
+    if coalesce(record_episode.external_id, '') = '' or char_length(record_episode.external_id) > 2000 then
+        raise exception 'external_id must be 1 to 2000 characters' using errcode = '22023';
+    end if;
+    if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
+        raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
+    end if;
+    -- one writer per record at a time, so two ingesters cannot both create version n+1
+    perform pg_advisory_xact_lock(hashtextextended(
+        record_episode.group_id || '/' || record_episode.source_id || '/' || record_episode.external_id, 0));
+    select e.episode_id, e.version, e.content_sha256, e.status into latest from vera.episodes e
+     where e.group_id = record_episode.group_id and e.source_id = record_episode.source_id
+       and e.external_id = record_episode.external_id
+     order by e.version desc limit 1;
+    -- a retracted record that comes back (a deleted file restored) is a new version, even unchanged
+    if found and latest.content_sha256 = record_episode.content_sha256 and latest.status <> 'retracted' then
+        return query select latest.episode_id, latest.version, false;
+        return;
+    end if;
+    return query
+    insert into vera.episodes as e (group_id, source_id, external_id, version, content_sha256, object_key, mime,
+                                    observed_at, title, uri)
+    values (record_episode.group_id, record_episode.source_id, record_episode.external_id,
+            coalesce(latest.version, 0) + 1, record_episode.content_sha256, record_episode.object_key,
+            record_episode.mime, coalesce(record_episode.observed_at, now()), record_episode.title, record_episode.uri)
+    returning e.episode_id, e.version, true;
+end
+$$;
+comment on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text) is
+    'Records a version of a source record; unchanged content returns the existing episode';
+
 reset role;
