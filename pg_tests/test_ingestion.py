@@ -308,9 +308,10 @@ def test_request_ingest_defers_a_job_carrying_the_caller(world: World, folder: P
                     "principal_id": str(owner[0]), "path": "runbooks"}  # type: ignore[index]  # fmt: skip
     with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute("select vera.request_ingest(%s, %s)", (group, source.source_id))
-    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as escape:
-        conn.execute("select vera.request_ingest(%s, %s, '../etc')", (group, source.source_id))
-    assert escape.value.sqlstate == "22023"
+    for escaping in ("../etc", "runbooks/../../etc", "/etc"):
+        with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as escape:
+            conn.execute("select vera.request_ingest(%s, %s, %s)", (group, source.source_id, escaping))
+        assert escape.value.sqlstate == "22023"
     with caller(world.db, world.a.owner_key) as conn:
         conn.execute("select vera.retract_source(%s, %s)", (group, source.source_id))
         with pytest.raises(psycopg.Error, match="was retracted") as retracted:
@@ -348,3 +349,20 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
     assert all("no answer within 30s" in message for _, message in slow.failed)
     with pytest.raises(ProviderUnavailableError):
         ingestion(ProviderUnavailableError("openai: the circuit breaker is open")).run(request)
+
+
+def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Path, tmp_path: Path) -> None:
+    group = _project(world, "ingest-emptied")
+    source = _register(world, group, folder)
+    _request(world, world.a.owner_key, source)
+    assert run_worker(world.db, tmp_path / "objects", None)[0].ingested == 3
+    for path in [p for p in folder.rglob("*") if p.is_file()]:
+        path.unlink()  # as an unmounted share looks
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                                embedder_for_model=lambda _: None)  # fmt: skip
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+    with pytest.raises(SourceUnavailableError, match="not retracting them all"):
+        ingestion.run(request)
+    assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")

@@ -105,7 +105,8 @@ begin
             using errcode = '22023';
     end if;
     if request_ingest.path is not null
-       and (char_length(request_ingest.path) > 1000 or request_ingest.path ~ '(^|/)[.][.](/|$)') then
+       and (char_length(request_ingest.path) > 1000 or request_ingest.path ~ '(^|/)[.][.](/|$)'
+            or request_ingest.path ~ '^/') then
         raise exception 'path must be a relative path below the source''s root, without ..' using errcode = '22023';
     end if;
     return vera.enqueue_job('vera.ingest_source', jsonb_build_object(

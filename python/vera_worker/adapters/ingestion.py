@@ -35,10 +35,11 @@ from vera_client.domain.errors import (
     DatabaseUnavailableError,
     NotFoundError,
     ProviderUnavailableError,
+    SourceUnavailableError,
     VeraError,
 )
 from vera_client.domain.ports import Embedder, ObjectStore
-from vera_worker.adapters.filesystem import scan_files, source_root
+from vera_worker.adapters.filesystem import scan_files, scope_path, source_root
 from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.records import ParsedRecord, RecordFormatError
@@ -186,6 +187,13 @@ class SourceIngestion:
             )
             files = list(scan_files(root, request.path))
             plan = plan_scan(cursor, files, scope=request.path)
+            if not files and plan.deleted:
+                # an unmounted share or an emptied folder looks like every file deleted
+                raise SourceUnavailableError(
+                    f"found no files under {scope_path(root, request.path)} but the cursor of "
+                    f"{source.name!r} tracks {len(plan.deleted)} there: not retracting them all "
+                    "(retract the source itself if it is gone)"
+                )
             run.report.scanned, run.report.untouched = len(files), plan.untouched
             run.total = len(plan.to_read) + len(plan.deleted)
             self._emit(IngestEvent("planned", source.name, total=run.total))
