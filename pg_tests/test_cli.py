@@ -253,6 +253,7 @@ def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_pa
         "# Queues\n\nWhen the parcel queue backs up, scale parcel-router to eight replicas.\n",
         encoding="utf-8",
     )
+    (folder / "README.md").write_text("# Handbook\n\nHow the operations team works.\n", encoding="utf-8")
     env = _env(demo_db.server, demo_db.name) | {
         "VERA_EMBEDDER__PROVIDER": "deterministic",
         "VERA_OBJECTS__ROOT": str(tmp_path / "objects"),
@@ -279,8 +280,8 @@ def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_pa
         check=False,
     )  # fmt: skip
     assert worker.returncode == 0, worker.stderr
-    assert "ingest handbook: 0 scanned, 0 untouched, 0 unchanged, 0 ingested, 1 retracted" in worker.stderr
-    assert _run(["search", "parcel queue backs up", "--json"], env).output.strip() == ""
+    assert "ingest handbook: 1 scanned, 0 untouched, 0 unchanged, 1 ingested, 1 retracted" in worker.stderr
+    assert "parcel queue" not in _run(["search", "parcel queue backs up", "--json"], env).output
 
 
 @pytest.mark.parametrize(
