@@ -366,3 +366,45 @@ def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Pat
     with pytest.raises(SourceUnavailableError, match="not retracting them all"):
         ingestion.run(request)
     assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")
+
+
+class _BreaksAfter:
+    """Embeds n texts' worth of calls, then its circuit is open."""
+
+    model, dim = "deterministic-hash-16", 16
+
+    def __init__(self, calls: int) -> None:
+        self.calls = calls
+        self.inner = DeterministicEmbedder(16)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls -= 1
+        if self.calls < 0:
+            raise ProviderUnavailableError("embedder: the circuit breaker is open")
+        return self.inner.embed(texts)
+
+
+def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    group = _project(world, "ingest-resume")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+
+    def ingestion(embedder: object) -> SourceIngestion:
+        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                               embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
+
+    with pytest.raises(ProviderUnavailableError):
+        ingestion(_BreaksAfter(2)).run(request)  # two files committed, then the circuit opens
+    resumed = ingestion(DeterministicEmbedder(16)).run(request)
+    assert (resumed.untouched, resumed.ingested) == (2, 1)
+    with caller(world.db, world.a.owner_key) as conn:  # the cursor is lost
+        conn.execute("select vera.advance_source_cursor(%s, %s, %s)", (group, source.source_id, Jsonb(
+            {key: None for key in ("cmdb.csv", "notes.txt", "runbooks/billing.md")})))  # fmt: skip
+        conn.commit()
+    again = ingestion(DeterministicEmbedder(16)).run(request)
+    assert (again.ingested, again.unchanged) == (0, 3)  # read, hashed, found known: nothing twice
+    assert _texts(world, group, "ledger-db Data Platform").count("ledger-db owned by Data Platform") == 1

@@ -2,8 +2,10 @@
 
 One run (the worker's vera.ingest_source job) compares the files below the
 source's root with its cursor, reads only what changed, and writes each file
-in a transaction of its own, cursor entry included, so that a crash resumes
-at the first file not committed. Per file: the raw bytes go to the object
+in a transaction of its own. Cursor entries are written in batches (the
+cursor is one JSON document per source, rewritten on each write): after a
+crash the files since the last batch are read again and found unchanged by
+their hash, so nothing is lost or written twice. Per file: the raw bytes go to the object
 store (key named after the record and the content's hash), then
 record_episode, store_chunks and publish_claims, with vectors from the
 group's embedder. A file deleted from disk has its episode retracted. A file
@@ -51,6 +53,9 @@ logger = logging.getLogger(__name__)
 # database or the caller's rights are gone, or the embedder's circuit is open, and every
 # remaining file would fail the same way.
 _RUN_STOPPERS = (DatabaseUnavailableError, AuthenticationError, ProviderUnavailableError)
+
+# files whose cursor entries are written together
+CURSOR_BATCH = 200
 
 EmbedderForModel = Callable[[str | None], Embedder | None]
 """Given a group's pinned model (None before its first vector), the embedder to use, if any."""
@@ -131,6 +136,8 @@ class _Run:
     functional: frozenset[str]
     total: int = 0
     done: int = 0
+    # cursor entries of committed files, not yet written
+    pending: dict[str, Any] = field(default_factory=dict)
 
     def begin(self) -> None:
         """Every transaction of the worker starts by vouching for the requester."""
@@ -139,6 +146,19 @@ class _Run:
     def advance(self, changes: dict[str, Any]) -> None:
         params = {"group": self.request.group_id, "source": self.request.source_id, "changes": Jsonb(changes)}
         self.conn.execute(query("advance_source_cursor"), params)
+
+    def remember(self, key: str, entry: CursorEntry) -> None:
+        """A committed file's cursor entry, written with the next batch."""
+        self.pending[key] = entry.as_json()
+        if len(self.pending) >= CURSOR_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            with translated_errors(), self.conn.transaction():
+                self.begin()
+                self.advance(self.pending)
+            self.pending = {}
 
 
 class SourceIngestion:
@@ -197,12 +217,16 @@ class SourceIngestion:
             run.report.scanned, run.report.untouched = len(files), plan.untouched
             run.total = len(plan.to_read) + len(plan.deleted)
             self._emit(IngestEvent("planned", source.name, total=run.total))
-            for state in plan.to_read:
-                run.done += 1
-                self._ingest_file(run, state, cursor.get(state.key))
-            for key, entry in plan.deleted:
-                run.done += 1
-                self._retract(run, key, entry)
+            try:
+                for state in plan.to_read:
+                    run.done += 1
+                    self._ingest_file(run, state, cursor.get(state.key))
+                for key, entry in plan.deleted:
+                    run.done += 1
+                    self._retract(run, key, entry)
+            finally:
+                if not conn.closed and not conn.broken:
+                    run.flush()  # what was committed stays known, also when the run stops early
         report = run.report
         logger.info(
             "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed",
@@ -250,10 +274,7 @@ class SourceIngestion:
         known = CursorEntry.from_json(previous) if isinstance(previous, dict) else None
         if known is not None and known.sha256 == sha256:
             # touched, not changed: remember the new time so the next scan skips it unread
-            entry = CursorEntry(state.mtime_ns, state.size, sha256, known.episode_id)
-            with translated_errors(), run.conn.transaction():
-                run.begin()
-                run.advance({state.key: entry.as_json()})
+            run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, known.episode_id))
             run.report.unchanged += 1
             self._event(run, "unchanged", state.key)
             return
@@ -298,7 +319,7 @@ class SourceIngestion:
         claims: list[dict[str, Any]],
         vectors: int,
     ) -> bool:
-        """Raw bytes, then the episode with its passages, claims and cursor entry in one transaction."""
+        """Raw bytes, then the episode with its passages and claims in one transaction."""
         request = run.request
         key = object_key(request.group_id, request.source_id, state.key, sha256)
         model = run.embedder.model if run.embedder is not None and vectors else None
@@ -324,9 +345,8 @@ class SourceIngestion:
                 run.conn.execute(query("store_chunks"), {**target, "chunks": Jsonb(passages)})
             if created and claims:
                 run.conn.execute(query("publish_claims"), {**target, "claims": Jsonb(claims)})
-            run.advance(
-                {state.key: CursorEntry(state.mtime_ns, state.size, sha256, str(episode_id)).as_json()}
-            )
+        # known from here on: the episode is committed, its entry goes with the next batch
+        run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode_id)))
         return bool(created)
 
     def _retract(self, run: _Run, key: str, entry: CursorEntry) -> None:
