@@ -116,6 +116,25 @@ def test_erasing_an_episode_deletes_it_and_everything_drawn_from_it(world: World
     assert args["erase"] is True
 
 
+def test_erasing_keeps_raw_bytes_that_another_episode_still_references(world: World) -> None:
+    """A record deleted and restored unchanged is a new version under the same object key."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group = _project(conn, world, "erase-shared-bytes")
+        source = register_source(conn, group, "wiki", 2)
+        first, _, _ = record_episode(conn, group, source, "page.md", "same", object_key="raw/page")
+        conn.execute("select vera.retract_episode(%s, %s)", (group, first))
+        second, version, created = record_episode(
+            conn, group, source, "page.md", "same", object_key="raw/page"
+        )
+        assert (created, version) == (True, 2)
+        record_episode(conn, group, source, "other.md", "other", object_key="raw/other")
+        job = conn.execute("select vera.erase_episode(%s, %s)", (group, first)).fetchone()[0]  # type: ignore[index]
+        both = conn.execute("select vera.erase_source(%s, %s)", (group, source)).fetchone()[0]  # type: ignore[index]
+        conn.commit()
+    assert _job(world, job)[2]["object_keys"] == []  # version 2 still holds raw/page
+    assert _job(world, both)[2]["object_keys"] == ["raw/other", "raw/page"]
+
+
 def test_erasing_a_source_removes_the_source_too(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         group = _project(conn, world, "erase-source")

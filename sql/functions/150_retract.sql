@@ -42,8 +42,18 @@ begin
       from vera.facts f
      where (f.group_id = target_group and f.episode_id = any (episode_ids))
         or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
-    select coalesce(jsonb_agg(e.object_key) filter (where e.object_key is not null), '[]') into object_keys
-      from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+    -- raw bytes that another episode still references stay (a record restored unchanged
+    -- is a new version under the same content-addressed key)
+    with withdrawn_keys as (
+        select distinct e.object_key from vera.episodes e
+         where e.group_id = target_group and e.episode_id = any (episode_ids) and e.object_key is not null
+    ), kept_keys as (
+        select distinct e.object_key from vera.episodes e
+         where e.group_id = target_group and e.object_key in (select k.object_key from withdrawn_keys k)
+           and not e.episode_id = any (episode_ids)
+    )
+    select coalesce(jsonb_agg(k.object_key order by k.object_key), '[]') into object_keys
+      from withdrawn_keys k where k.object_key not in (select kept.object_key from kept_keys kept);
 
     update vera.episodes e set status = 'retracted'
      where e.group_id = target_group and e.episode_id = any (episode_ids);

@@ -478,4 +478,93 @@ $$;
 comment on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text) is
     'Records a version of a source record; unchanged content returns the existing episode';
 
+-- Erasure keeps raw bytes another episode still references.
+-- Internal: retracts (and with erase, deletes) episodes of one group.
+-- Returns the retract_cleanup job id.
+create or replace function vera.withdraw_episodes(
+    target_group text, episode_ids uuid[], erase boolean, action text, target_kind text, target_id text,
+    reason text
+)
+returns bigint
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+as $$
+declare
+    withdrawn record;
+    restored record;
+    object_keys jsonb;
+    erased record;
+    cleanup_job bigint;
+begin
+    -- the facts drawn from the episodes, and proposals made from them
+    with gone as (
+        update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())
+         where ((f.group_id = target_group and f.episode_id = any (episode_ids))
+                or (f.origin ->> 'episode_id')::uuid = any (episode_ids))
+           and f.lifecycle <> 'retracted'
+        returning f.group_id, f.fact_id, f.subject_entity_id, f.predicate
+    )
+    select coalesce(jsonb_agg(gone.fact_id), '[]') as fact_ids,
+           array_agg(gone.group_id) as g, array_agg(gone.subject_entity_id) as s, array_agg(gone.predicate) as p
+      into withdrawn from gone;
+    -- facts retracted earlier (say, with their source) still name their graph edges
+    select coalesce(jsonb_agg(distinct f.fact_id), '[]') as fact_ids into erased
+      from vera.facts f
+     where (f.group_id = target_group and f.episode_id = any (episode_ids))
+        or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+    -- raw bytes that another episode still references stay (a record restored unchanged
+    -- is a new version under the same content-addressed key)
+    with withdrawn_keys as (
+        select distinct e.object_key from vera.episodes e
+         where e.group_id = target_group and e.episode_id = any (episode_ids) and e.object_key is not null
+    ), kept_keys as (
+        select distinct e.object_key from vera.episodes e
+         where e.group_id = target_group and e.object_key in (select k.object_key from withdrawn_keys k)
+           and not e.episode_id = any (episode_ids)
+    )
+    select coalesce(jsonb_agg(k.object_key order by k.object_key), '[]') into object_keys
+      from withdrawn_keys k where k.object_key not in (select kept.object_key from kept_keys kept);
+
+    update vera.episodes e set status = 'retracted'
+     where e.group_id = target_group and e.episode_id = any (episode_ids);
+
+    if erase then
+        delete from vera.feedback fb
+         where fb.group_id = target_group
+           and ((fb.item_kind = 'fact' and fb.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x))
+                or (fb.item_kind = 'passage' and fb.item_id in (
+                        select c.chunk_id from vera.chunks c
+                         where c.group_id = target_group and c.episode_id = any (episode_ids))));
+        delete from vera.snapshot_items si
+         where si.group_id = target_group
+           and (si.episode_id = any (episode_ids)
+                or (si.item_kind = 'fact' and si.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x)));
+        delete from vera.facts f
+         where (f.group_id = target_group and f.episode_id = any (episode_ids))
+            or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+        -- chunks go with their episodes (on delete cascade)
+        delete from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
+    end if;
+
+    -- values these facts had superseded become current again
+    select coalesce(jsonb_agg(t.fact_id) filter (where t.lifecycle = 'published'), '[]') as fact_ids into restored
+      from vera.rebuild_timelines(withdrawn.g, withdrawn.s, withdrawn.p) t;
+
+    cleanup_job := vera.enqueue_job('vera.retract_cleanup', jsonb_build_object(
+        'group_id', target_group,
+        'edge_ids', erased.fact_ids,
+        'object_keys', case when erase then object_keys else '[]'::jsonb end,
+        'episode_ids', to_jsonb(episode_ids),
+        'restored_fact_ids', restored.fact_ids,
+        'erase', erase),
+        now() + make_interval(secs => (vera.setting(target_group, 'retract.cleanup_delay_seconds'))::float8));
+    perform vera.audit(target_group, action, target_kind, target_id, jsonb_build_object(
+        'reason', reason, 'episodes', cardinality(episode_ids), 'facts', jsonb_array_length(erased.fact_ids),
+        'cleanup_job', cleanup_job));
+    return cleanup_job;
+end
+$$;
+comment on function vera.withdraw_episodes(text, uuid[], boolean, text, text, text, text) is
+    'Internal: retracts or erases episodes and enqueues their retract_cleanup job';
+
 reset role;
