@@ -123,9 +123,7 @@ def test_erasing_keeps_raw_bytes_that_another_episode_still_references(world: Wo
         source = register_source(conn, group, "wiki", 2)
         first, _, _ = record_episode(conn, group, source, "page.md", "same", object_key="raw/page")
         conn.execute("select vera.retract_episode(%s, %s)", (group, first))
-        _, version, created = record_episode(
-            conn, group, source, "page.md", "same", object_key="raw/page"
-        )
+        _, version, created = record_episode(conn, group, source, "page.md", "same", object_key="raw/page")
         assert (created, version) == (True, 2)
         record_episode(conn, group, source, "other.md", "other", object_key="raw/other")
         job = conn.execute("select vera.erase_episode(%s, %s)", (group, first)).fetchone()[0]  # type: ignore[index]
