@@ -283,6 +283,17 @@ def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_pa
     assert "ingest handbook: 1 scanned, 0 untouched, 0 unchanged, 1 ingested, 1 retracted" in worker.stderr
     assert "parcel queue" not in _run(["search", "parcel queue backs up", "--json"], env).output
 
+    # the whole source out of search, then erased
+    retracted = _run(["source", "retract", "handbook", "--reason", "moved to the wiki"], env)
+    assert retracted.exit_code == 0 and "source 'handbook' in o:" in retracted.output
+    assert "retracted; cleanup job" in retracted.output
+    assert "How the operations team works" not in _run(["search", "operations team", "--json"], env).output
+    assert "(retracted)" in _run(["source", "list"], env).output
+    erased = _run(["source", "retract", "handbook", "--erase"], env)
+    assert erased.exit_code == 0 and "erased" in erased.output
+    assert "no sources" in _run(["source", "list"], env).output
+    assert "no source 'handbook'" in _one_line_error(_run(["source", "retract", "handbook"], env))
+
 
 @pytest.mark.parametrize(
     ("args", "message"),

@@ -32,6 +32,7 @@ from vera_client.domain.errors import (
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
 from vera_client.domain.models import Hit, ServerStatus
+from vera_client.domain.sources import pick_source
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -418,3 +419,20 @@ def source_list(group: str | None, api_key: str) -> None:
             f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  "
             f"{item.tracked_records:>5} records  {where}{retracted}"
         )
+
+
+@source.command("retract")
+@click.argument("name")
+@click.option("--group", help="The group of the source (when the name is in several).")
+@click.option("--erase", is_flag=True, help="Also delete its episodes, passages, facts and raw bytes.")
+@click.option("--reason", help="Why; kept in the audit log.")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
+@friendly_errors
+def source_retract(name: str, group: str | None, erase: bool, reason: str | None, api_key: str) -> None:
+    """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it."""
+    with client_from_env(api_key) as vera:
+        target = pick_source(vera.list_sources(group), name, group)
+        withdraw = vera.erase_source if erase else vera.retract_source
+        job = withdraw(target.group_id, target.source_id, reason)
+    verb = "erased" if erase else "retracted"
+    click.echo(f"source {target.name!r} in {target.group_id} {verb}; cleanup job {job} (run by vera worker)")

@@ -40,6 +40,8 @@ from vera_worker.adapters.ingestion import (
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain
 
+logger = logging.getLogger(__name__)
+
 DEMO_ORGANISATION = "Demo Organisation"
 DEMO_OWNER = "Demo Owner"
 DEMO_KEY_NAME = "demo key"
@@ -75,12 +77,24 @@ def _app(
     settings = database.settings
     providers = build_providers(settings)
     objects = providers.objects
+
+    def reported(report: IngestReport) -> None:
+        # what hosted models cost this process so far (a local model costs nothing)
+        spent = providers.meter.grand_total()
+        if spent.requests:
+            logger.info(
+                "provider usage so far: %d requests (%d failed), %d input tokens, about $%.4f",
+                spent.requests, spent.failed_requests, spent.input_tokens, spent.estimated_cost_usd,
+            )  # fmt: skip
+        if on_report is not None:
+            on_report(report)
+
     ingestion = SourceIngestion(
         database.worker_dsn,
         objects=objects,
         embedder_for_model=providers.embedder_for_model,
         on_progress=on_progress,
-        on_report=on_report,
+        on_report=reported,
         on_failure=on_failure,
         connect_timeout=settings.db.connect_timeout,
     )

@@ -13,6 +13,7 @@ from vera_client.adapters.postgres.errors import translated_errors
 from vera_client.adapters.postgres.queries import query
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_client.domain.models import Source
+from vera_client.domain.sources import pick_source
 
 
 def register_folder(
@@ -65,13 +66,7 @@ def list_sources(conn: psycopg.Connection, group_id: str | None = None) -> list[
 
 def find_source(conn: psycopg.Connection, name_or_id: str, group_id: str | None = None) -> Source:
     """A source by name or id among the caller's (NotFoundError, or InvalidArgumentError when ambiguous)."""
-    matches = [s for s in list_sources(conn, group_id) if name_or_id in (s.name, str(s.source_id))]
-    if not matches:
-        raise NotFoundError(f"no source {name_or_id!r}" + (f" in {group_id}" if group_id else ""))
-    if len(matches) > 1:
-        groups = ", ".join(s.group_id for s in matches)
-        raise InvalidArgumentError(f"source {name_or_id!r} exists in several groups ({groups}): pass --group")
-    return matches[0]
+    return pick_source(list_sources(conn, group_id), name_or_id, group_id)
 
 
 def source_for_path(
