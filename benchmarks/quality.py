@@ -216,7 +216,7 @@ def load(
                     "chunks": Jsonb([chunk]),
                     "embedding_model": model,
                 }
-                conn.execute(query("store_chunks"), chunks)
+                conn.execute(query("api_store_chunks"), chunks)
             conn.commit()
         return time.perf_counter() - started
 

@@ -14,8 +14,6 @@ from click.testing import CliRunner, Result
 from pg_tests.conftest import ROOT, Database
 from pg_tests.ingesting import ingest_manifest, run_worker
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from vera_client.adapters.postgres.corpus import load_corpus
-from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.entrypoints.cli import main
 
 EXAMPLE = ROOT / "examples" / "lumen"
@@ -121,14 +119,6 @@ def test_a_malformed_golden_set_is_one_line(
     assert result.exit_code == 1
     assert message in result.output
     assert "Traceback" not in result.output
-
-
-def test_a_malformed_corpus_is_one_error(db: Database, loaded: Loaded) -> None:
-    with db.connect() as conn:
-        conn.execute("select vera.authenticate(%s)", (loaded.env["VERA_API_KEY"],))
-        with pytest.raises(InvalidArgumentError, match="malformed corpus"):
-            load_corpus(conn, loaded.organisation, {"sources": [{"name": "no kind or tier"}]})
-        conn.rollback()
 
 
 def test_a_bad_key_is_one_line(loaded: Loaded) -> None:

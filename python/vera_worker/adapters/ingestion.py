@@ -342,9 +342,9 @@ class SourceIngestion:
             ).fetchone()
             target = {"group": request.group_id, "episode": episode_id, "embedding_model": model}
             if created and passages:
-                run.conn.execute(query("store_chunks"), {**target, "chunks": Jsonb(passages)})
+                run.conn.execute(query("api_store_chunks"), {**target, "chunks": Jsonb(passages)})
             if created and claims:
-                run.conn.execute(query("publish_claims"), {**target, "claims": Jsonb(claims)})
+                run.conn.execute(query("api_publish_claims"), {**target, "claims": Jsonb(claims)})
         # known from here on: the episode is committed, its entry goes with the next batch
         run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode_id)))
         return bool(created)

@@ -72,25 +72,9 @@ from vera.missing_vector_indexes(%(min_rows)s);
 -- Authenticates an API key for the current transaction; returns the principal.
 select vera.authenticate(%(key)s);
 
--- name: search
--- Hybrid search (sql/functions/180_search.sql); the embedding travels as pgvector text.
-select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
-       relevance, authority, verification, recency, feedback, confidence, citation
-from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
-                 as_of => %(as_of)s, groups => %(groups)s, weights => %(weights)s,
-                 embedding_model => %(embedding_model)s);
-
--- name: find_source
--- A source of a group by name (RLS applies).
-select source_id from vera.sources where group_id = %(group)s and name = %(name)s;
-
 -- name: register_source
 -- Registers a source (admins).
 select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, null, '{}', %(uri)s);
-
--- name: declare_predicate
--- Declares a predicate functional or multi-valued (admins).
-select vera.declare_predicate(%(group)s, %(name)s, %(cardinality)s::vera.predicate_cardinality, null);
 
 -- name: record_episode
 -- One version of a source record; created is false when the content is unchanged.
@@ -98,26 +82,12 @@ select episode_id, version, created
 from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
                          %(observed_at)s, %(title)s, %(uri)s);
 
--- name: store_chunks
--- An episode's passages, in order.
-select vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s);
-
--- name: publish_claims
--- A batch of claims of an episode, all or nothing.
-select count(*) from vera.publish_claims(%(group)s, %(episode)s, %(claims)s, %(embedding_model)s);
-
 -- name: pinned_models
 -- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
 select distinct embedding_model, embedding_dim
 from vera.groups
 where group_id = any (coalesce(%(groups)s::text[], vera.readable_groups())) and embedding_model is not null
 order by 1;
-
--- name: record_feedback
--- The caller's vote on a hit of a query (the signals are recomputed in SQL).
-select feedback_id, group_id, signals, created
-from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
-                          %(embedding)s::vector, null, null, %(embedding_model)s);
 
 -- name: calibrate_weights
 -- Weights derived from a group's votes; kept as the active set above the minimum sample count.
