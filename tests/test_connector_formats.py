@@ -142,3 +142,26 @@ def test_the_scan_plan_reads_only_touched_files_and_finds_deletions() -> None:
     assert [key for key, _ in plan.deleted] == ["gone.md", "sub/old.md"]
     scoped = plan_scan(cursor, [FileState("sub/x.md", 1, 1)], scope="sub")
     assert [key for key, _ in scoped.deleted] == ["sub/old.md"]
+
+
+def test_what_the_sql_api_would_refuse_is_left_out_with_a_warning_not_a_lost_file() -> None:
+    long_value = "x" * 2500
+    bomb = (
+        "---\nsubject: svc\na: &a {b: {c: {d: {e: 1}}}}\nlong: " + long_value + "\nowner: Team\n---\nText.\n"
+    )
+    record = parse_record("odd.md", bomb.encode())
+    assert ("OWNER", "Team") in [(c.predicate, c.object) for c in record.claims]
+    assert len(record.claims) < 200  # bounded by the nesting limit, not 2**24
+    assert any("nests deeper than 3 levels" in w for w in record.warnings)
+    assert any("'long' is longer than 2000 characters" in w for w in record.warnings)
+    code = "```\n" + "line of code\n" * 3000 + "```"
+    pieces = parse_record("code.md", f"# T\n\n{code}\n".encode()).passages
+    assert len(pieces) > 1 and all(len(p.text) <= 20_000 for p in pieces)
+    assert "".join(p.text + "\n" for p in pieces).count("line of code") == 3000
+
+
+def test_a_table_of_more_claims_than_one_call_takes_is_cut_with_a_warning() -> None:
+    rows = "".join(f"svc-{i},node-{i}\n" for i in range(10_050))
+    record = parse_record("big.csv", ("service,runs on\n" + rows).encode())
+    assert len(record.claims) == 10_000
+    assert record.warnings[-1] == "big.csv: 10,050 claims, only the first 10,000 are published"

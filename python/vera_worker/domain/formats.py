@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 from vera_worker.domain.markdown import parse_markdown, parse_plain_text
 from vera_worker.domain.records import ParsedRecord, RecordFormatError
@@ -23,8 +24,25 @@ def mime_type(name: str) -> str | None:
     return MIME_BY_SUFFIX.get(suffix)
 
 
+# what one call of vera.store_chunks / vera.publish_claims takes
+MAX_PASSAGES = 10_000
+MAX_CLAIMS = 10_000
+
+
 def parse_record(name: str, data: bytes, *, functional: Collection[str] = ()) -> ParsedRecord:
     """Passages and claims of one file's bytes; RecordFormatError when they cannot be read."""
+    record = _parse(name, data, functional)
+    if len(record.passages) > MAX_PASSAGES:
+        raise RecordFormatError(
+            f"{name}: {len(record.passages):,} passages, more than the {MAX_PASSAGES:,} one record may have"
+        )
+    if len(record.claims) > MAX_CLAIMS:
+        dropped = f"{name}: {len(record.claims):,} claims, only the first {MAX_CLAIMS:,} are published"
+        return replace(record, claims=record.claims[:MAX_CLAIMS], warnings=(*record.warnings, dropped))
+    return record
+
+
+def _parse(name: str, data: bytes, functional: Collection[str]) -> ParsedRecord:
     mime = mime_type(name)
     if mime is None:
         raise RecordFormatError(f"{name}: not a Markdown, CSV or text file")

@@ -34,6 +34,8 @@ from vera_worker.domain.statements import (
 from vera_worker.domain.tables import claims_from_table
 
 DEFAULT_MAX_PASSAGE_CHARS = 1200
+# vera.store_chunks' limit for one chunk's text
+MAX_CHUNK_CHARS = 20_000
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -169,8 +171,11 @@ class _Scanner:
 def _pieces(text: str, block: _Block, max_chars: int) -> list[tuple[int, int]]:
     """A long paragraph cut at sentence ends into pieces of at most max_chars
     (a sentence longer than that is cut where it must be)."""
-    if block.end - block.start <= max_chars or not block.splittable:
+    if block.end - block.start <= max_chars:
         return [(block.start, block.end)]
+    if not block.splittable:
+        # a code block stays whole up to what a chunk may hold; beyond, it is cut between lines
+        return _lines_within(text, block.start, block.end, MAX_CHUNK_CHARS)
     pieces: list[tuple[int, int]] = []
     start = block.start
     while block.end - start > max_chars:
@@ -180,6 +185,18 @@ def _pieces(text: str, block: _Block, max_chars: int) -> list[tuple[int, int]]:
         pieces.append((start, cut))
         start = cut
     pieces.append((start, block.end))
+    return pieces
+
+
+def _lines_within(text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+    """[start, end) cut after newlines into pieces of at most limit characters (a longer line is cut)."""
+    pieces: list[tuple[int, int]] = []
+    while end - start > limit:
+        newline = text.rfind("\n", start, start + limit)
+        cut = newline + 1 if newline > start else start + limit
+        pieces.append((start, cut))
+        start = cut
+    pieces.append((start, end))
     return pieces
 
 

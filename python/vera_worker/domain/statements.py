@@ -25,6 +25,11 @@ _NUMBER = re.compile(r"^[+-]?\d+([.,]\d+)?%?$")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _MAX_ENTITY_CHARS = 80
 _MAX_ENTITY_WORDS = 6
+# what vera.publish_claims accepts; longer values are prose, which the passages carry
+MAX_SUBJECT_CHARS = 500
+MAX_OBJECT_CHARS = 2000
+# owner: {team: {lead: ...}} reads as OWNER_TEAM_LEAD; deeper (or a YAML alias bomb) is not metadata
+MAX_NESTING = 3
 
 
 def looks_like_entity(value: str) -> bool:
@@ -94,10 +99,15 @@ def claims_from_mapping(
     *,
     chunk: int | None = None,
     skip_reserved: bool = True,
+    depth: int = 1,
 ) -> Iterator[Claim | str]:
     """Claims of subject from key -> value(s); a nested mapping's keys extend the
-    predicate (owner.team -> OWNER_TEAM). Yields a warning string for a key that
-    cannot be a predicate, instead of raising: one odd key must not lose a record."""
+    predicate (owner.team -> OWNER_TEAM). Yields a warning string for what cannot
+    be a claim (a key without letters A-Z, a value too long, nesting too deep)
+    instead of raising: one odd key must not lose a record."""
+    if len(subject) > MAX_SUBJECT_CHARS:
+        yield f"subject {subject[:40]!r}... is longer than {MAX_SUBJECT_CHARS} characters: no claims of it"
+        return
     for key, value in metadata.items():
         key_text = str(key)
         if skip_reserved and key_text.strip().lower() in RESERVED_KEYS:
@@ -107,13 +117,21 @@ def claims_from_mapping(
             yield f"key {key_text!r} cannot be a predicate (it needs letters A-Z)"
             continue
         if isinstance(value, Mapping):
+            if depth >= MAX_NESTING:
+                yield f"key {key_text!r} nests deeper than {MAX_NESTING} levels: left out"
+                continue
             nested = {f"{key_text} {inner}": inner_value for inner, inner_value in value.items()}
-            yield from claims_from_mapping(subject, nested, context, chunk=chunk, skip_reserved=False)
+            yield from claims_from_mapping(
+                subject, nested, context, chunk=chunk, skip_reserved=False, depth=depth + 1
+            )
             continue
         values = value if isinstance(value, list | tuple) else [value]
         for item in values:
             text = scalar_text(item)
             if text is None:
+                continue
+            if len(text) > MAX_OBJECT_CHARS:
+                yield f"the value of {key_text!r} is longer than {MAX_OBJECT_CHARS} characters: left out"
                 continue
             yield Claim(
                 subject=subject,
