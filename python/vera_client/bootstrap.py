@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import SecretStr
 
@@ -93,7 +93,8 @@ class Providers:
     meter: Meter
     objects: ObjectStore
     reranker: Reranker | None
-    _embedders: dict[str, Embedder]
+    # built on first use, by pinned model ('' = the configured one)
+    _embedders: dict[str, Embedder] = field(default_factory=dict, init=False, repr=False)
 
     def embedder(self) -> Embedder:
         """The configured embedder (VERA_EMBEDDER__PROVIDER), cached."""
@@ -132,7 +133,6 @@ def build_providers(settings: VeraSettings) -> Providers:
         meter=meter,
         objects=build_object_store(settings),
         reranker=build_reranker(settings, meter),
-        _embedders={},
     )
 
 
@@ -149,7 +149,7 @@ def _secret(value: SecretStr | None, variable: str, what: str) -> str:
 def _hosted_or_local_embedder(settings: VeraSettings, meter: Meter) -> Embedder:
     embedder = settings.embedder
     if embedder.provider in ("local", "deterministic"):
-        return build_embedder(settings)
+        return _local_embedder(settings)
     chain = ResilienceChain(embedder.provider, embedder.resilience)
     if embedder.provider == "openai":
         return OpenAIEmbedder(
@@ -216,8 +216,8 @@ def build_object_store(settings: VeraSettings) -> ObjectStore:
     )
 
 
-def build_embedder(settings: VeraSettings) -> Embedder:
-    """The configured embedder (VERA_EMBEDDER__PROVIDER)."""
+def _local_embedder(settings: VeraSettings) -> Embedder:
+    """The configured embedder when it runs here (local or deterministic)."""
     embedder = settings.embedder
     if embedder.provider == "local":
         if embedder.model not in (None, MINILM_MODEL):
@@ -227,4 +227,4 @@ def build_embedder(settings: VeraSettings) -> Embedder:
         return local
     if embedder.provider == "deterministic":
         return DeterministicEmbedder(embedder.dim or 384)
-    raise ConfigurationError(f"embedder provider {embedder.provider!r} runs over HTTP: use build_providers")
+    raise ConfigurationError(f"embedder provider {embedder.provider!r} does not run here")  # pragma: no cover
