@@ -15,6 +15,7 @@ has the same methods as coroutines.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -61,11 +62,30 @@ class _Planner:
     """What both clients decide the same way: which embedder serves a search,
     how many hits to fetch for the reranker, how to apply its scores."""
 
+    # a group pins its model with its first vector and keeps it: remembering the pins
+    # for a while saves every search a round trip (a group pinned meanwhile is searched
+    # by words alone until then)
+    PINS_TTL_SECONDS = 30.0
+
     def __init__(self, providers: Providers | None) -> None:
         self.providers = providers
+        self._pins: dict[tuple[str, ...] | None, tuple[float, list[tuple[str, int]]]] = {}
         settings = providers.settings.reranker if providers is not None else None
         self.rerank_weight = settings.weight if settings is not None else 0.0
         self.rerank_top_n = settings.top_n if settings is not None else 0
+
+    def known_pins(self, groups: Sequence[str] | None) -> list[tuple[str, int]] | None:
+        """The pins of these groups if read lately, else None (read them and remember_pins)."""
+        entry = self._pins.get(self._pins_key(groups))
+        return entry[1] if entry is not None and entry[0] > time.monotonic() else None
+
+    def remember_pins(self, groups: Sequence[str] | None, pins: list[tuple[str, int]]) -> None:
+        if pins:  # a group without a pin yet may get one with its next write
+            self._pins[self._pins_key(groups)] = (time.monotonic() + self.PINS_TTL_SECONDS, pins)
+
+    @staticmethod
+    def _pins_key(groups: Sequence[str] | None) -> tuple[str, ...] | None:
+        return tuple(sorted(groups)) if groups is not None else None
 
     def embedder_for(self, pins: Sequence[tuple[str, int]], text: str) -> tuple[Embedder, str] | None:
         """The embedder of the first pinned model that runs here and reads the query's language;
@@ -316,7 +336,12 @@ class VeraClient:
     ) -> tuple[list[float] | None, str | None]:
         if not text or not text.strip():
             return None, None
-        pins = self._run(calls.pinned_models(groups))
+        if self._plan.providers is None:
+            return None, None
+        pins = self._plan.known_pins(groups)
+        if pins is None:
+            pins = self._run(calls.pinned_models(groups))
+            self._plan.remember_pins(groups, pins)
         chosen = self._plan.embedder_for(pins, text)
         if chosen is None:
             return None, None
@@ -620,7 +645,12 @@ class AsyncVeraClient:
     ) -> tuple[list[float] | None, str | None]:
         if not text or not text.strip():
             return None, None
-        pins = await self._run(calls.pinned_models(groups))
+        if self._plan.providers is None:
+            return None, None
+        pins = self._plan.known_pins(groups)
+        if pins is None:
+            pins = await self._run(calls.pinned_models(groups))
+            self._plan.remember_pins(groups, pins)
         chosen = self._plan.embedder_for(pins, text)
         if chosen is None:
             return None, None
