@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.postgres import sources
+from vera_client.client import VeraClient
+from vera_client.domain.models import Source
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.ingestion import IngestReport, SourceIngestion
 from vera_worker.adapters.queue import build_app, drain
@@ -72,11 +73,10 @@ def write_folder(root: Path, docs: list[tuple[str, str]]) -> None:
 
 
 def run(
-    bench: Bench, group: str, source: sources.Source, objects: Path, embedder: Embedder | None
+    bench: Bench, group: str, source: Source, objects: Path, embedder: Embedder | None
 ) -> tuple[IngestReport, float]:
-    with bench.app() as conn:
-        sources.request_ingest(conn, source)
-        conn.commit()
+    with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+        vera.request_ingest(source.group_id, source.source_id)
     reports: list[IngestReport] = []
     worker_dsn = bench.server.worker_url(bench.database)
     ingestion = SourceIngestion(
@@ -90,15 +90,14 @@ def run(
     return reports[0], time.perf_counter() - started
 
 
-def register(bench: Bench, name: str, folder: Path) -> tuple[str, sources.Source]:
+def register(bench: Bench, name: str, folder: Path) -> tuple[str, Source]:
     with bench.app() as conn:
         group = conn.execute(
             "select vera.create_group(%s, 'project', %s)", (bench.organisation, name)
         ).fetchone()[0]  # type: ignore[index]
-        source_id = sources.register_folder(conn, group, name, folder, tier=2)
-        source = next(s for s in sources.list_sources(conn, group) if s.source_id == source_id)
         conn.commit()
-    return group, source
+    with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+        return group, vera.register_folder(group, name, folder, tier=2)
 
 
 def line(label: str, report: IngestReport, seconds: float, docs: int) -> None:

@@ -44,16 +44,16 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders import model_languages
 from vera_client.adapters.embedders.local_minilm import MAX_TOKENS, LocalMiniLMEmbedder
 from vera_client.adapters.embedders.local_minilm import MODEL as MINILM_MODEL
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
-from vera_client.adapters.postgres.queries import query
-from vera_client.adapters.postgres.search import vector_text
+from vera_client.domain.callers import ApiKey
 from vera_client.domain.languages import model_reads
 
 DATABASE = "vera_bench_quality"
@@ -173,8 +173,9 @@ def create_tenant(bench: Bench, name: str) -> tuple[str, str]:
 
 
 def app(bench: Bench, key: str) -> psycopg.Connection:
-    conn = psycopg.connect(bench.server.app_url(bench.database))
-    conn.execute(query("authenticate"), {"key": key})
+    """A connection of the application role, its first transaction authenticated as key."""
+    conn = prepare(psycopg.connect(bench.server.app_url(bench.database)))
+    conn.execute("select vera.authenticate(%s)", (key,))
     return conn
 
 
@@ -186,38 +187,29 @@ def load(
     for all: the data carries no dates, so recency must not rank anything."""
     model = LocalMiniLMEmbedder().model if vectors is not None else None
     observed_at = datetime.now(UTC)
-    with app(bench, key) as conn:
-        source = conn.execute(
-            query("register_source"),
-            {"group": group, "kind": "dataset", "name": "eval", "tier": 2, "uri": None},
-        ).fetchone()
-        assert source is not None
-        conn.commit()
+    caller = ApiKey(key)
+    with prepare(psycopg.connect(bench.server.app_url(bench.database))) as conn:
+        with begin(conn, caller) as tx:
+            source = tx.run(
+                calls.register_source(group, "dataset", "eval", 2, token_env=None, config={}, uri=None)
+            )
         started = time.perf_counter()
         for first in range(0, len(passages), BATCH):
-            conn.execute(query("authenticate"), {"key": key})
-            for i in range(first, min(first + BATCH, len(passages))):
-                passage = passages[i]
-                row = conn.execute(query("record_episode"), {
-                    "group": group, "source": source[0], "external_id": passage.external_id,
-                    "sha256": hashlib.sha256(passage.embedded_text.encode()).digest(), "mime": "text/plain",
-                    "object_key": None,
-                    "observed_at": observed_at, "title": passage.heading, "uri": None,
-                }).fetchone()  # fmt: skip
-                assert row is not None
-                chunk: dict[str, object] = {"text": passage.text}
-                if passage.heading:
-                    chunk["heading"] = passage.heading
-                if vectors is not None:
-                    chunk["embedding"] = vectors[i].tolist()
-                chunks = {
-                    "group": group,
-                    "episode": row[0],
-                    "chunks": Jsonb([chunk]),
-                    "embedding_model": model,
-                }
-                conn.execute(query("api_store_chunks"), chunks)
-            conn.commit()
+            with begin(conn, caller) as tx:
+                for i in range(first, min(first + BATCH, len(passages))):
+                    passage = passages[i]
+                    episode = tx.run(calls.record_episode(
+                        group, source, passage.external_id,
+                        hashlib.sha256(passage.embedded_text.encode()).digest(),
+                        object_key=None, mime="text/plain", observed_at=observed_at,
+                        title=passage.heading, uri=None,
+                    ))  # fmt: skip
+                    chunk: dict[str, object] = {"text": passage.text}
+                    if passage.heading:
+                        chunk["heading"] = passage.heading
+                    if vectors is not None:
+                        chunk["embedding"] = vectors[i].tolist()
+                    tx.run(calls.store_chunks(group, episode.episode_id, [chunk], model))
         return time.perf_counter() - started
 
 
@@ -250,7 +242,7 @@ def search(
             )
             params = {
                 "query": None if leg == "vector" else text,
-                "embedding": vector_text(vector.tolist()) if embedded else None,
+                "embedding": vector if embedded else None,
                 "model": MINILM_MODEL if embedded else None,
                 "k": k, "groups": list(groups), "candidates": CANDIDATES,
             }  # fmt: skip

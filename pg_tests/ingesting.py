@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pg_tests.conftest import Database
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.client import VeraClient
 from vera_client.domain.models import Source
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion
@@ -33,9 +34,7 @@ def run_worker(
 
 def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
     """Register the manifest's sources and queue one run each (committed)."""
-    with db.connect() as conn:
-        conn.execute("select vera.authenticate(%s)", (key,))
-        registered = register_manifest(conn, group, manifest)
-        request_all(conn, registered)
-        conn.commit()
+    with VeraClient(db.dsn("vera_app"), key) as vera:
+        registered = register_manifest(vera, group, manifest)
+        request_all(vera, registered)
     return registered

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from uuid import UUID
 
@@ -27,7 +29,10 @@ from vera_client.config import (
     ResilienceSettings,
     VeraSettings,
 )
+from vera_client.core import Operations
+from vera_client.domain.callers import ApiKey, Principal
 from vera_client.domain.errors import (
+    ConfigurationError,
     DatabaseUnavailableError,
     InvalidArgumentError,
     NotFoundError,
@@ -256,3 +261,65 @@ def test_a_query_the_pinned_model_cannot_read_is_searched_by_its_words(world: Wo
         assert hit.text == text and embedder.stats().misses == misses  # not embedded
         client.search("Which cluster runs route-planner?", groups=[group], k=1)
         assert embedder.stats().misses == misses + 1
+
+
+def test_one_client_serves_many_callers_through_cheap_views(world: World, providers: Providers) -> None:
+    """A server holds one pool and takes a view per request: an API key, or a principal that
+    its trusted role (here the gateway) vouches for. Each view answers as its own caller."""
+    with VeraClient(world.db.dsn("vera_gateway"), providers=providers) as server:
+        with pytest.raises(ConfigurationError, match="no caller"):
+            server.whoami()
+        owner_a = server.as_caller(Principal(world.a.owner))
+        viewer_b = server.as_caller(ApiKey(world.b.viewer_key))
+        assert {m.group_id for m in owner_a.whoami()} >= {world.a.organisation}
+        assert world.b.organisation not in {m.group_id for m in owner_a.whoami()}
+        assert world.b.organisation in {m.group_id for m in viewer_b.whoami()}
+        assert not {m.group_id for m in viewer_b.whoami()} & {world.a.organisation, world.a.workspace}
+        with pytest.raises(PermissionDeniedError):
+            viewer_b.search("x", groups=[world.a.organisation])
+        assert owner_a._executor is server._executor and viewer_b._shared is server._shared
+        owner_a.close()  # a view leaves the shared pool open
+        assert world.b.organisation in {m.group_id for m in viewer_b.whoami()}
+        # many callers at once over one pool: each sees only its own tenant
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            seen = list(
+                pool.map(
+                    lambda who: {m.group_id for m in server.as_caller(who).whoami()},
+                    [Principal(world.a.owner), Principal(world.b.owner)] * 6,
+                )
+            )
+        assert all(world.a.organisation in s and world.b.organisation not in s for s in seen[::2])
+        assert all(world.b.organisation in s and world.a.organisation not in s for s in seen[1::2])
+
+
+def test_only_trusted_roles_may_vouch_for_a_principal(world: World) -> None:
+    with (
+        VeraClient(world.db.dsn("vera_app"), Principal(world.a.owner)) as app,
+        pytest.raises(PermissionDeniedError),
+    ):
+        app.whoami()
+
+
+def test_pins_are_remembered_per_caller(world: World, providers: Providers) -> None:
+    """'Every readable group' differs per caller, so the pins memo is keyed by the caller."""
+    with VeraClient(world.db.dsn("vera_gateway"), providers=providers) as server:
+        shared = server._shared
+        shared.remember_pins(Principal(world.a.owner), None, [("m", 3)])
+        assert shared.known_pins(Principal(world.a.owner), None) == [("m", 3)]
+        assert shared.known_pins(Principal(world.b.owner), None) is None
+        assert shared.known_pins(ApiKey(world.a.owner_key), None) is None
+
+
+def test_both_faces_have_the_same_operations() -> None:
+    """The sync and async clients are driven from one set of plans (core.Operations)."""
+    operations = {n for n in dir(Operations) if not n.startswith("_")}
+    for face in (VeraClient, AsyncVeraClient):
+        methods = {n for n in dir(face) if not n.startswith("_")}
+        assert operations <= methods, f"{face.__name__} lacks {operations - methods}"
+        assert methods - operations <= {"as_caller", "caller", "close", "connect", "from_settings", "usage"}
+        for name in operations:
+            assert inspect.signature(getattr(face, name)) == inspect.signature(getattr(Operations, name)), (
+                name
+            )
+    assert inspect.iscoroutinefunction(AsyncVeraClient.search)
+    assert not inspect.iscoroutinefunction(VeraClient.search)

@@ -18,13 +18,14 @@ from pg_tests.ingesting import run_worker
 from pg_tests.seed import World, caller
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.postgres import sources
+from vera_client.client import VeraClient
 from vera_client.domain.errors import (
     PermissionDeniedError,
     ProviderTimeoutError,
     ProviderUnavailableError,
     SourceUnavailableError,
 )
+from vera_client.domain.models import Source
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
 
 
@@ -50,22 +51,14 @@ def _member_key(world: World, group: str) -> str:
     return str(key)
 
 
-def _register(world: World, group: str, folder: Path, tier: int = 2) -> sources.Source:
-    with caller(world.db, world.a.owner_key) as conn:
-        source_id = sources.register_folder(
-            conn, group, f"docs {group}", folder, tier=tier, functional=["runs on"]
-        )
-        registered = next(s for s in sources.list_sources(conn, group) if s.source_id == source_id)
-        conn.commit()
-    return registered
+def _register(world: World, group: str, folder: Path, tier: int = 2) -> Source:
+    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+        return vera.register_folder(group, f"docs {group}", folder, tier=tier, functional=["runs on"])
 
 
-def _request(world: World, key: str, source: sources.Source, path: str | None = None) -> int:
-    with world.db.connect() as conn:
-        conn.execute("select vera.authenticate(%s)", (key,))
-        job = sources.request_ingest(conn, source, path)
-        conn.commit()
-    return job
+def _request(world: World, key: str, source: Source, path: str | None = None) -> int:
+    with VeraClient(world.db.dsn("vera_app"), key) as vera:
+        return vera.request_ingest(source.group_id, source.source_id, path)
 
 
 def _texts(world: World, group: str, query: str) -> list[str]:

@@ -232,3 +232,15 @@ class SnapshotInfo:
     embedding_dim: int | None
     search_version: str
     weights: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VectorIndexBuild:
+    """A per-group HNSW index that is due, and the statements that build it."""
+
+    group_id: str
+    table_name: str
+    dim: int
+    vector_rows: int
+    index_name: str
+    statements: list[str]

@@ -14,25 +14,19 @@ from typing import NoReturn, ParamSpec, TypeVar
 from uuid import UUID
 
 import click
-import psycopg
 import pydantic
 
-from vera_client.adapters.postgres import provisioning, sources
-from vera_client.adapters.postgres.errors import connect, redact, translated_errors
-from vera_client.adapters.postgres.queries import query
-from vera_client.adapters.postgres.search import authenticate
+from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres.errors import redact
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import (
     ConfigurationError,
-    InvalidArgumentError,
-    PermissionDeniedError,
     VeraError,
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
 from vera_client.domain.models import Hit, ServerStatus
-from vera_client.domain.sources import pick_source
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -345,17 +339,6 @@ def start_if_embedded(database: Database) -> None:
         database.server.start()
 
 
-def default_group(conn: psycopg.Connection) -> str:
-    """The organisation the caller administers, when there is exactly one."""
-    with translated_errors():
-        groups = [row[0] for row in conn.execute(query("administered_organisations")).fetchall()]
-    if len(groups) == 1:
-        return str(groups[0])
-    if not groups:
-        raise PermissionDeniedError("you administer no organisation: pass --group")
-    raise InvalidArgumentError(f"you administer several organisations ({', '.join(groups)}): pass --group")
-
-
 @main.group()
 def source() -> None:
     """Sources: where knowledge comes from, and how far it is trusted."""
@@ -387,16 +370,12 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
     api_key: str,
 ) -> None:
     """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it."""
-    database = database_from_env()
-    start_if_embedded(database)
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
-        target = group or default_group(conn)
-        source_id = sources.register_folder(
-            conn, target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
+    with client_from_env(api_key) as vera:
+        target = group or vera.default_group()
+        added = vera.register_folder(
+            target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
         )
-        conn.commit()
-    click.echo(f"source {name!r} ({source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
+    click.echo(f"source {name!r} ({added.source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
 
 
 @source.command("list")
@@ -405,11 +384,8 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
 @friendly_errors
 def source_list(group: str | None, api_key: str) -> None:
     """The sources you can read."""
-    database = database_from_env()
-    start_if_embedded(database)
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
-        found = sources.list_sources(conn, group)
+    with client_from_env(api_key) as vera:
+        found = vera.list_sources(group)
     if not found:
         click.echo("no sources: register one with vera source add")
     for item in found:
@@ -431,7 +407,7 @@ def source_list(group: str | None, api_key: str) -> None:
 def source_retract(name: str, group: str | None, erase: bool, reason: str | None, api_key: str) -> None:
     """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it."""
     with client_from_env(api_key) as vera:
-        target = pick_source(vera.list_sources(group), name, group)
+        target = vera.find_source(name, group)
         withdraw = vera.erase_source if erase else vera.retract_source
         job = withdraw(target.group_id, target.source_id, reason)
     verb = "erased" if erase else "retracted"

@@ -28,10 +28,11 @@ from typing import Any, Literal
 from uuid import UUID
 
 import psycopg
-from psycopg.types.json import Jsonb
 
-from vera_client.adapters.postgres.errors import connect, translated_errors
-from vera_client.adapters.postgres.queries import query
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.errors import connect
+from vera_client.adapters.postgres.executor import Transaction, begin, prepare
+from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
     AuthenticationError,
     DatabaseUnavailableError,
@@ -139,13 +140,13 @@ class _Run:
     # cursor entries of committed files, not yet written
     pending: dict[str, Any] = field(default_factory=dict)
 
-    def begin(self) -> None:
-        """Every transaction of the worker starts by vouching for the requester."""
-        self.conn.execute(query("authenticate_principal"), {"principal": self.request.principal_id})
+    @property
+    def caller(self) -> Principal:
+        """Every transaction of the worker vouches for the principal who asked for the run."""
+        return Principal(self.request.principal_id)
 
-    def advance(self, changes: dict[str, Any]) -> None:
-        params = {"group": self.request.group_id, "source": self.request.source_id, "changes": Jsonb(changes)}
-        self.conn.execute(query("advance_source_cursor"), params)
+    def advance(self, tx: Transaction, changes: dict[str, Any]) -> None:
+        tx.run(calls.advance_source_cursor(self.request.group_id, self.request.source_id, changes))
 
     def remember(self, key: str, entry: CursorEntry) -> None:
         """A committed file's cursor entry, written with the next batch."""
@@ -155,9 +156,8 @@ class _Run:
 
     def flush(self) -> None:
         if self.pending:
-            with translated_errors(), self.conn.transaction():
-                self.begin()
-                self.advance(self.pending)
+            with begin(self.conn, self.caller) as tx:
+                self.advance(tx, self.pending)
             self.pending = {}
 
 
@@ -193,7 +193,7 @@ class SourceIngestion:
             raise
 
     def _run(self, request: IngestRequest) -> IngestReport:
-        with connect(self._dsn, connect_timeout=self._connect_timeout) as conn:
+        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
             source, cursor = self._load_source(conn, request)
             root = source_root(source.config, source.name)
             run = _Run(
@@ -247,22 +247,19 @@ class SourceIngestion:
     def _load_source(
         self, conn: psycopg.Connection, request: IngestRequest
     ) -> tuple[_Source, dict[str, Any]]:
-        with translated_errors(), conn.transaction():
-            conn.execute(query("authenticate_principal"), {"principal": request.principal_id})
-            rows = conn.execute(query("list_sources"), {"group": request.group_id}).fetchall()
-            row = next((r for r in rows if r[1] == request.source_id), None)
-            if row is None:
+        with begin(conn, Principal(request.principal_id)) as tx:
+            found = tx.run(calls.list_sources(request.group_id))
+            source = next((s for s in found if s.source_id == request.source_id), None)
+            if source is None:
                 raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
-            if row[8] is not None:
-                raise NotFoundError(f"source {row[3]!r} was retracted")
-            cursor = conn.execute(
-                query("source_cursor"), {"group": request.group_id, "source": request.source_id}
-            ).fetchone()
-            pins = conn.execute(query("pinned_models"), {"groups": [request.group_id]}).fetchall()
-        return (
-            _Source(name=row[3], uri=row[4], config=dict(row[6]), pinned_model=pins[0][0] if pins else None),
-            dict(cursor[0]) if cursor and cursor[0] else {},
-        )
+            if source.retracted_at is not None:
+                raise NotFoundError(f"source {source.name!r} was retracted")
+            cursor = tx.run(calls.source_cursor(request.group_id, request.source_id))
+            pins = tx.run(calls.pinned_models([request.group_id]))
+        pinned = pins[0][0] if pins else None
+        return _Source(
+            name=source.name, uri=source.uri, config=dict(source.config), pinned_model=pinned
+        ), cursor
 
     def _ingest_file(self, run: _Run, state: FileState, previous: Any) -> None:
         try:
@@ -324,39 +321,36 @@ class SourceIngestion:
         key = object_key(request.group_id, request.source_id, state.key, sha256)
         model = run.embedder.model if run.embedder is not None and vectors else None
         self._objects.put(key, data)
-        with translated_errors(), run.conn.transaction():
-            run.begin()
-            episode_id, _version, created = run.conn.execute(  # type: ignore[misc]
-                query("record_episode"),
-                {
-                    "group": request.group_id,
-                    "source": request.source_id,
-                    "external_id": state.key,
-                    "sha256": bytes.fromhex(sha256),
-                    "object_key": key,
-                    "mime": mime_type(state.key),
-                    "observed_at": record.observed_at or _mtime(state),
-                    "title": record.title,
-                    "uri": _record_uri(run.source, run.root, state.key),
-                },
-            ).fetchone()
-            target = {"group": request.group_id, "episode": episode_id, "embedding_model": model}
-            if created and passages:
-                run.conn.execute(query("api_store_chunks"), {**target, "chunks": Jsonb(passages)})
-            if created and claims:
-                run.conn.execute(query("api_publish_claims"), {**target, "claims": Jsonb(claims)})
+        with begin(run.conn, run.caller) as tx:
+            episode = tx.run(
+                calls.record_episode(
+                    request.group_id,
+                    request.source_id,
+                    state.key,
+                    bytes.fromhex(sha256),
+                    object_key=key,
+                    mime=mime_type(state.key),
+                    observed_at=record.observed_at or _mtime(state),
+                    title=record.title,
+                    uri=_record_uri(run.source, run.root, state.key),
+                )
+            )
+            if episode.created and passages:
+                tx.run(calls.store_chunks(request.group_id, episode.episode_id, passages, model))
+            if episode.created and claims:
+                tx.run(calls.publish_claims(request.group_id, episode.episode_id, claims, model))
         # known from here on: the episode is committed, its entry goes with the next batch
-        run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode_id)))
-        return bool(created)
+        run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode.episode_id)))
+        return episode.created
 
     def _retract(self, run: _Run, key: str, entry: CursorEntry) -> None:
         try:
-            with translated_errors(), run.conn.transaction():
-                run.begin()
+            with begin(run.conn, run.caller) as tx:
                 reason = f"{key} was deleted from {run.source.name}"
-                params = {"group": run.request.group_id, "episode": UUID(entry.episode_id), "reason": reason}
-                run.conn.execute(query("retract_episode"), params)
-                run.advance({key: None})
+                tx.run(
+                    calls.withdraw("retract_episode", run.request.group_id, UUID(entry.episode_id), reason)
+                )
+                run.advance(tx, {key: None})
         except _RUN_STOPPERS:
             raise
         except VeraError as exc:

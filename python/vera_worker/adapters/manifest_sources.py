@@ -4,25 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psycopg
-
-from vera_client.adapters.postgres import sources
+from vera_client.client import VeraClient
 from vera_client.domain.models import Source
 from vera_worker.domain.manifest import read_manifest
 
 
-def register_manifest(conn: psycopg.Connection, group_id: str, manifest: Path) -> list[Source]:
+def register_manifest(vera: VeraClient, group_id: str, manifest: Path) -> list[Source]:
     """Register every source of the manifest in group_id (admins), in the manifest's order."""
-    registered = []
-    for spec in read_manifest(manifest):
-        source_id = sources.register_folder(
-            conn, group_id, spec.name, manifest.parent / spec.path,
-            tier=spec.tier, kind=spec.kind, uri=spec.uri, functional=spec.functional,
-        )  # fmt: skip
-        registered.append(next(s for s in sources.list_sources(conn, group_id) if s.source_id == source_id))
-    return registered
+    return [
+        vera.register_folder(
+            group_id,
+            spec.name,
+            manifest.parent / spec.path,
+            tier=spec.tier,
+            kind=spec.kind,
+            uri=spec.uri,
+            functional=spec.functional,
+        )
+        for spec in read_manifest(manifest)
+    ]
 
 
-def request_all(conn: psycopg.Connection, registered: list[Source]) -> list[int]:
-    """One ingestion job per source, deferred in order (commit to hand them to the worker)."""
-    return [sources.request_ingest(conn, source) for source in registered]
+def request_all(vera: VeraClient, registered: list[Source]) -> list[int]:
+    """One ingestion job per source, in order (each committed: the worker may start at once)."""
+    return [vera.request_ingest(source.group_id, source.source_id) for source in registered]

@@ -16,9 +16,7 @@ import click
 import procrastinate
 
 from vera_client.adapters.examples import example_dir
-from vera_client.adapters.postgres import provisioning, sources
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.search import authenticate
+from vera_client.adapters.postgres import provisioning
 from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
 from vera_client.domain.errors import VeraError
@@ -158,10 +156,9 @@ def ingest_command(path: Path | None, source_name: str | None, group: str | None
         fail("give a PATH below a registered source's folder, or --source NAME")
     database = database_from_env()
     start_if_embedded(database)
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, api_key)
+    with VeraClient.from_settings(api_key, database.settings) as vera:
         if source_name is not None:
-            source = sources.find_source(conn, source_name, group)
+            source = vera.find_source(source_name, group)
             scope = None
             if path is not None:
                 root = Path(str(source.config.get("root", "")))
@@ -171,9 +168,8 @@ def ingest_command(path: Path | None, source_name: str | None, group: str | None
                 scope = None if target == root else target.relative_to(root).as_posix()
         else:
             assert path is not None
-            source, scope = sources.source_for_path(conn, path, group)
-        job = sources.request_ingest(conn, source, scope)
-        conn.commit()
+            source, scope = vera.source_for_path(path, group)
+        job = vera.request_ingest(source.group_id, source.source_id, scope)
     click.echo(f"queued ingestion of {source.name!r}{f' ({scope})' if scope else ''}: job {job}")
     if no_wait:
         return
@@ -200,11 +196,9 @@ def demo() -> None:
     click.echo("            (a new key each run; earlier demo keys are revoked)")
 
     example = example_dir()
-    with connect(database.app_dsn) as conn:
-        authenticate(conn, demo_tenant.api_key)
-        registered = register_manifest(conn, demo_tenant.group_id, example / "sources.toml")
-        request_all(conn, registered)
-        conn.commit()
+    with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
+        registered = register_manifest(vera, demo_tenant.group_id, example / "sources.toml")
+        request_all(vera, registered)
     click.echo(f"\nexample corpus (Lumen Freight, fictional), {len(registered)} sources:")
     for source in registered:
         click.echo(f"  tier {source.trust_tier}  {source.name:<28} {source.config['root']}")

@@ -1,19 +1,20 @@
-"""The SQL API as call descriptions: which named query, with which
-parameters, read into which result. The synchronous and the asynchronous
-client run the same descriptions, so each function is described once."""
+"""The SQL API as call descriptions: which named query (queries.sql), with
+which parameters, read by column name into which result. Every caller runs
+them through the executor (executor.py), so each SQL function is mapped to
+Python once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
+import numpy as np
 from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 
-from vera_client.adapters.postgres.search import vector_text
 from vera_client.domain.models import (
     ApiKeyInfo,
     Calibration,
@@ -29,6 +30,8 @@ from vera_client.domain.models import (
     SnapshotTaken,
     Source,
     StoredChunk,
+    Tenant,
+    VectorIndexBuild,
     Vote,
 )
 
@@ -71,80 +74,75 @@ def record(cls: type[T]) -> Reader[T]:
     return read
 
 
-def hits(_columns: Sequence[str], rows: Rows) -> list[Hit]:
+def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
+    """vera.search's and vera.search_snapshot's rows, read by column name."""
+    signal_names = ("relevance", "authority", "verification", "recency", "feedback", "confidence")
+    found = []
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        signals = Signals(**{name: values.pop(name) for name in signal_names})
+        found.append(Hit(signals=signals, **values))
+    return found
+
+
+def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
+    """(embedding_model, embedding_dim) pairs; rows without a model are left out."""
     return [
-        Hit(
-            rank=row[0],
-            kind=row[1],
-            item_id=row[2],
-            group_id=row[3],
-            text=row[4],
-            subject=row[5],
-            predicate=row[6],
-            object=row[7],
-            score=row[8],
-            signals=Signals(
-                relevance=row[9],
-                authority=row[10],
-                verification=row[11],
-                recency=row[12],
-                feedback=row[13],
-                confidence=row[14],
-            ),
-            citation=row[15],
-        )
-        for row in rows
+        (values["embedding_model"], values["embedding_dim"])
+        for values in (dict(zip(columns, row, strict=True)) for row in rows)
+        if values["embedding_model"] is not None
     ]
 
 
-def _vector(values: Sequence[float] | None) -> str | None:
-    return vector_text(values) if values is not None else None
+def _vector(values: Sequence[float] | None) -> np.ndarray | None:
+    """A query vector as pgvector's binary dumper sends it (see executor.py)."""
+    return np.asarray(values, dtype=np.float32) if values is not None else None
 
 
 # --- tenancy and keys -------------------------------------------------------------------------------
 
 
 def whoami() -> Call[list[Membership]]:
-    return Call("api_whoami", {}, records(Membership))
+    return Call("whoami", {}, records(Membership))
 
 
 def create_group(parent: str, kind: str, name: str) -> Call[str]:
-    return Call("api_create_group", {"parent": parent, "kind": kind, "name": name}, scalar)
+    return Call("create_group", {"parent": parent, "kind": kind, "name": name}, scalar)
 
 
 def create_principal(group: str, kind: str, name: str, role: str, email: str | None) -> Call[UUID]:
     params = {"group": group, "kind": kind, "name": name, "role": role, "email": email}
-    return Call("api_create_principal", params, scalar)
+    return Call("create_principal", params, scalar)
 
 
 def set_member_role(group: str, principal: UUID, role: str) -> Call[None]:
-    return Call("api_set_member_role", {"group": group, "principal": principal, "role": role}, nothing)
+    return Call("set_member_role", {"group": group, "principal": principal, "role": role}, nothing)
 
 
 def remove_member(group: str, principal: UUID) -> Call[bool]:
-    return Call("api_remove_member", {"group": group, "principal": principal}, scalar)
+    return Call("remove_member", {"group": group, "principal": principal}, scalar)
 
 
 def create_api_key(name: str, expires_at: datetime | None, principal: UUID | None) -> Call[NewApiKey]:
     params = {"name": name, "expires_at": expires_at, "principal": principal}
-    return Call("api_create_api_key", params, record(NewApiKey))
+    return Call("create_api_key", params, record(NewApiKey))
 
 
 def revoke_api_key(key: str) -> Call[bool]:
-    return Call("api_revoke_api_key", {"key": key}, scalar)
+    return Call("revoke_api_key", {"key": key}, scalar)
 
 
 def list_api_keys() -> Call[list[ApiKeyInfo]]:
-    return Call("api_list_api_keys", {}, records(ApiKeyInfo))
+    return Call("list_api_keys", {}, records(ApiKeyInfo))
 
 
 def setting(group: str, name: str) -> Call[Any]:
-    return Call("api_setting", {"group": group, "name": name}, scalar)
+    return Call("setting", {"group": group, "name": name}, scalar)
 
 
 def set_setting(group: str, name: str, value: Any) -> Call[Any]:
     params = {"group": group, "name": name, "value": Jsonb(value) if value is not None else None}
-    return Call("api_set_setting", params, scalar)
+    return Call("set_setting", params, scalar)
 
 
 # --- the write path ---------------------------------------------------------------------------------
@@ -169,7 +167,7 @@ def register_source(
         "config": Jsonb(dict(config)),
         "uri": uri,
     }
-    return Call("api_register_source", params, scalar)
+    return Call("register_source", params, scalar)
 
 
 def list_sources(group: str | None) -> Call[list[Source]]:
@@ -180,6 +178,23 @@ def request_ingest(group: str, source: UUID, path: str | None) -> Call[int]:
     return Call("request_ingest", {"group": group, "source": source, "path": path}, scalar)
 
 
+def source_cursor(group: str, source: UUID) -> Call[dict[str, Any]]:
+    """A source's incremental cursor ({} before the first run)."""
+
+    def read(columns: Sequence[str], rows: Rows) -> dict[str, Any]:
+        value = scalar(columns, rows)
+        return dict(value) if value else {}
+
+    return Call("source_cursor", {"group": group, "source": source}, read)
+
+
+def advance_source_cursor(group: str, source: UUID, changes: Mapping[str, Any]) -> Call[int]:
+    """Merges per-record cursor entries (None removes one); how many records are tracked."""
+    return Call(
+        "advance_source_cursor", {"group": group, "source": source, "changes": Jsonb(dict(changes))}, scalar
+    )
+
+
 def record_episode(
     group: str,
     source: UUID,
@@ -188,7 +203,7 @@ def record_episode(
     *,
     object_key: str | None,
     mime: str | None,
-    observed_at: datetime | None,
+    observed_at: datetime | str | None,  # a string is parsed by PostgreSQL
     title: str | None,
     uri: str | None,
 ) -> Call[EpisodeVersion]:
@@ -215,7 +230,7 @@ def store_chunks(
         "chunks": Jsonb([dict(c) for c in chunks]),
         "embedding_model": embedding_model,
     }
-    return Call("api_store_chunks", params, records(StoredChunk))
+    return Call("store_chunks", params, records(StoredChunk))
 
 
 def publish_claims(
@@ -227,40 +242,41 @@ def publish_claims(
         "claims": Jsonb([dict(c) for c in claims]),
         "embedding_model": embedding_model,
     }
-    return Call("api_publish_claims", params, records(PublishedClaim))
+    return Call("publish_claims", params, records(PublishedClaim))
 
 
 def declare_predicate(group: str, name: str, cardinality: str, description: str | None) -> Call[str]:
     params = {"group": group, "name": name, "cardinality": cardinality, "description": description}
-    return Call("api_declare_predicate", params, scalar)
+    return Call("declare_predicate", params, scalar)
 
 
 def pending_reviews(group: str) -> Call[list[PendingReview]]:
-    return Call("api_pending_reviews", {"group": group}, records(PendingReview))
+    return Call("pending_reviews", {"group": group}, records(PendingReview))
 
 
 def review_claim(group: str, fact: UUID, decision: str, note: str | None) -> Call[ReviewOutcome]:
     params = {"group": group, "fact": fact, "decision": decision, "note": note}
-    return Call("api_review_claim", params, record(ReviewOutcome))
+    return Call("review_claim", params, record(ReviewOutcome))
 
 
-def withdraw(what: str, group: str, target: UUID, reason: str | None) -> Call[int]:
+Withdrawal = Literal["retract_episode", "erase_episode", "retract_source", "erase_source"]
+
+
+def withdraw(what: Withdrawal, group: str, target: UUID, reason: str | None) -> Call[int]:
     """retract_episode, erase_episode, retract_source or erase_source: the cleanup job's id."""
-    return Call(f"api_{what}", {"group": group, "id": target, "reason": reason}, scalar)
+    return Call(what, {"group": group, "id": target, "reason": reason}, scalar)
 
 
 def complete_cleanup(job: int) -> Call[bool]:
-    return Call("api_complete_cleanup", {"job": job}, scalar)
+    return Call("complete_cleanup", {"job": job}, scalar)
 
 
 # --- the read path ----------------------------------------------------------------------------------
 
 
 def pinned_models(groups: Sequence[str] | None) -> Call[list[tuple[str, int]]]:
-    def read(_columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
-        return [(row[0], row[1]) for row in rows]
-
-    return Call("pinned_models", {"groups": list(groups) if groups is not None else None}, read)
+    """The embedding models (and dimensions) pinned by the groups (default: every readable group)."""
+    return Call("pinned_models", {"groups": list(groups) if groups is not None else None}, pins)
 
 
 def search(
@@ -286,7 +302,7 @@ def search(
         "lexical_weight": lexical_weight,
         "vector_weight": vector_weight,
     }
-    return Call("api_search", params, hits)
+    return Call("search", params, hits)
 
 
 def record_feedback(
@@ -310,7 +326,7 @@ def record_feedback(
         "as_of": as_of,
         "groups": list(groups) if groups is not None else None,
     }
-    return Call("api_record_feedback", params, record(Vote))
+    return Call("record_feedback", params, record(Vote))
 
 
 def calibrate_weights(group: str, min_samples: int | None) -> Call[Calibration]:
@@ -318,17 +334,17 @@ def calibrate_weights(group: str, min_samples: int | None) -> Call[Calibration]:
 
 
 def active_weights(group: str) -> Call[dict[str, Any]]:
-    return Call("api_active_weights", {"group": group}, scalar)
+    return Call("active_weights", {"group": group}, scalar)
 
 
 def reset_weights(group: str) -> Call[None]:
-    return Call("api_reset_weights", {"group": group}, nothing)
+    return Call("reset_weights", {"group": group}, nothing)
 
 
 def create_snapshot(group: str, name: str) -> Call[SnapshotTaken]:
     # one view of the data for the pins and every copied row
     return Call(
-        "api_create_snapshot",
+        "create_snapshot",
         {"group": group, "name": name},
         record(SnapshotTaken),
         isolation=IsolationLevel.REPEATABLE_READ,
@@ -336,20 +352,16 @@ def create_snapshot(group: str, name: str) -> Call[SnapshotTaken]:
 
 
 def list_snapshots(group: str) -> Call[list[SnapshotInfo]]:
-    return Call("api_list_snapshots", {"group": group}, records(SnapshotInfo))
+    return Call("list_snapshots", {"group": group}, records(SnapshotInfo))
 
 
 def drop_snapshot(group: str, name: str) -> Call[None]:
-    return Call("api_drop_snapshot", {"group": group, "name": name}, nothing)
+    return Call("drop_snapshot", {"group": group, "name": name}, nothing)
 
 
 def snapshot_pin(group: str, name: str) -> Call[list[tuple[str, int]]]:
     """The snapshot's embedding pin ([] without vectors, or for a snapshot the caller cannot see)."""
-
-    def read(_columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
-        return [(row[0], row[1]) for row in rows if row[0] is not None]
-
-    return Call("api_snapshot_pin", {"group": group, "name": name}, read)
+    return Call("snapshot_pin", {"group": group, "name": name}, pins)
 
 
 def search_snapshot(
@@ -369,4 +381,50 @@ def search_snapshot(
         "embedding_model": embedding_model,
         "k": k,
     }
-    return Call("api_search_snapshot", params, hits)
+    return Call("search_snapshot", params, hits)
+
+
+# --- operator work (an operator connection: no caller, row-level security does not apply) -----------
+
+
+def create_tenant(organisation: str, owner: str, email: str | None) -> Call[Tenant]:
+    """A new organisation, its owner and the owner's first API key (shown once)."""
+
+    def read(columns: Sequence[str], rows: Rows) -> Tenant:
+        values = dict(zip(columns, rows[0], strict=True))
+        return Tenant(group_id=values["group_id"], owner_principal_id=values["principal_id"],
+                      api_key=values["api_key"])  # fmt: skip
+
+    return Call("create_tenant", {"organisation": organisation, "owner": owner, "email": email}, read)
+
+
+def find_tenant_owner(organisation: str) -> Call[tuple[str, UUID] | None]:
+    """The oldest organisation of that name and its first owner, if any."""
+
+    def read(columns: Sequence[str], rows: Rows) -> tuple[str, UUID] | None:
+        if not rows:
+            return None
+        values = dict(zip(columns, rows[0], strict=True))
+        return str(values["group_id"]), values["principal_id"]
+
+    return Call("find_tenant_owner", {"organisation": organisation}, read)
+
+
+def revoke_all_keys(principal: UUID) -> Call[None]:
+    """Revokes every live key of a principal."""
+    return Call("revoke_all_keys", {"principal": principal}, nothing)
+
+
+def issue_api_key(principal: UUID, name: str) -> Call[str]:
+    """A new key for a principal, returned once."""
+    return Call("issue_key", {"principal": principal, "name": name}, scalar)
+
+
+def read_path_installed() -> Call[bool]:
+    """Whether the database has the read path's functions yet (a fresh one may not)."""
+    return Call("read_path_installed", {}, scalar)
+
+
+def missing_vector_indexes(min_rows: int) -> Call[list[VectorIndexBuild]]:
+    """The per-group HNSW indexes that are due, with the statements that build them."""
+    return Call("missing_vector_indexes", {"min_rows": min_rows}, records(VectorIndexBuild))

@@ -1,27 +1,23 @@
 """Operator tasks on the admin connection: tenants and their first keys,
-and the per-group vector indexes search relies on."""
+and the per-group vector indexes search relies on. They run their calls
+through the executor as the operator (no caller: row-level security does not
+bind the admin connection)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from uuid import UUID
 
+from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect, translated_errors
-from vera_client.adapters.postgres.queries import query
-from vera_client.domain.models import Tenant
+from vera_client.adapters.postgres.executor import begin
+from vera_client.domain.callers import Operator
+from vera_client.domain.models import Tenant, VectorIndexBuild
 
 
 def create_tenant(admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None) -> Tenant:
     """Create an organisation with its owner; the owner's first key is returned once."""
-    with connect(admin_dsn) as conn, translated_errors():
-        row = conn.execute(
-            query("create_tenant"),
-            {"organisation": organisation, "owner": owner, "email": owner_email},
-        ).fetchone()
-        assert row is not None
-        conn.commit()
-    return Tenant(group_id=row[0], owner_principal_id=row[1], api_key=row[2])
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        return tx.run(calls.create_tenant(organisation, owner, owner_email))
 
 
 def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) -> Tenant:
@@ -30,42 +26,22 @@ def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) 
     For demos: keys are shown once, so re-running hands out a new key (named
     key_name) and revokes every earlier key of that owner; the latest works.
     """
-    with connect(admin_dsn) as conn, translated_errors():
-        found = conn.execute(query("find_tenant_owner"), {"organisation": organisation}).fetchone()
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        found = tx.run(calls.find_tenant_owner(organisation))
         if found is None:
-            row = conn.execute(
-                query("create_tenant"),
-                {"organisation": organisation, "owner": owner, "email": None},
-            ).fetchone()
-            assert row is not None
-            conn.commit()
-            return Tenant(group_id=row[0], owner_principal_id=row[1], api_key=row[2])
-        group_id, principal_id = str(found[0]), UUID(str(found[1]))
-        conn.execute(query("revoke_all_keys"), {"principal": principal_id})
-        issued = conn.execute(query("issue_key"), {"principal": principal_id, "name": key_name}).fetchone()
-        assert issued is not None
-        conn.commit()
-    return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=str(issued[0]))
-
-
-@dataclass(frozen=True)
-class VectorIndexBuild:
-    group_id: str
-    table_name: str
-    dim: int
-    vector_rows: int
-    index_name: str
+            return tx.run(calls.create_tenant(organisation, owner, None))
+        group_id, principal_id = found
+        tx.run(calls.revoke_all_keys(principal_id))
+        key = tx.run(calls.issue_api_key(principal_id, key_name))
+    return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=key)
 
 
 def missing_vector_indexes(admin_dsn: str, min_rows: int = 5000) -> list[VectorIndexBuild]:
-    """The per-group HNSW indexes that are due (none before the read-path migration)."""
-    with connect(admin_dsn) as conn, translated_errors():
-        if conn.execute("select to_regprocedure('vera.missing_vector_indexes(integer)')").fetchone() == (
-            None,
-        ):
+    """The per-group HNSW indexes that are due (none before the first migrate)."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        if not tx.run(calls.read_path_installed()):
             return []
-        rows = conn.execute(query("missing_vector_indexes"), {"min_rows": min_rows}).fetchall()
-    return [VectorIndexBuild(g, t, d, n, i) for g, t, d, n, i, _ in rows]
+        return tx.run(calls.missing_vector_indexes(min_rows))
 
 
 def build_missing_vector_indexes(
@@ -77,13 +53,13 @@ def build_missing_vector_indexes(
     a group is searched exactly, which is correct but slower."""
     built = []
     with connect(admin_dsn) as conn, translated_errors():
+        with begin(conn, Operator()) as tx:
+            due = tx.run(calls.missing_vector_indexes(min_rows))
         conn.autocommit = True  # CREATE INDEX CONCURRENTLY refuses to run inside a transaction
-        due = conn.execute(query("missing_vector_indexes"), {"min_rows": min_rows}).fetchall()
-        for group_id, table_name, dim, vector_rows, index_name, statements in due:
-            build = VectorIndexBuild(group_id, table_name, dim, vector_rows, index_name)
+        for build in due:
             if on_build is not None:
                 on_build(build)
-            for statement in statements:
-                conn.execute(statement)
+            for statement in build.statements:
+                conn.execute(statement)  # composed by vera.missing_vector_indexes with format('%I')
             built.append(build)
     return built

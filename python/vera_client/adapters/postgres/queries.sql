@@ -63,6 +63,10 @@ insert into vera_meta.components (name, version, sha256) values (%(name)s, %(ver
 -- Whether Procrastinate's tables exist in their schema already (installed by hand).
 select to_regclass('procrastinate.procrastinate_jobs') is not null;
 
+-- name: read_path_installed
+-- Whether vera.missing_vector_indexes exists (not before the first migrate).
+select to_regprocedure('vera.missing_vector_indexes(integer)') is not null;
+
 -- name: missing_vector_indexes
 -- Per-group HNSW indexes that are due, with the statements that build them.
 select group_id, table_name, dim, vector_rows, index_name, statements
@@ -71,16 +75,6 @@ from vera.missing_vector_indexes(%(min_rows)s);
 -- name: authenticate
 -- Authenticates an API key for the current transaction; returns the principal.
 select vera.authenticate(%(key)s);
-
--- name: register_source
--- Registers a source (admins).
-select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, null, '{}', %(uri)s);
-
--- name: record_episode
--- One version of a source record; created is false when the content is unchanged.
-select episode_id, version, created
-from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
-                         %(observed_at)s, %(title)s, %(uri)s);
 
 -- name: pinned_models
 -- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
@@ -115,93 +109,87 @@ select vera.advance_source_cursor(%(group)s, %(source)s, %(changes)s);
 -- Defers an ingestion run of a source for the worker, on behalf of the caller.
 select vera.request_ingest(%(group)s, %(source)s, %(path)s);
 
--- name: retract_episode
--- Takes an episode's facts out of search (admins); returns the cleanup job.
-select vera.retract_episode(%(group)s, %(episode)s, %(reason)s);
-
--- name: register_source_with_config
--- Registers (or updates, by name) a source with its connector's config (admins).
-select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, null, %(config)s, %(uri)s);
-
--- name: administered_organisations
--- Organisations the caller administers (for a default group).
-select group_id from vera.whoami() where group_kind = 'organisation' and role >= 'admin' order by group_id;
-
 -- ---------------------------------------------------------------------------
 -- The typed client's calls (vera_client.client): one per SQL API function,
 -- columns named as the result dataclasses' fields.
 
--- name: api_whoami
+-- name: whoami
 select principal_id, display_name, kind::text as kind, group_id, group_kind::text as group_kind, group_name,
        parent_group_id, role::text as role
 from vera.whoami();
 
--- name: api_create_group
+-- name: create_group
 select vera.create_group(%(parent)s, %(kind)s::vera.group_kind, %(name)s);
 
--- name: api_create_principal
+-- name: create_principal
 select vera.create_principal(%(group)s, %(kind)s::vera.principal_kind, %(name)s, %(role)s::vera.member_role,
                              %(email)s);
 
--- name: api_set_member_role
+-- name: set_member_role
 select vera.set_member_role(%(group)s, %(principal)s, %(role)s::vera.member_role);
 
--- name: api_remove_member
+-- name: remove_member
 select vera.remove_member(%(group)s, %(principal)s);
 
--- name: api_create_api_key
+-- name: create_api_key
 select key_id, prefix, api_key from vera.create_api_key(%(name)s, %(expires_at)s, %(principal)s);
 
--- name: api_revoke_api_key
+-- name: revoke_api_key
 select vera.revoke_api_key(%(key)s);
 
--- name: api_list_api_keys
+-- name: list_api_keys
 select key_id, prefix, name, created_at, expires_at, revoked_at, last_used_at from vera.list_api_keys();
 
--- name: api_setting
+-- name: setting
 select vera.setting(%(group)s, %(name)s);
 
--- name: api_set_setting
+-- name: set_setting
 select vera.set_setting(%(group)s, %(name)s, %(value)s);
 
--- name: api_register_source
+-- name: register_source
 select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, %(token_env)s, %(config)s, %(uri)s);
 
--- name: api_store_chunks
+-- name: record_episode
+-- One version of a source record; created is false when the content is unchanged.
+select episode_id, version, created
+from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
+                         %(observed_at)s, %(title)s, %(uri)s);
+
+-- name: store_chunks
 select ordinal, chunk_id from vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s);
 
--- name: api_publish_claims
+-- name: publish_claims
 select claim, fact_id, fact_group_id, lifecycle::text as lifecycle, subject_entity_id, resolution
 from vera.publish_claims(%(group)s, %(episode)s, %(claims)s, %(embedding_model)s);
 
--- name: api_declare_predicate
+-- name: declare_predicate
 select vera.declare_predicate(%(group)s, %(name)s, %(cardinality)s::vera.predicate_cardinality, %(description)s);
 
--- name: api_pending_reviews
+-- name: pending_reviews
 select fact_id, fact_group_id, lifecycle::text as lifecycle, subject, predicate, object, fact_text, tier,
        verification::text as verification, confidence, proposed_by, recorded_at, origin
 from vera.pending_reviews(%(group)s);
 
--- name: api_review_claim
+-- name: review_claim
 select result_fact_id as fact_id, result_group_id as group_id, result_lifecycle::text as lifecycle
 from vera.review_claim(%(group)s, %(fact)s, %(decision)s, %(note)s);
 
--- name: api_retract_episode
+-- name: retract_episode
 select vera.retract_episode(%(group)s, %(id)s, %(reason)s);
 
--- name: api_erase_episode
+-- name: erase_episode
 select vera.erase_episode(%(group)s, %(id)s, %(reason)s);
 
--- name: api_retract_source
+-- name: retract_source
 select vera.retract_source(%(group)s, %(id)s, %(reason)s);
 
--- name: api_erase_source
+-- name: erase_source
 select vera.erase_source(%(group)s, %(id)s, %(reason)s);
 
--- name: api_complete_cleanup
+-- name: complete_cleanup
 select vera.complete_cleanup(%(job)s);
 
--- name: api_search
+-- name: search
 select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
        relevance, authority, verification, recency, feedback, confidence, citation
 from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
@@ -209,33 +197,33 @@ from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k
                  embedding_model => %(embedding_model)s, lexical_weight => %(lexical_weight)s,
                  vector_weight => %(vector_weight)s);
 
--- name: api_record_feedback
+-- name: record_feedback
 select feedback_id, group_id, signals, created
 from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
                           %(embedding)s::vector, %(as_of)s, %(groups)s, %(embedding_model)s);
 
--- name: api_active_weights
+-- name: active_weights
 select vera.active_weights(%(group)s);
 
--- name: api_reset_weights
+-- name: reset_weights
 select vera.reset_weights(%(group)s);
 
--- name: api_create_snapshot
+-- name: create_snapshot
 select snapshot_id, item_count, created_at from vera.create_snapshot(%(group)s, %(name)s);
 
--- name: api_list_snapshots
+-- name: list_snapshots
 select snapshot_id, name, created_at, sealed, item_count, embedding_model, embedding_dim, search_version, weights
 from vera.list_snapshots(%(group)s);
 
--- name: api_drop_snapshot
+-- name: drop_snapshot
 select vera.drop_snapshot(%(group)s, %(name)s);
 
--- name: api_search_snapshot
+-- name: search_snapshot
 select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
        relevance, authority, verification, recency, feedback, confidence, citation
 from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector, %(k)s,
                           embedding_model => %(embedding_model)s);
 
--- name: api_snapshot_pin
+-- name: snapshot_pin
 -- The embedding model a snapshot was taken with (its query must use it).
 select s.embedding_model, s.embedding_dim from vera.snapshots s where s.group_id = %(group)s and s.name = %(name)s;

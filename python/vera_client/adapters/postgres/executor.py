@@ -1,0 +1,207 @@
+"""The one path from Python to the SQL API.
+
+Every caller of a SQL function (the client, the worker, the CLI, the test
+helpers) runs a `Call` (calls.py: which named query, which parameters, which
+typed result) through a `Transaction`: one database transaction that first
+authenticates its caller (an API key, a principal a trusted role vouches for,
+or nobody on an operator connection), so row-level security and roles decide
+what it may read and write. Vectors travel in pgvector's binary format.
+
+`Executor` takes connections from a pool (or holds one connection, for a
+process that works through one) and opens such transactions; `AsyncExecutor`
+is the same for asyncio. Both are thin: what a call means lives in calls.py,
+what SQL it runs in queries.sql, what an error means in errors.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypeVar
+
+import psycopg
+import psycopg_pool
+from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import IsolationLevel
+
+from vera_client.adapters.postgres.calls import Call
+from vera_client.adapters.postgres.errors import redact, translated_errors
+from vera_client.adapters.postgres.queries import query
+from vera_client.config import PoolSettings
+from vera_client.domain.callers import ApiKey, Caller, Operator, Principal
+from vera_client.domain.errors import DatabaseUnavailableError
+
+T = TypeVar("T")
+
+
+def _authentication(caller: Caller) -> tuple[str, dict[str, Any]] | None:
+    """The statement that makes the current transaction act as caller (None: operator, nothing to do)."""
+    if isinstance(caller, ApiKey):
+        return query("authenticate"), {"key": caller.key}
+    if isinstance(caller, Principal):
+        return query("authenticate_principal"), {"principal": caller.principal_id}
+    assert isinstance(caller, Operator)
+    return None
+
+
+def _read(call: Call[T], cursor: psycopg.Cursor[Any], rows: list[tuple[Any, ...]]) -> T:
+    return call.read([column.name for column in cursor.description or []], rows)
+
+
+class Transaction:
+    """One open, authenticated transaction: run calls in it; they commit together."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def run(self, call: Call[T]) -> T:
+        with translated_errors():
+            cursor = self.conn.execute(query(call.query), call.params)
+            rows = cursor.fetchall() if cursor.description is not None else []
+        return _read(call, cursor, rows)
+
+
+class AsyncTransaction:
+    """Transaction for asyncio."""
+
+    def __init__(self, conn: psycopg.AsyncConnection) -> None:
+        self.conn = conn
+
+    async def run(self, call: Call[T]) -> T:
+        with translated_errors():
+            cursor = await self.conn.execute(query(call.query), call.params)
+            rows = await cursor.fetchall() if cursor.description is not None else []
+        return call.read([column.name for column in cursor.description or []], rows)
+
+
+@contextmanager
+def begin(
+    conn: psycopg.Connection, caller: Caller, isolation: IsolationLevel | None = None
+) -> Iterator[Transaction]:
+    """A transaction on conn acting as caller; committed when the block ends, rolled back on error."""
+    with translated_errors():
+        if isolation is not None:
+            conn.isolation_level = isolation
+        try:
+            with conn.transaction():
+                auth = _authentication(caller)
+                if auth is not None:
+                    conn.execute(*auth)
+                yield Transaction(conn)
+        finally:
+            if isolation is not None and not conn.closed:
+                conn.isolation_level = None
+
+
+@asynccontextmanager
+async def begin_async(
+    conn: psycopg.AsyncConnection, caller: Caller, isolation: IsolationLevel | None = None
+) -> AsyncIterator[AsyncTransaction]:
+    with translated_errors():
+        if isolation is not None:
+            await conn.set_isolation_level(isolation)
+        try:
+            async with conn.transaction():
+                auth = _authentication(caller)
+                if auth is not None:
+                    await conn.execute(*auth)
+                yield AsyncTransaction(conn)
+        finally:
+            if isolation is not None and not conn.closed:
+                await conn.set_isolation_level(None)
+
+
+def _unavailable(dsn: str, timeout: float) -> DatabaseUnavailableError:
+    return DatabaseUnavailableError(f"cannot connect to {redact(dsn)} within {timeout:g}s")
+
+
+class Executor:
+    """Runs calls as a caller, each in a transaction of its own, on pooled connections. Thread-safe."""
+
+    def __init__(self, pool: psycopg_pool.ConnectionPool) -> None:
+        self.pool = pool
+
+    @classmethod
+    def connect(
+        cls, dsn: str, *, pool: PoolSettings | None = None, connect_timeout: float = 10.0
+    ) -> Executor:
+        """A pool on dsn, opened and waited for (DatabaseUnavailableError within connect_timeout)."""
+        pool = pool or PoolSettings()
+        connections = psycopg_pool.ConnectionPool(
+            dsn,
+            min_size=pool.min_size,
+            max_size=pool.max_size,
+            timeout=pool.timeout_seconds,
+            kwargs={"connect_timeout": max(1, int(connect_timeout))},
+            configure=register_vector,
+            open=True,
+        )
+        try:
+            connections.wait(timeout=connect_timeout)
+        except psycopg_pool.PoolTimeout as exc:
+            connections.close()
+            raise _unavailable(dsn, connect_timeout) from exc
+        return cls(connections)
+
+    @contextmanager
+    def transaction(self, caller: Caller, isolation: IsolationLevel | None = None) -> Iterator[Transaction]:
+        """Several calls in one transaction as caller (they commit or roll back together)."""
+        with translated_errors(), self.pool.connection() as conn, begin(conn, caller, isolation) as tx:
+            yield tx
+
+    def run(self, caller: Caller, call: Call[T]) -> T:
+        with self.transaction(caller, call.isolation) as tx:
+            return tx.run(call)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class AsyncExecutor:
+    """Executor for asyncio."""
+
+    def __init__(self, pool: psycopg_pool.AsyncConnectionPool) -> None:
+        self.pool = pool
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, pool: PoolSettings | None = None, connect_timeout: float = 10.0
+    ) -> AsyncExecutor:
+        pool = pool or PoolSettings()
+        connections = psycopg_pool.AsyncConnectionPool(
+            dsn,
+            min_size=pool.min_size,
+            max_size=pool.max_size,
+            timeout=pool.timeout_seconds,
+            kwargs={"connect_timeout": max(1, int(connect_timeout))},
+            configure=register_vector_async,
+            open=False,
+        )
+        try:
+            await connections.open(wait=True, timeout=connect_timeout)
+        except psycopg_pool.PoolTimeout as exc:
+            await connections.close()
+            raise _unavailable(dsn, connect_timeout) from exc
+        return cls(connections)
+
+    @asynccontextmanager
+    async def transaction(
+        self, caller: Caller, isolation: IsolationLevel | None = None
+    ) -> AsyncIterator[AsyncTransaction]:
+        with translated_errors():
+            async with self.pool.connection() as conn, begin_async(conn, caller, isolation) as tx:
+                yield tx
+
+    async def run(self, caller: Caller, call: Call[T]) -> T:
+        async with self.transaction(caller, call.isolation) as tx:
+            return await tx.run(call)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+def prepare(conn: psycopg.Connection) -> psycopg.Connection:
+    """Make a connection opened outside a pool ready for calls (vectors in binary)."""
+    with translated_errors():
+        register_vector(conn)
+    return conn

@@ -1,0 +1,443 @@
+"""What the client does, written once for both of its faces.
+
+Each operation is a *plan*: a generator that yields the steps it needs (a
+`Call` of the SQL API, or `Work` that blocks, such as embedding a query or
+reranking) and receives their results. VeraClient drives a plan with blocking
+I/O, AsyncVeraClient with asyncio (Work runs in a thread), so the two faces
+cannot drift: they share every decision, and only the driving differs.
+
+Every plan acts as one caller; `Shared` holds what every caller's view of one
+client shares (providers, the pins memo, reranker settings).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+from uuid import UUID
+
+from vera_client.adapters.embedders import model_languages
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.calls import Call
+from vera_client.adapters.providers.metering import MeterKey, Totals
+from vera_client.bootstrap import Providers
+from vera_client.domain.callers import Caller
+from vera_client.domain.errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
+from vera_client.domain.languages import model_reads
+from vera_client.domain.models import (
+    ApiKeyInfo,
+    Calibration,
+    EpisodeVersion,
+    Hit,
+    Membership,
+    NewApiKey,
+    PendingReview,
+    PublishedClaim,
+    ReviewOutcome,
+    SnapshotInfo,
+    SnapshotTaken,
+    Source,
+    StoredChunk,
+    Vote,
+)
+from vera_client.domain.ports import Embedder
+from vera_client.domain.reranking import rerank_hits
+from vera_client.domain.sources import pick_source
+
+T = TypeVar("T")
+ItemKind = str  # "fact" or "passage"
+
+
+@dataclass(frozen=True, slots=True)
+class Work(Generic[T]):
+    """A blocking step that is not SQL (a model call): run inline, or in a thread under asyncio."""
+
+    run: Callable[[], T]
+
+
+Step = Call[Any] | Work[Any]
+Plan = Generator[Step, Any, T]
+
+
+def ask(step: Call[T] | Work[T]) -> Plan[T]:
+    """One step of a plan, typed: `value = yield from ask(calls.whoami())`."""
+    value = yield step
+    return cast(T, value)
+
+
+def _check_k(k: int) -> None:
+    if not 1 <= k <= 1000:
+        raise InvalidArgumentError(f"k must be between 1 and 1000, not {k}")
+
+
+class Shared:
+    """What every caller's view of one client shares: providers (embedders behind
+    their cache, the reranker, the meter) and a short memo of embedding pins."""
+
+    # a group pins its model with its first vector and keeps it: remembering the pins
+    # for a while saves every search a round trip (a group pinned meanwhile is searched
+    # by words alone until then)
+    PINS_TTL_SECONDS = 30.0
+
+    def __init__(self, providers: Providers | None) -> None:
+        self.providers = providers
+        self._pins: dict[tuple[str, tuple[str, ...] | None], tuple[float, list[tuple[str, int]]]] = {}
+        self._lock = threading.Lock()
+        settings = providers.settings.reranker if providers is not None else None
+        self.rerank_weight = settings.weight if settings is not None else 0.0
+        self.rerank_top_n = settings.top_n if settings is not None else 0
+
+    def known_pins(self, caller: Caller, groups: Sequence[str] | None) -> list[tuple[str, int]] | None:
+        """The pins this caller read lately for these groups, else None. Keyed by caller:
+        'every readable group' and what row-level security lets through differ per caller."""
+        with self._lock:
+            entry = self._pins.get(self._key(caller, groups))
+        return entry[1] if entry is not None and entry[0] > time.monotonic() else None
+
+    def remember_pins(
+        self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]
+    ) -> None:
+        if pins:  # a group without a pin yet may get one with its next write
+            with self._lock:
+                self._pins[self._key(caller, groups)] = (time.monotonic() + self.PINS_TTL_SECONDS, pins)
+
+    @staticmethod
+    def _key(caller: Caller, groups: Sequence[str] | None) -> tuple[str, tuple[str, ...] | None]:
+        return caller.identity, tuple(sorted(groups)) if groups is not None else None
+
+    def embedder_for(self, pins: Sequence[tuple[str, int]], text: str) -> tuple[Embedder, str] | None:
+        """The embedder of the first pinned model that runs here and reads the query's language;
+        None means the search goes by words alone (a wrong vector would only drag it down)."""
+        if self.providers is None:
+            return None
+        for model, dim in pins:
+            if not model_reads(model_languages(model), text):
+                continue
+            embedder = self.providers.embedder_for_model(model)
+            if embedder is not None and embedder.dim == dim:
+                return embedder, model
+        return None
+
+    def reranking(self, rerank: bool) -> bool:
+        return rerank and self.providers is not None and self.providers.reranker is not None
+
+    def rerank(self, text: str, hits: list[Hit]) -> list[Hit]:
+        assert self.providers is not None and self.providers.reranker is not None
+        head = hits[: self.rerank_top_n]
+        scores = self.providers.reranker.rerank(text, [hit.text for hit in head]) if head else []
+        return rerank_hits(hits, scores, weight=self.rerank_weight)
+
+    def usage(self) -> dict[MeterKey, Totals]:
+        return self.providers.meter.totals() if self.providers is not None else {}
+
+
+class Operations:
+    """Every operation of the client as a plan, acting as one caller."""
+
+    def __init__(self, shared: Shared, caller: Caller) -> None:
+        self.shared = shared
+        self.caller = caller
+
+    # --- who, groups, keys, settings
+
+    def whoami(self) -> Plan[list[Membership]]:
+        """The caller's groups and its role in each."""
+        return (yield from ask(calls.whoami()))
+
+    def create_group(self, parent: str, kind: str, name: str) -> Plan[str]:
+        """A workspace, project or personal group below parent (admins); its new group id."""
+        return (yield from ask(calls.create_group(parent, kind, name)))
+
+    def create_principal(
+        self, group: str, kind: str, name: str, role: str = "member", email: str | None = None
+    ) -> Plan[UUID]:
+        """A person, agent or service in group with role (admins)."""
+        return (yield from ask(calls.create_principal(group, kind, name, role, email)))
+
+    def set_member_role(self, group: str, principal: UUID, role: str) -> Plan[None]:
+        yield from ask(calls.set_member_role(group, principal, role))
+
+    def remove_member(self, group: str, principal: UUID) -> Plan[bool]:
+        return (yield from ask(calls.remove_member(group, principal)))
+
+    def create_api_key(
+        self, name: str, expires_at: datetime | None = None, principal: UUID | None = None
+    ) -> Plan[NewApiKey]:
+        """A new key (for the caller, or for a principal it manages); the secret is shown once."""
+        return (yield from ask(calls.create_api_key(name, expires_at, principal)))
+
+    def revoke_api_key(self, key: str) -> Plan[bool]:
+        return (yield from ask(calls.revoke_api_key(key)))
+
+    def list_api_keys(self) -> Plan[list[ApiKeyInfo]]:
+        return (yield from ask(calls.list_api_keys()))
+
+    def setting(self, group: str, name: str) -> Plan[Any]:
+        return (yield from ask(calls.setting(group, name)))
+
+    def set_setting(self, group: str, name: str, value: Any) -> Plan[Any]:
+        return (yield from ask(calls.set_setting(group, name, value)))
+
+    def administered_organisations(self) -> Plan[list[str]]:
+        """The organisations the caller administers."""
+        memberships = yield from self.whoami()
+        return sorted(
+            m.group_id for m in memberships if m.group_kind == "organisation" and m.role in {"admin", "owner"}
+        )
+
+    def default_group(self) -> Plan[str]:
+        """The organisation the caller administers, when there is exactly one."""
+        groups = yield from self.administered_organisations()
+        if len(groups) == 1:
+            return groups[0]
+        if not groups:
+            raise PermissionDeniedError("you administer no organisation: pass --group")
+        raise InvalidArgumentError(
+            f"you administer several organisations ({', '.join(groups)}): pass --group"
+        )
+
+    # --- sources and the write path
+
+    def register_source(
+        self,
+        group: str,
+        kind: str,
+        name: str,
+        tier: int,
+        *,
+        token_env: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        uri: str | None = None,
+    ) -> Plan[UUID]:
+        """Register (or update, by name) a source with its trust tier 1-4 (admins)."""
+        call = calls.register_source(
+            group, kind, name, tier, token_env=token_env, config=config or {}, uri=uri
+        )
+        return (yield from ask(call))
+
+    def register_folder(
+        self,
+        group: str,
+        name: str,
+        folder: Path,
+        *,
+        tier: int,
+        kind: str = "markdown",
+        uri: str | None = None,
+        functional: Sequence[str] = (),
+    ) -> Plan[Source]:
+        """Register (or update, by name) a folder of Markdown/CSV/text files as a source (admins)."""
+        root = folder.expanduser().resolve()
+        if not root.is_dir():
+            raise InvalidArgumentError(f"{folder} is not a folder")
+        config: dict[str, Any] = {"root": str(root)}
+        if functional:
+            config["functional"] = list(functional)
+        source_id = yield from self.register_source(group, kind, name, tier, config=config, uri=uri)
+        found = yield from self.list_sources(group)
+        return next(s for s in found if s.source_id == source_id)
+
+    def list_sources(self, group: str | None = None) -> Plan[list[Source]]:
+        """The sources of a group (or of every readable group), by name."""
+        return (yield from ask(calls.list_sources(group)))
+
+    def find_source(self, name_or_id: str, group: str | None = None) -> Plan[Source]:
+        """A source by name or id (NotFoundError; InvalidArgumentError when the name is in several groups)."""
+        found = yield from self.list_sources(group)
+        return pick_source(found, name_or_id, group)
+
+    def source_for_path(self, path: Path, group: str | None = None) -> Plan[tuple[Source, str | None]]:
+        """The folder source whose root holds path, and path relative to that root (None for the root)."""
+        target = path.expanduser().resolve()
+        best: tuple[Source, str | None] | None = None
+        for source in (yield from self.list_sources(group)):
+            root = source.config.get("root")
+            if not isinstance(root, str) or source.retracted_at is not None:
+                continue
+            folder = Path(root)
+            if target == folder or folder in target.parents:
+                relative = None if target == folder else target.relative_to(folder).as_posix()
+                if best is None or len(root) > len(str(best[0].config["root"])):
+                    best = (source, relative)
+        if best is None:
+            raise NotFoundError(
+                f"no registered source holds {path}: register its folder with `vera source add`"
+            )
+        return best
+
+    def request_ingest(self, group: str, source: UUID, path: str | None = None) -> Plan[int]:
+        """Queue an ingestion run of a source for the worker, on behalf of the caller; the job id."""
+        return (yield from ask(calls.request_ingest(group, source, path)))
+
+    def record_episode(
+        self,
+        group: str,
+        source: UUID,
+        external_id: str,
+        sha256: bytes,
+        *,
+        object_key: str | None = None,
+        mime: str | None = None,
+        observed_at: datetime | None = None,
+        title: str | None = None,
+        uri: str | None = None,
+    ) -> Plan[EpisodeVersion]:
+        """One version of a source record; created is False when its content is unchanged."""
+        call = calls.record_episode(
+            group, source, external_id, sha256,
+            object_key=object_key, mime=mime, observed_at=observed_at, title=title, uri=uri,
+        )  # fmt: skip
+        return (yield from ask(call))
+
+    def store_chunks(
+        self,
+        group: str,
+        episode: UUID,
+        chunks: Sequence[Mapping[str, Any]],
+        embedding_model: str | None = None,
+    ) -> Plan[list[StoredChunk]]:
+        """An episode's passages, in order (graded by the source's tier like its claims)."""
+        return (yield from ask(calls.store_chunks(group, episode, chunks, embedding_model)))
+
+    def publish(
+        self,
+        group: str,
+        episode: UUID | None,
+        claims: Sequence[Mapping[str, Any]],
+        embedding_model: str | None = None,
+    ) -> Plan[list[PublishedClaim]]:
+        """publish_claims: one batch, all or nothing."""
+        return (yield from ask(calls.publish_claims(group, episode, claims, embedding_model)))
+
+    def declare_predicate(
+        self, group: str, name: str, cardinality: str = "multi", description: str | None = None
+    ) -> Plan[str]:
+        return (yield from ask(calls.declare_predicate(group, name, cardinality, description)))
+
+    def pending_reviews(self, group: str) -> Plan[list[PendingReview]]:
+        return (yield from ask(calls.pending_reviews(group)))
+
+    def review(self, group: str, fact: UUID, decision: str, note: str | None = None) -> Plan[ReviewOutcome]:
+        """review_claim: 'approve' or 'reject'."""
+        return (yield from ask(calls.review_claim(group, fact, decision, note)))
+
+    def retract_episode(self, group: str, episode: UUID, reason: str | None = None) -> Plan[int]:
+        """Take an episode's knowledge out of search (admins); the cleanup job's id."""
+        return (yield from ask(calls.withdraw("retract_episode", group, episode, reason)))
+
+    def erase_episode(self, group: str, episode: UUID, reason: str | None = None) -> Plan[int]:
+        """Retract an episode and delete its text, evidence and raw bytes (admins); the cleanup job's id."""
+        return (yield from ask(calls.withdraw("erase_episode", group, episode, reason)))
+
+    def retract_source(self, group: str, source: UUID, reason: str | None = None) -> Plan[int]:
+        return (yield from ask(calls.withdraw("retract_source", group, source, reason)))
+
+    def erase_source(self, group: str, source: UUID, reason: str | None = None) -> Plan[int]:
+        return (yield from ask(calls.withdraw("erase_source", group, source, reason)))
+
+    def complete_cleanup(self, job: int) -> Plan[bool]:
+        return (yield from ask(calls.complete_cleanup(job)))
+
+    # --- the read path
+
+    def _query_vector(
+        self, text: str | None, groups: Sequence[str] | None
+    ) -> Plan[tuple[list[float] | None, str | None]]:
+        if not text or not text.strip() or self.shared.providers is None:
+            return None, None
+        pins = self.shared.known_pins(self.caller, groups)
+        if pins is None:
+            pins = yield from ask(calls.pinned_models(groups))
+            self.shared.remember_pins(self.caller, groups, pins)
+        chosen = self.shared.embedder_for(pins, text)
+        if chosen is None:
+            return None, None
+        embedder, model = chosen
+        vectors = yield from ask(Work(lambda: embedder.embed([text])))
+        return vectors[0], model
+
+    def search(
+        self,
+        text: str,
+        *,
+        k: int = 10,
+        as_of: datetime | None = None,
+        groups: Sequence[str] | None = None,
+        weights: Mapping[str, Any] | None = None,
+        lexical_weight: float = 1.0,
+        vector_weight: float = 1.0,
+        rerank: bool = True,
+    ) -> Plan[list[Hit]]:
+        """Ranked, cited hits: hybrid when a searched group's model runs here and reads the query's
+        language (else by words alone), reranked when configured."""
+        _check_k(k)
+        reranking = self.shared.reranking(rerank)
+        vector, model = yield from self._query_vector(text, groups)
+        call = calls.search(
+            text,
+            embedding=vector,
+            embedding_model=model,
+            k=max(k, self.shared.rerank_top_n) if reranking else k,
+            as_of=as_of,
+            groups=groups,
+            weights=weights,
+            lexical_weight=lexical_weight,
+            vector_weight=vector_weight,
+        )
+        found = yield from ask(call)
+        if reranking and found:
+            found = yield from ask(Work(lambda: self.shared.rerank(text, found)))
+        return found[:k]
+
+    def feedback(
+        self,
+        kind: ItemKind,
+        item: UUID,
+        text: str,
+        vote: str,
+        *,
+        as_of: datetime | None = None,
+        groups: Sequence[str] | None = None,
+    ) -> Plan[Vote]:
+        """record_feedback: 'up' or 'down' on a hit of a query (embedded as search embeds it)."""
+        vector, model = yield from self._query_vector(text, groups)
+        call = calls.record_feedback(
+            kind, item, text, vote, embedding=vector, embedding_model=model, as_of=as_of, groups=groups
+        )
+        return (yield from ask(call))
+
+    def calibrate(self, group: str, min_samples: int | None = None) -> Plan[Calibration]:
+        """calibrate_weights from the group's votes."""
+        return (yield from ask(calls.calibrate_weights(group, min_samples)))
+
+    def active_weights(self, group: str) -> Plan[dict[str, Any]]:
+        return (yield from ask(calls.active_weights(group)))
+
+    def reset_weights(self, group: str) -> Plan[None]:
+        yield from ask(calls.reset_weights(group))
+
+    def create_snapshot(self, group: str, name: str) -> Plan[SnapshotTaken]:
+        return (yield from ask(calls.create_snapshot(group, name)))
+
+    def list_snapshots(self, group: str) -> Plan[list[SnapshotInfo]]:
+        return (yield from ask(calls.list_snapshots(group)))
+
+    def drop_snapshot(self, group: str, name: str) -> Plan[None]:
+        yield from ask(calls.drop_snapshot(group, name))
+
+    def search_snapshot(self, group: str, name: str, text: str, *, k: int = 10) -> Plan[list[Hit]]:
+        """The snapshot's answer, as search gave it when it was taken."""
+        _check_k(k)
+        pins = yield from ask(calls.snapshot_pin(group, name))
+        vector, model = None, None
+        chosen = self.shared.embedder_for(pins, text) if text.strip() else None
+        if chosen is not None:
+            embedder, model = chosen
+            vector = (yield from ask(Work(lambda: embedder.embed([text]))))[0]
+        call = calls.search_snapshot(group, name, text, embedding=vector, embedding_model=model, k=k)
+        return (yield from ask(call))
