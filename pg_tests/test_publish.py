@@ -8,7 +8,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.seed import World, caller
-from pg_tests.writes import claim, facts_of, publish, record_episode, register_source
+from pg_tests.writes import SQL_ERRORS, claim, facts_of, publish, record_episode, register_source
 
 
 @pytest.mark.parametrize(
@@ -137,7 +137,7 @@ def test_evidence_chunk_is_linked(world: World) -> None:
             "select text from vera.chunks where chunk_id = %s", (fact["chunk_id"],)
         ).fetchone()
         assert chunk_text == ("payments-api runs on blue",)
-        with pytest.raises(psycopg.Error, match="chunk 7 is not a chunk") as raised:
+        with pytest.raises(SQL_ERRORS, match="chunk 7 is not a chunk") as raised:
             publish(conn, world.a.organisation, episode, [claim("x", "y", "z", chunk=7)])
         assert raised.value.sqlstate == "22023"
 
@@ -193,8 +193,11 @@ def test_bad_claims_are_refused_and_nothing_is_written(
     with caller(world.db, world.a.owner_key) as conn:
         before = conn.execute("select count(*) from vera.facts").fetchone()
         conn.execute("savepoint before_publish")
+        # the SQL function itself, so that even what no Python caller would send is refused
         with pytest.raises(psycopg.Error, match=message) as raised:
-            publish(conn, world.a.organisation, None, claims)
+            conn.execute(
+                "select * from vera.publish_claims(%s, null, %s)", (world.a.organisation, Jsonb(claims))
+            )
         assert raised.value.sqlstate == sqlstate
         assert "\n" not in raised.value.diag.message_primary
         conn.execute("rollback to savepoint before_publish")
@@ -202,7 +205,7 @@ def test_bad_claims_are_refused_and_nothing_is_written(
 
 
 def test_too_many_claims_are_refused(world: World) -> None:
-    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(SQL_ERRORS) as raised:
         publish(conn, world.a.organisation, None, [claim("s", "p", str(i)) for i in range(10001)])
     assert raised.value.sqlstate == "54000"
 
@@ -215,7 +218,7 @@ def test_dimension_differing_from_the_pin_is_refused(world: World) -> None:
         pinned = conn.execute("select embedding_model, embedding_dim from vera.groups where group_id = %s",
                               (world.a.owner_personal,)).fetchone()  # fmt: skip
         assert pinned == ("toy-3", 3)
-        with pytest.raises(psycopg.Error, match="pinned to embedding model toy-3") as raised:
+        with pytest.raises(SQL_ERRORS, match="pinned to embedding model toy-3") as raised:
             publish(
                 conn, world.a.owner_personal, None, [claim("s", "p", "o2", embedding=[0.1, 0.2])], "toy-3"
             )
@@ -225,13 +228,13 @@ def test_dimension_differing_from_the_pin_is_refused(world: World) -> None:
 @pytest.mark.parametrize("who", ["viewer", "other tenant", "unauthenticated"])
 def test_claims_into_a_group_the_caller_cannot_write_are_refused(world: World, who: str) -> None:
     key = {"viewer": world.a.viewer_key, "other tenant": world.b.owner_key, "unauthenticated": None}[who]
-    with caller(world.db, key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, key) as conn, pytest.raises(SQL_ERRORS) as raised:
         publish(conn, world.a.organisation, None, [claim("s", "p", "o")])
     assert raised.value.sqlstate in {"42501", "VA005"}
 
 
 def test_unknown_episode_is_refused(world: World) -> None:
-    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(SQL_ERRORS) as raised:
         publish(conn, world.a.organisation, world.a.owner, [claim("s", "p", "o")])
     assert raised.value.sqlstate == "VN001"
 
@@ -240,6 +243,6 @@ def test_episode_of_another_tenant_is_unknown(world: World) -> None:
     with world.db.admin() as admin:
         b_episode = admin.execute("select episode_id from vera.episodes where group_id = %s limit 1",
                                   (world.b.organisation,)).fetchone()[0]  # type: ignore[index]  # fmt: skip
-    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(SQL_ERRORS) as raised:
         publish(conn, world.a.organisation, b_episode, [claim("s", "p", "o")])
     assert raised.value.sqlstate == "VN001"

@@ -7,7 +7,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.seed import World, caller
-from pg_tests.writes import claim, facts_of, publish, record_episode, register_source
+from pg_tests.writes import SQL_ERRORS, claim, facts_of, publish, record_episode, register_source
 
 
 def _project(conn: psycopg.Connection, world: World, name: str) -> str:
@@ -65,7 +65,7 @@ def test_retracting_a_source_withdraws_all_its_episodes_and_refuses_new_ones(wor
         publish(conn, group, two, [claim("api", "tracked in", "JIRA-2")])
         conn.execute("select vera.retract_source(%s, %s)", (group, source))
         assert {f["lifecycle"] for f in facts_of(conn, "f.group_id = %s", (group,))} == {"retracted"}
-        with pytest.raises(psycopg.Error, match="retracted") as raised:
+        with pytest.raises(SQL_ERRORS, match="retracted") as raised:
             record_episode(conn, group, source, "JIRA-3", "3")
         assert raised.value.sqlstate == "22023"
 
@@ -167,7 +167,7 @@ def test_complete_cleanup_retires_the_job(world: World) -> None:
         publish(conn, group, episode, [claim("a", "b", "c")])
         job = conn.execute("select vera.retract_episode(%s, %s)", (group, episode)).fetchone()[0]  # type: ignore[index]
         conn.commit()
-    with caller(world.db, world.b.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, world.b.owner_key) as conn, pytest.raises(SQL_ERRORS) as raised:
         conn.execute("select vera.complete_cleanup(%s)", (job,))
     assert raised.value.sqlstate == "VN001"
     with caller(world.db, world.a.owner_key) as conn:
@@ -195,7 +195,7 @@ def test_only_scope_admins_retract_or_erase(world: World, statement: str, who: s
         ).fetchone()  # type: ignore[misc]
     target = source if "source" in statement else episode
     key = world.a.viewer_key if who == "viewer" else world.b.owner_key
-    with caller(world.db, key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, key) as conn, pytest.raises(SQL_ERRORS) as raised:
         conn.execute(statement, (world.a.organisation, target))  # type: ignore[arg-type]
     assert raised.value.sqlstate == "42501"
 
@@ -204,7 +204,7 @@ def test_unknown_episode_or_source_is_refused(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         for statement in ("select vera.retract_episode(%s, gen_random_uuid())",
                           "select vera.erase_source(%s, gen_random_uuid())"):  # fmt: skip
-            with pytest.raises(psycopg.Error) as raised:
+            with pytest.raises(SQL_ERRORS) as raised:
                 conn.execute(statement, (world.a.organisation,))  # type: ignore[arg-type]
             assert raised.value.sqlstate == "VN001"
             conn.rollback()

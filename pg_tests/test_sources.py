@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import hashlib
 
-import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.seed import World, caller
-from pg_tests.writes import record_episode, register_source
+from pg_tests.writes import SQL_ERRORS, record_episode, register_source
 
 
 def test_register_source_is_an_upsert_by_name_and_audited(world: World) -> None:
@@ -38,7 +37,7 @@ def test_register_source_is_an_upsert_by_name_and_audited(world: World) -> None:
     ],
 )
 def test_register_source_refuses_bad_input(world: World, kind, tier, token_env, config, message) -> None:
-    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error, match=message) as raised:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(SQL_ERRORS, match=message) as raised:
         conn.execute("select vera.register_source(%s, %s, 'x', %s, %s, %s)",
                      (world.a.organisation, kind, tier, token_env, Jsonb(config)))  # fmt: skip
     assert raised.value.sqlstate == "22023"
@@ -47,7 +46,7 @@ def test_register_source_refuses_bad_input(world: World, kind, tier, token_env, 
 @pytest.mark.parametrize("key", ["viewer", "other tenant"])
 def test_only_admins_register_sources(world: World, key: str) -> None:
     api_key = world.a.viewer_key if key == "viewer" else world.b.owner_key
-    with caller(world.db, api_key) as conn, pytest.raises(psycopg.Error) as raised:
+    with caller(world.db, api_key) as conn, pytest.raises(SQL_ERRORS) as raised:
         register_source(conn, world.a.organisation, "sneaky", 1)
     assert raised.value.sqlstate == "42501"
 
@@ -70,7 +69,7 @@ def test_record_episode_refuses_bad_input(world: World) -> None:
             ((world.a.organisation, world.a.owner, "a", hashlib.sha256(b"x").digest()), "VN001"),
         ]:
             conn.execute("savepoint s")
-            with pytest.raises(psycopg.Error) as raised:
+            with pytest.raises(SQL_ERRORS) as raised:
                 conn.execute("select * from vera.record_episode(%s, %s, %s, %s)", args)
             assert raised.value.sqlstate == sqlstate
             conn.execute("rollback to savepoint s")
@@ -134,7 +133,7 @@ def test_store_chunks_refuses_bad_input(world: World, chunks, model, sqlstate: s
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, world.a.organisation, "bad-chunks", 1)
         episode, _, _ = record_episode(conn, world.a.organisation, source, "a.md", "a")
-        with pytest.raises(psycopg.Error) as raised:
+        with pytest.raises(SQL_ERRORS) as raised:
             conn.execute("select * from vera.store_chunks(%s, %s, %s, %s)",
                          (world.a.organisation, episode, Jsonb(chunks), model))  # fmt: skip
         assert raised.value.sqlstate == sqlstate
@@ -145,7 +144,7 @@ def test_store_chunks_is_refused_to_viewers_and_other_tenants(world: World) -> N
         episode = admin.execute("select episode_id from vera.episodes where group_id = %s limit 1",
                                 (world.a.organisation,)).fetchone()[0]  # type: ignore[index]  # fmt: skip
     for key in (world.a.viewer_key, world.b.owner_key):
-        with caller(world.db, key) as conn, pytest.raises(psycopg.Error) as raised:
+        with caller(world.db, key) as conn, pytest.raises(SQL_ERRORS) as raised:
             conn.execute("select * from vera.store_chunks(%s, %s, %s)",
                          (world.a.organisation, episode, Jsonb([{"text": "x"}])))  # fmt: skip
         assert raised.value.sqlstate == "42501"

@@ -1,40 +1,50 @@
 """Helpers for the write-path tests: sources, episodes and claims through the
-application role, inside the caller's transaction."""
+application role, inside the caller's open transaction, by the same calls
+(vera_client's executor and call mappings) as every other Python caller."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.types.json import Jsonb
+
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.executor import Transaction
+from vera_client.domain.errors import VeraError
+
+# What a refused call raises: raw SQL, psycopg's error; a helper's call, the VeraError the
+# executor translates it to. Both carry the SQLSTATE as .sqlstate.
+SQL_ERRORS = (psycopg.Error, VeraError)
 
 
 def register_source(
     conn: psycopg.Connection, group: str, name: str, tier: int, kind: str = "markdown"
 ) -> UUID:
-    row = conn.execute("select vera.register_source(%s, %s, %s, %s)", (group, kind, name, tier)).fetchone()
-    assert row is not None
-    return row[0]  # type: ignore[no-any-return]
+    return Transaction(conn).run(
+        calls.register_source(group, kind, name, tier, token_env=None, config={}, uri=None)
+    )
 
 
 def record_episode(
     conn: psycopg.Connection, group: str, source: UUID, external_id: str, content: str, **extra: Any
 ) -> tuple[UUID, int, bool]:
-    row = conn.execute(
-        "select * from vera.record_episode(%(g)s, %(s)s, %(x)s, %(h)s, %(k)s, 'text/markdown', coalesce(%(at)s, now()))",
-        {
-            "g": group,
-            "s": source,
-            "x": external_id,
-            "h": hashlib.sha256(content.encode()).digest(),
-            "k": extra.get("object_key", f"objects/{external_id}"),
-            "at": extra.get("observed_at"),
-        },
-    ).fetchone()
-    assert row is not None
-    return row[0], row[1], row[2]
+    episode = Transaction(conn).run(
+        calls.record_episode(
+            group,
+            source,
+            external_id,
+            hashlib.sha256(content.encode()).digest(),
+            object_key=extra.get("object_key", f"objects/{external_id}"),
+            mime="text/markdown",
+            observed_at=extra.get("observed_at"),
+            title=None,
+            uri=None,
+        )
+    )
+    return episode.episode_id, episode.version, episode.created
 
 
 def publish(
@@ -44,11 +54,8 @@ def publish(
     claims: list[dict[str, Any]],
     model: str | None = None,
 ) -> list[dict[str, Any]]:
-    cursor = conn.execute(
-        "select * from vera.publish_claims(%s, %s, %s, %s)", (group, episode, Jsonb(claims), model)
-    )
-    names = [column.name for column in cursor.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    published = Transaction(conn).run(calls.publish_claims(group, episode, claims, model))
+    return [dataclasses.asdict(claim) for claim in published]
 
 
 def claim(subject: str, predicate: str, obj: str, **extra: Any) -> dict[str, Any]:
