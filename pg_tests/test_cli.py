@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pg_tests.conftest import Database
+from vera_cli.main import main
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
-from vera_worker.entrypoints.cli import main
 
 KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner, Result
 
 from pg_tests.conftest import ROOT, Database
 from pg_tests.ingesting import ingest_manifest, run_worker
+from vera_cli.main import main
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from vera_worker.entrypoints.cli import main
 
 EXAMPLE = ROOT / "examples" / "lumen"
 

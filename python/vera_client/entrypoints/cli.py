@@ -1,5 +1,6 @@
-"""The `vera` command line. User mistakes end in one line on stderr and a
-non-zero exit, never a traceback."""
+"""The client's part of the `vera` command line (database, search, feedback,
+evaluation, tenants, sources) and the helpers every part shares. User
+mistakes end in one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
@@ -79,12 +80,11 @@ def _print_status(status: ServerStatus) -> None:
 
 
 @click.group()
-@click.version_option(package_name="vera")
-def main() -> None:
-    """VERA: a verified, time-aware knowledge memory inside PostgreSQL."""
+def commands() -> None:
+    """The client's commands; `vera` (vera_cli) adds them beside the worker's and the MCP server's."""
 
 
-@main.group()
+@commands.group()
 def db() -> None:
     """The database: embedded server lifecycle and migrations."""
 
@@ -207,7 +207,7 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
             )
 
 
-@main.command("search")
+@commands.command("search")
 @click.argument("query")
 @click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
@@ -239,7 +239,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
         print_hits(hits, explain=explain)
 
 
-@main.command("feedback")
+@commands.command("feedback")
 @click.argument("kind", type=click.Choice(["fact", "passage"]))
 @click.argument("item_id", type=click.UUID)
 @click.argument("vote", type=click.Choice(["up", "down"]))
@@ -255,7 +255,7 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
     click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
 
 
-@main.command("calibrate")
+@commands.command("calibrate")
 @click.argument("group")
 @click.option("--min-samples", type=click.IntRange(min=1), help="Votes needed to keep the weights.")
 @click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of GROUP.")
@@ -276,7 +276,7 @@ def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None
         click.echo("not kept: it needs both kinds of vote, a separating signal and enough votes")
 
 
-@main.command("eval")
+@commands.command("eval")
 @click.argument("golden_file", type=click.Path(path_type=Path))
 @click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
 @friendly_errors
@@ -307,7 +307,7 @@ def eval_command(golden_file: Path, api_key: str) -> None:
         fail("below threshold: " + ", ".join(result.failures))
 
 
-@main.group()
+@commands.group()
 def tenant() -> None:
     """Tenants (organisations), for operators."""
 
@@ -339,7 +339,7 @@ def start_if_embedded(database: Database) -> None:
         database.server.start()
 
 
-@main.group()
+@commands.group()
 def source() -> None:
     """Sources: where knowledge comes from, and how far it is trusted."""
 

@@ -1,7 +1,5 @@
-"""The `vera` command line, complete: the client's commands (vera_client's
-cli) plus those that run the worker: `vera worker`, `vera ingest`, `vera demo`.
-The worker sits above the client library, so the full command is assembled
-here; `vera` points at this module's main."""
+"""The worker's part of the `vera` command line: `vera worker`, `vera ingest`,
+`vera demo` (vera_cli assembles the whole command)."""
 
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ from vera_client.entrypoints.cli import (
     database_from_env,
     fail,
     friendly_errors,
-    main,
     print_hits,
     start_if_embedded,
 )
@@ -39,6 +36,12 @@ from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain
 
 logger = logging.getLogger(__name__)
+
+
+@click.group()
+def commands() -> None:
+    """The worker's commands."""
+
 
 DEMO_ORGANISATION = "Demo Organisation"
 DEMO_OWNER = "Demo Owner"
@@ -117,7 +120,7 @@ def _drain_with_progress(database: Database) -> list[IngestReport]:
     return reports
 
 
-@main.command("worker")
+@commands.command("worker")
 @click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
 @click.option("--queue", "queues", multiple=True, type=click.Choice(SERVED_QUEUES),
               help="Serve only this queue (repeatable; default: all the worker runs).")  # fmt: skip
@@ -134,7 +137,7 @@ def worker_command(once: bool, queues: tuple[str, ...]) -> None:
     app.run_worker(queues=list(queues or SERVED_QUEUES), wait=not once, concurrency=concurrency)
 
 
-@main.command("ingest")
+@commands.command("ingest")
 @click.argument("path", type=click.Path(path_type=Path), required=False)
 @click.option(
     "--source", "source_name", help="The source to read (name or id); default: the one holding PATH."
@@ -179,7 +182,7 @@ def ingest_command(path: Path | None, source_name: str | None, group: str | None
         fail("some files could not be ingested (see above); they are read again on the next run")
 
 
-@main.command()
+@commands.command()
 @friendly_errors
 def demo() -> None:
     """Start the embedded PostgreSQL, ingest the example corpus through the worker, and ask it questions."""

@@ -1,0 +1,1 @@
+"""The `vera` command, assembled from the commands each package contributes."""
