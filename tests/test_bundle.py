@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from vera_client.adapters.postgres import bundle
-from vera_client.adapters.postgres.queries import _load, query
+from vera_client.adapters.postgres.queries import _load, migration_query, query
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,9 +31,19 @@ def test_released_migrations_are_frozen() -> None:
 
 def test_every_named_query_loads() -> None:
     queries = _load(Path(bundle.__file__).with_name("queries.sql"))
-    assert {"applied_migrations", "record_migration", "create_tenant"} <= set(queries)
-    assert all(body.strip() for body in queries.values())
-    assert "select current_setting" in query("server_version")
+    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    assert "create_tenant" in queries and {"applied_migrations", "record_migration"} <= set(runner_queries)
+    assert all(body.strip() for body in [*queries.values(), *runner_queries.values()])
+    assert "select current_setting" in migration_query("server_version")
+    assert "vera.create_tenant" in query("create_tenant")
+
+
+def test_the_runner_s_queries_live_apart_from_the_client_s() -> None:
+    """queries.sql is the client's; the migration runner's are in migration_queries.sql."""
+    queries = _load(Path(bundle.__file__).with_name("queries.sql"))
+    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    assert set(queries) & set(runner_queries) == set()
+    assert not any("vera_meta." in body for body in queries.values())
 
 
 def test_every_sql_file_starts_with_a_comment_saying_what_it_is() -> None:

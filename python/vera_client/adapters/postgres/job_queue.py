@@ -14,7 +14,7 @@ from importlib import metadata, resources
 import psycopg
 
 from vera_client.adapters.postgres import bundle
-from vera_client.adapters.postgres.queries import query
+from vera_client.adapters.postgres.queries import migration_query
 from vera_client.domain.errors import MigrationError
 
 COMPONENT = "procrastinate"
@@ -40,8 +40,8 @@ def ensure_installed(conn: psycopg.Connection) -> bool:
     version, sql = procrastinate_schema_sql()
     digest = hashlib.sha256(sql.encode()).hexdigest()
     with conn.transaction():
-        conn.execute(query("lock_migrations"))
-        row = conn.execute(query("installed_component"), {"name": COMPONENT}).fetchone()
+        conn.execute(migration_query("lock_migrations"))
+        row = conn.execute(migration_query("installed_component"), {"name": COMPONENT}).fetchone()
         if row is not None:
             if row[0] != version:
                 raise MigrationError(
@@ -49,20 +49,22 @@ def ensure_installed(conn: psycopg.Connection) -> bool:
                     "apply Procrastinate's migrations between them (procrastinate schema --migrations-path)"
                 )
             return False
-        present = conn.execute(query("procrastinate_present")).fetchone()
+        present = conn.execute(migration_query("procrastinate_present")).fetchone()
         if not (present and present[0]):
             root = bundle.sql_root() / "meta"
             conn.execute((root / "procrastinate_before.sql").read_bytes())
             conn.execute(sql.encode())
             conn.execute((root / "procrastinate_after.sql").read_bytes())
-        conn.execute(query("record_component"), {"name": COMPONENT, "version": version, "sha256": digest})
+        conn.execute(
+            migration_query("record_component"), {"name": COMPONENT, "version": version, "sha256": digest}
+        )
     return True
 
 
 def installed_version(conn: psycopg.Connection) -> str | None:
     """The Procrastinate version whose schema the database holds, or None."""
-    exists = conn.execute(query("migration_table_exists")).fetchone()
+    exists = conn.execute(migration_query("migration_table_exists")).fetchone()
     if not (exists and exists[0]):
         return None
-    row = conn.execute(query("installed_component"), {"name": COMPONENT}).fetchone()
+    row = conn.execute(migration_query("installed_component"), {"name": COMPONENT}).fetchone()
     return str(row[0]) if row else None

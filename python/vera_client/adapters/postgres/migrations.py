@@ -17,7 +17,7 @@ import psycopg
 
 from vera_client.adapters.postgres import bundle, job_queue
 from vera_client.adapters.postgres.errors import connect, first_line, translated_errors
-from vera_client.adapters.postgres.queries import query
+from vera_client.adapters.postgres.queries import migration_query
 from vera_client.domain.errors import (
     EditedMigrationError,
     MigrationError,
@@ -116,7 +116,7 @@ class MigrationRunner:
             with translated_errors():
                 self._preflight(conn)
                 with conn.transaction():
-                    conn.execute(query("lock_migrations"))
+                    conn.execute(migration_query("lock_migrations"))
                     conn.execute(bundle.bookkeeping_sql())
                     applied = self._applied(conn)
             self._check_unknown(available, applied)
@@ -136,13 +136,13 @@ class MigrationRunner:
         sql = migration.path.read_text(encoding="utf-8")
         try:
             with conn.transaction():
-                conn.execute(query("lock_migrations"))
+                conn.execute(migration_query("lock_migrations"))
                 # re-check under the lock: a concurrent run may have applied it meanwhile
                 if migration.version in self._applied(conn):
                     return
                 conn.execute(sql.encode())  # the file's statements, as psql -f would send them
                 conn.execute(
-                    query("record_migration"),
+                    migration_query("record_migration"),
                     {
                         "version": migration.version,
                         "name": migration.name,
@@ -153,13 +153,13 @@ class MigrationRunner:
             raise MigrationError(f"{migration.name} failed and was rolled back: {first_line(exc)}") from exc
 
     def _applied(self, conn: psycopg.Connection) -> dict[int, tuple[str, str]]:
-        row = conn.execute(query("migration_table_exists")).fetchone()
+        row = conn.execute(migration_query("migration_table_exists")).fetchone()
         if not row or not row[0]:
             return {}
-        return {v: (name, sha) for v, name, sha in conn.execute(query("applied_migrations"))}
+        return {v: (name, sha) for v, name, sha in conn.execute(migration_query("applied_migrations"))}
 
     def _preflight(self, conn: psycopg.Connection) -> None:
-        row = conn.execute(query("server_version")).fetchone()
+        row = conn.execute(migration_query("server_version")).fetchone()
         version = int(row[0]) if row else 0
         if version < MIN_SERVER_VERSION:
             raise UnsupportedServerError(
@@ -168,7 +168,9 @@ class MigrationRunner:
         names = [extension.name for extension in self.required_extensions]
         found = {
             name: (default, installed)
-            for name, default, installed in conn.execute(query("available_extensions"), {"names": names})
+            for name, default, installed in conn.execute(
+                migration_query("available_extensions"), {"names": names}
+            )
         }
         conn.rollback()
         for extension in self.required_extensions:
