@@ -151,13 +151,14 @@ def url(admin: bool) -> None:
 @db.command()
 @friendly_errors
 def migrate() -> None:
-    """Apply pending migrations; a no-op when there are none."""
+    """Apply pending migrations, then re-apply the functions and row-level security."""
     database = database_from_env()
     if database.server is not None:
         database.server.start()
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
     if not applied:
         click.echo("nothing to migrate: the database is up to date")
+    click.echo("functions and row-level security re-applied")
     due = provisioning.missing_vector_indexes(database.admin_dsn)
     if due:
         click.echo(f"{len(due)} large groups have no vector index of their own yet: run vera db maintain")

@@ -1,5 +1,6 @@
 -- Named queries of the migration runner (vera db migrate, vera db status) and
--- of the psql script that vera db sql prints. Each starts with "-- name: NAME"
+-- of the psql script that vera db sql prints (rendered there with literal
+-- values, so both run the same statements). Each starts with "-- name: NAME"
 -- and a one-line description; queries.py loads them once, as it loads
 -- queries.sql (the client's queries).
 
@@ -22,6 +23,14 @@ select to_regclass('vera_meta.migrations') is not null;
 -- Serialises concurrent migrate runs on one database (released at commit).
 select pg_advisory_xact_lock(hashtext('vera.migrations'));
 
+-- name: set_local_setting
+-- Sets a setting until the end of the transaction (what sql/meta/check.sql reads).
+select set_config(%(name)s, %(value)s, true);
+
+-- name: migration_pending
+-- Whether a migration still has to run (its version is not recorded).
+select not exists (select from vera_meta.migrations where version = %(version)s) as pending;
+
 -- name: applied_migrations
 -- Applied versions with the checksum of the file as it was applied.
 select version, name, sha256 from vera_meta.migrations order by version;
@@ -38,6 +47,10 @@ select version, sha256 from vera_meta.components where name = %(name)s;
 -- Records a third-party schema as installed.
 insert into vera_meta.components (name, version, sha256) values (%(name)s, %(version)s, %(sha256)s);
 
--- name: procrastinate_present
--- Whether Procrastinate's tables exist in their schema already (installed by hand).
-select to_regclass('procrastinate.procrastinate_jobs') is not null;
+-- name: component_missing
+-- Whether a third-party schema is not recorded as installed yet.
+select not exists (select from vera_meta.components where name = %(name)s) as missing;
+
+-- name: procrastinate_absent
+-- Whether Procrastinate's tables are absent (not installed by hand either).
+select to_regclass('procrastinate.procrastinate_jobs') is null as absent;
