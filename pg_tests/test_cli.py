@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from pg_tests.catalogs import pre_baseline
 from pg_tests.conftest import Database
+from vera_client.adapters.postgres import deployment
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_worker.entrypoints.cli import main
 
@@ -152,6 +153,14 @@ def test_a_pre_baseline_database_is_one_line(demo_db: Database, command: list[st
     with demo_db.admin() as conn:
         assert conn.execute("select count(*) from vera_meta.migrations").fetchone() == (4,)
         assert conn.execute("select to_regclass('vera.facts')").fetchone() == (None,)
+
+
+def test_db_sql_prints_the_script_without_a_database(tmp_path: Path) -> None:
+    env = {"VERA_DB__DSN": f"postgresql://vera_app@/vera?host={tmp_path}&port=1", "VERA_DB__ADMIN_DSN": ""}
+    result = _run(["db", "sql"], env)
+    assert result.exit_code == 0, result.output
+    assert result.output == deployment.psql_script()
+    assert result.output.startswith("-- VERA's database brought up to date with psql alone")
 
 
 def test_console_script_is_installed() -> None:

@@ -17,7 +17,7 @@ import click
 import psycopg
 import pydantic
 
-from vera_client.adapters.postgres import provisioning, sources
+from vera_client.adapters.postgres import deployment, provisioning, sources
 from vera_client.adapters.postgres.errors import connect, redact, translated_errors
 from vera_client.adapters.postgres.queries import query
 from vera_client.adapters.postgres.search import authenticate
@@ -162,6 +162,18 @@ def migrate() -> None:
     due = provisioning.missing_vector_indexes(database.admin_dsn)
     if due:
         click.echo(f"{len(due)} large groups have no vector index of their own yet: run vera db maintain")
+
+
+@db.command("sql")
+@friendly_errors
+def sql_script() -> None:
+    """Print one psql script that does what `vera db migrate` does.
+
+    For a DBA with nothing but psql: psql -v ON_ERROR_STOP=1 -1 -f vera.sql.
+    Pending migrations only (guarded by vera_meta.migrations), then the
+    functions and row-level security, then the job queue when missing.
+    """
+    click.echo(deployment.psql_script(), nl=False)
 
 
 @db.command()
