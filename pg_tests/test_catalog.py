@@ -1,66 +1,84 @@
 """The gate that lets a DBA trust the migrations: a database built from
-sql/{schema,functions,rls} and one built from sql/migrations with psql alone
-have the same catalog."""
+sql/{schema,functions,rls}, one brought up to date by the runner (vera db
+migrate) from sql/migrations, and one built by the script of vera db sql
+with psql alone all have the same catalog."""
 
 from __future__ import annotations
 
-import subprocess
+import shutil
 from pathlib import Path
 
-import psycopg
+import pytest
 
+from pg_tests.catalogs import Rows, assert_same, psql_ok, snapshot, write_script
 from pg_tests.conftest import ROOT, Database
 from vera_client.adapters.postgres import bundle
-
-SNAPSHOT_SQL = (Path(__file__).with_name("catalog_snapshot.sql")).read_text()
-
-
-def _psql_file(database: Database, path: Path) -> None:
-    """Apply one file exactly as a DBA would: psql -f, stop on the first error."""
-    psql = database.server.bin_dir / "psql"
-    result = subprocess.run(  # noqa: S603
-        [str(psql), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", database.admin_dsn, "-f", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, f"{path.name}: {result.stderr}"
+from vera_client.adapters.postgres.migrations import MigrationRunner
 
 
-def _snapshot(database: Database) -> list[tuple[str, str, str]]:
-    with psycopg.connect(database.admin_dsn) as conn:
-        return [tuple(row) for row in conn.execute(SNAPSHOT_SQL)]  # type: ignore[misc]
-
-
-def test_migrations_build_the_same_catalog_as_the_declarative_bundle(make_database) -> None:
-    declarative = make_database(template="template0")
+@pytest.fixture(scope="module")
+def declarative(make_database) -> Rows:
+    """The catalog of sql/schema + sql/functions + sql/rls, applied file by file with psql."""
+    database: Database = make_database(template="template0")
     for path in bundle.declarative_files(ROOT / "sql"):
-        _psql_file(declarative, path)
+        psql_ok(database, path)
+    return snapshot(database)
 
-    migrated = make_database(template="template0")
-    for migration in bundle.migrations(ROOT / "sql" / "migrations"):
-        _psql_file(migrated, migration.path)
 
-    expected, actual = _snapshot(declarative), _snapshot(migrated)
-    kinds = {kind for kind, _, _ in expected}
+def test_runner_script_and_declarative_bundle_build_the_same_catalog(
+    declarative: Rows, make_database, tmp_path: Path
+) -> None:
+    kinds = {kind for kind, _, _ in declarative}  # type: ignore[misc]
     assert {"relation", "column", "index", "constraint", "function", "policy", "type"} <= kinds
-    missing = sorted(set(expected) - set(actual))
-    extra = sorted(set(actual) - set(expected))
-    assert not missing and not extra, (
-        f"only in the declarative build: {missing[:5]}\nonly in the migrated build: {extra[:5]}"
-    )
+
+    migrated: Database = make_database(template="template0")
+    MigrationRunner(migrated.admin_dsn).migrate()
+    assert_same(declarative, snapshot(migrated), "vera db migrate vs sql/{schema,functions,rls}")
+
+    scripted: Database = make_database(template="template0")
+    psql_ok(scripted, write_script(tmp_path), one_transaction=True)
+    assert_same(declarative, snapshot(scripted), "vera db sql | psql -1 vs sql/{schema,functions,rls}")
+
+
+def test_the_gate_fails_when_a_migration_and_the_schema_disagree(
+    declarative: Rows, make_database, tmp_path: Path
+) -> None:
+    """A migration that drifts from sql/schema (here: an index the schema keeps is dropped) shows."""
+    root = tmp_path / "sql"
+    shutil.copytree(ROOT / "sql", root)
+    (root / "migrations" / "0002_drift.sql").write_text("-- drifts\ndrop index vera.audit_log_at_idx;\n")
+    drifted: Database = make_database(template="template0")
+    MigrationRunner(drifted.admin_dsn, sql_root=root).migrate()
+    with pytest.raises(AssertionError, match="audit_log_at_idx"):
+        assert_same(declarative, snapshot(drifted), "drifted")
 
 
 def test_declarative_bundle_reapplies_cleanly(make_database) -> None:
-    """functions and rls are re-applied on every deploy: they must be idempotent."""
-    database = make_database(template="template0")
+    """functions and rls are re-applied on every migrate: they must be idempotent."""
+    database: Database = make_database(template="template0")
     for path in bundle.declarative_files(ROOT / "sql"):
-        _psql_file(database, path)
-    before = _snapshot(database)
-    for path in bundle.declarative_files(ROOT / "sql"):
-        if path.parent.name in {"functions", "rls"}:
-            _psql_file(database, path)
-    assert _snapshot(database) == before
+        psql_ok(database, path)
+    before = snapshot(database)
+    for path in bundle.idempotent_files(ROOT / "sql"):
+        psql_ok(database, path)
+    assert snapshot(database) == before
+
+
+def test_no_table_definition_needs_a_function(db: Database) -> None:
+    """Tables come from migrations, functions after them (re-applied on every
+    migrate): so no default, check, generated column, index expression or
+    type may call a vera function. Only policies (sql/rls, applied after the
+    functions) depend on them."""
+    with db.admin() as conn:
+        dependents = conn.execute(
+            """select d.classid::regclass::text, pg_describe_object(d.classid, d.objid, d.objsubid),
+                      p.oid::regprocedure::text
+               from pg_depend d
+               join pg_proc p on d.refclassid = 'pg_proc'::regclass and d.refobjid = p.oid
+               where p.pronamespace = 'vera'::regnamespace and d.deptype = 'n'"""
+        ).fetchall()
+    assert {kind for kind, _, _ in dependents} == {"pg_policy"}
+    assert [row for row in dependents if row[0] != "pg_policy"] == []
 
 
 def test_every_table_has_forced_row_level_security(db: Database) -> None:

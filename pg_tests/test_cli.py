@@ -14,8 +14,10 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from pg_tests.catalogs import pre_baseline
 from pg_tests.conftest import Database
 from vera_cli.main import main
+from vera_client.adapters.postgres import deployment
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 
 KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
@@ -53,7 +55,7 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     env = _env(demo_db.server, demo_db.name)
     first = _run(["demo"], env)
     assert first.exit_code == 0, first.output
-    assert "applied 0001_initial.sql" in first.output
+    assert "applied 0001_baseline.sql" in first.output
     assert "psql" in first.output and "vera.authenticate" in first.output
     first_key = KEY.search(first.output)
     # the example corpus, loaded and asked; as of before the migration the old cluster answers
@@ -85,11 +87,12 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
 def test_db_status_migrate_and_url(demo_db: Database) -> None:
     env = _env(demo_db.server, demo_db.name)
     status = _run(["db", "status"], env)
-    assert status.exit_code == 0 and "0001_initial.sql" in status.output and "pending" in status.output
+    assert status.exit_code == 0 and "0001_baseline.sql" in status.output and "pending" in status.output
     migrate = _run(["db", "migrate"], env)
-    assert migrate.exit_code == 0 and "applied 0001_initial.sql" in migrate.output
+    assert migrate.exit_code == 0 and "applied 0001_baseline.sql" in migrate.output
     again = _run(["db", "migrate"], env)
     assert again.exit_code == 0 and "nothing to migrate" in again.output
+    assert "functions and row-level security re-applied" in again.output
     after = _run(["db", "status"], env).output
     assert "applied" in after
     assert "job queue (procrastinate)" in after
@@ -134,7 +137,30 @@ def test_edited_migration_is_one_line(
     with demo_db.admin() as conn:
         conn.execute("update vera_meta.migrations set sha256 = repeat('0', 64) where version = 1")
     line = _one_line_error(_run(["db", "migrate"], env))
-    assert "0001_initial.sql was edited after it was applied" in line
+    assert "0001_baseline.sql was edited after this database applied it" in line
+    assert f"remove {demo_db.server.data_dir}, the embedded server's data directory" in line
+
+
+@pytest.mark.parametrize("command", [["db", "migrate"], ["db", "status"], ["demo"]])
+def test_a_pre_baseline_database_is_one_line(demo_db: Database, command: list[str]) -> None:
+    """A database built by 0001_initial .. 0004_ingestion (the demo's, say) is refused, not upgraded."""
+    pre_baseline(demo_db)
+    line = _one_line_error(_run(command, _env(demo_db.server, demo_db.name)))
+    assert line.startswith(
+        "vera: error: this database was built by VERA's pre-baseline migrations (0001_initial … 0004_ingestion); "
+        "nothing was changed: export what you need, recreate it (stop the server and remove "
+    )
+    with demo_db.admin() as conn:
+        assert conn.execute("select count(*) from vera_meta.migrations").fetchone() == (4,)
+        assert conn.execute("select to_regclass('vera.facts')").fetchone() == (None,)
+
+
+def test_db_sql_prints_the_script_without_a_database(tmp_path: Path) -> None:
+    env = {"VERA_DB__DSN": f"postgresql://vera_app@/vera?host={tmp_path}&port=1", "VERA_DB__ADMIN_DSN": ""}
+    result = _run(["db", "sql"], env)
+    assert result.exit_code == 0, result.output
+    assert result.output == deployment.psql_script()
+    assert result.output.startswith("-- VERA's database brought up to date with psql alone")
 
 
 def test_console_script_is_installed() -> None:

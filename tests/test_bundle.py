@@ -1,11 +1,15 @@
-"""The SQL bundle as files: numbering, frozen checksums, named queries."""
+"""The SQL bundle as files: numbering, released (frozen) checksums, named queries."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
+
 from vera_client.adapters.postgres import bundle
-from vera_client.adapters.postgres.queries import _load, query
+from vera_client.adapters.postgres.queries import _load, migration_query, query
+from vera_client.domain.errors import MigrationError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,23 +21,61 @@ def test_bundle_is_found_in_the_checkout() -> None:
 
 
 def test_released_migrations_are_frozen() -> None:
-    """A released migration never changes: its checksum is recorded in SHA256SUMS.
+    """A released migration never changes: RELEASED records its checksum.
 
-    Adding a migration means adding its line; editing a released one means
-    this test fails (put the change in a new migration instead).
+    Cutting a release lists its new migrations there; editing a listed one
+    makes this test fail (put the change in a new migration instead). The
+    released ones are the oldest: a release includes every earlier migration.
     """
-    recorded = {}
-    for line in (ROOT / "sql" / "migrations" / "SHA256SUMS").read_text().splitlines():
-        digest, name = line.split()
-        recorded[name] = digest
-    assert {m.name: m.sha256 for m in bundle.migrations()} == recorded
+    listed = bundle.released()
+    current = {m.name: m for m in bundle.migrations()}
+    assert set(listed) <= set(current), (
+        f"RELEASED lists files that do not exist: {set(listed) - set(current)}"
+    )
+    changed = [name for name, digest in listed.items() if current[name].sha256 != digest]
+    assert changed == [], f"released migrations were edited: {changed}"
+    assert [m.released for m in current.values()] == sorted(
+        (m.released for m in current.values()), reverse=True
+    ), "released migrations are a prefix of the numbered ones"
+
+
+def test_released_list_is_read_in_sha256sum_s_format(tmp_path: Path) -> None:
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "0001_baseline.sql").write_text("-- the baseline\n")
+    digest = bundle.file_sha256(tmp_path / "migrations" / "0001_baseline.sql")
+    (tmp_path / "migrations" / "RELEASED").write_text(f"# released\n\n{digest}  0001_baseline.sql\n")
+    assert bundle.released(tmp_path) == {"0001_baseline.sql": digest}
+    assert [m.released for m in bundle.migrations(tmp_path)] == [True]
+    (tmp_path / "migrations" / "RELEASED").write_text("0001_baseline.sql\n")
+    with pytest.raises(MigrationError, match="RELEASED line 1: expected '<sha256>  <file>'"):
+        bundle.released(tmp_path)
+
+
+def test_a_migration_creates_a_function_only_to_replace_a_signature_it_drops() -> None:
+    """Function bodies live in sql/functions, re-applied on every migrate; a
+    migration drops a function whose signature changes and nothing else."""
+    create = re.compile(r"create\s+(?:or\s+replace\s+)?function\s+([\w.]+)", re.IGNORECASE)
+    drop = re.compile(r"drop\s+function\s+(?:if\s+exists\s+)?([\w.]+)", re.IGNORECASE)
+    for migration in bundle.migrations():
+        text = migration.path.read_text()
+        assert set(create.findall(text)) <= set(drop.findall(text)), migration.name
 
 
 def test_every_named_query_loads() -> None:
     queries = _load(Path(bundle.__file__).with_name("queries.sql"))
-    assert {"applied_migrations", "record_migration", "create_tenant"} <= set(queries)
-    assert all(body.strip() for body in queries.values())
-    assert "select current_setting" in query("server_version")
+    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    assert "create_tenant" in queries and {"applied_migrations", "record_migration"} <= set(runner_queries)
+    assert all(body.strip() for body in [*queries.values(), *runner_queries.values()])
+    assert "select current_setting" in migration_query("server_version")
+    assert "vera.create_tenant" in query("create_tenant")
+
+
+def test_the_runner_s_queries_live_apart_from_the_client_s() -> None:
+    """queries.sql is the client's; the migration runner's are in migration_queries.sql."""
+    queries = _load(Path(bundle.__file__).with_name("queries.sql"))
+    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    assert set(queries) & set(runner_queries) == set()
+    assert not any("vera_meta." in body for body in queries.values())
 
 
 def test_every_sql_file_starts_with_a_comment_saying_what_it_is() -> None:

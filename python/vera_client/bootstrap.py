@@ -70,7 +70,11 @@ class Database:
         return dsn
 
     def migration_runner(self) -> MigrationRunner:
-        return MigrationRunner(self.admin_dsn, connect_timeout=self.settings.db.connect_timeout)
+        return MigrationRunner(
+            self.admin_dsn,
+            data_dir=self.server.data_dir if self.server is not None else None,
+            connect_timeout=self.settings.db.connect_timeout,
+        )
 
 
 def build_database(settings: VeraSettings) -> Database:

@@ -1,6 +1,6 @@
 -- Bookkeeping of the database's schema, outside the vera schema so that a
 -- database built with psql alone has the same vera catalog. Used by the
--- runner (vera db migrate) and by the container's init script alike.
+-- runner (vera db migrate) and by the script of vera db sql alike.
 create schema if not exists vera_meta;
 
 -- one row per applied migration, with the SHA-256 of the file as applied

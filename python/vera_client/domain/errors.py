@@ -51,6 +51,14 @@ class UnknownMigrationError(MigrationError):
     """The database records a migration this code does not have (it is newer than the code)."""
 
 
+class PreBaselineDatabaseError(MigrationError):
+    """The database was built by the migrations that preceded the baseline: recreate it."""
+
+
+class JobQueueVersionError(MigrationError):
+    """The database's job queue schema is of another Procrastinate version than the installed package."""
+
+
 class AuthenticationError(VeraError):
     """The caller could not be authenticated."""
 
@@ -167,6 +175,10 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VS001": SnapshotStaleError,
     "VS002": SnapshotUnsealedError,
     "25000": TransactionStateError,
+    "VM001": PreBaselineDatabaseError,
+    "VM002": UnknownMigrationError,
+    "VM003": EditedMigrationError,
+    "VM004": JobQueueVersionError,
 }
 ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
     "VA": AuthenticationError,
@@ -176,6 +188,7 @@ ERRORS_BY_SQLSTATE_CLASS: dict[str, type[VeraError]] = {
     "28": AuthenticationError,
     "VS": SnapshotError,
     "25": TransactionStateError,
+    "VM": MigrationError,
 }
 
 

@@ -30,6 +30,8 @@ class Migration:
     name: str
     path: Path
     sha256: str
+    # listed in sql/migrations/RELEASED: frozen, an edit is refused
+    released: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,7 +17,7 @@ from uuid import UUID
 import click
 import pydantic
 
-from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres import deployment, provisioning
 from vera_client.adapters.postgres.errors import redact
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
@@ -145,16 +145,29 @@ def url(admin: bool) -> None:
 @db.command()
 @friendly_errors
 def migrate() -> None:
-    """Apply pending migrations; a no-op when there are none."""
+    """Apply pending migrations, then re-apply the functions and row-level security."""
     database = database_from_env()
     if database.server is not None:
         database.server.start()
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
     if not applied:
         click.echo("nothing to migrate: the database is up to date")
+    click.echo("functions and row-level security re-applied")
     due = provisioning.missing_vector_indexes(database.admin_dsn)
     if due:
         click.echo(f"{len(due)} large groups have no vector index of their own yet: run vera db maintain")
+
+
+@db.command("sql")
+@friendly_errors
+def sql_script() -> None:
+    """Print one psql script that does what `vera db migrate` does.
+
+    For a DBA with nothing but psql: psql -v ON_ERROR_STOP=1 -1 -f vera.sql.
+    Pending migrations only (guarded by vera_meta.migrations), then the
+    functions and row-level security, then the job queue when missing.
+    """
+    click.echo(deployment.psql_script(), nl=False)
 
 
 @db.command()

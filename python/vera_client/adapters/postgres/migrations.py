@@ -1,10 +1,15 @@
-"""Applies the numbered migrations of the SQL bundle and records them.
+"""Brings one database up to date: the numbered migrations, then the
+idempotent files, in one transaction.
 
-Each pending migration runs in its own transaction together with the row
-that records it (version, name, SHA-256 of the file). Nothing pending means
-nothing is done. An applied migration whose file has changed since stops the
-run before anything is applied, naming the file: released migrations are
-frozen; a change is a new migration.
+Under an advisory lock, in ONE transaction: the bookkeeping tables; the
+check that refuses, before anything changes, a database the bundle cannot
+upgrade (built by the pre-baseline migrations, newer than the code, an
+applied migration edited since, another job-queue version); each pending
+migration with the row that records it (version, name, SHA-256 of the
+file); every file of sql/functions and sql/rls, re-applied even when no
+migration is pending; Procrastinate's schema when missing. All of it
+commits, or none of it. The order is deployment.steps(), which `vera db
+sql` renders for psql.
 """
 
 from __future__ import annotations
@@ -15,14 +20,14 @@ from pathlib import Path
 
 import psycopg
 
-from vera_client.adapters.postgres import bundle, job_queue
+from vera_client.adapters.postgres import bundle, deployment, job_queue
 from vera_client.adapters.postgres.errors import connect, first_line, translated_errors
-from vera_client.adapters.postgres.queries import query
+from vera_client.adapters.postgres.queries import migration_query
 from vera_client.domain.errors import (
     EditedMigrationError,
+    JobQueueVersionError,
     MigrationError,
     MissingExtensionError,
-    UnknownMigrationError,
     UnsupportedServerError,
 )
 from vera_client.domain.models import Migration, MigrationState
@@ -67,18 +72,21 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 class MigrationRunner:
-    """Brings one database up to the bundle's latest migration."""
+    """Brings one database up to the bundle's latest migration and functions."""
 
     def __init__(
         self,
         admin_dsn: str,
         *,
-        migrations_dir: Path | None = None,
+        sql_root: Path | None = None,
+        data_dir: Path | None = None,
         connect_timeout: int = 10,
         required_extensions: Sequence[RequiredExtension] = REQUIRED_EXTENSIONS,
     ) -> None:
+        """sql_root: another bundle than the package's; data_dir: the embedded server's, for messages."""
         self.admin_dsn = admin_dsn
-        self.migrations_dir = migrations_dir
+        self.sql_root = sql_root
+        self.data_dir = data_dir
         self.connect_timeout = connect_timeout
         self.required_extensions = tuple(required_extensions)
 
@@ -86,12 +94,23 @@ class MigrationRunner:
         return connect(self.admin_dsn, connect_timeout=self.connect_timeout)
 
     def states(self) -> list[MigrationState]:
-        """Every migration of the bundle, applied or pending, with recorded checksums."""
-        available = bundle.migrations(self.migrations_dir)
-        with self._connect() as conn, translated_errors():
-            applied = self._applied(conn)
+        """Every migration of the bundle, applied or pending, with recorded checksums.
+
+        Refuses what migrate would refuse, except edits and another queue
+        version, which status shows instead. Creates nothing.
+        """
+        available = bundle.migrations(self.sql_root)
+        queue = job_queue.queue_schema(self.sql_root)
+        check = deployment.check_steps(available, queue.version, root=self.sql_root, data_dir=self.data_dir)
+        with self._connect() as conn:
+            with translated_errors():
+                applied = self._applied(conn)
+            try:
+                for step in check:
+                    self._execute(conn, step)
+            except (EditedMigrationError, JobQueueVersionError):
+                pass  # shown as "edited!" and by the queue's version line
             conn.rollback()
-        self._check_unknown(available, applied)
         return [
             MigrationState(
                 migration=m,
@@ -109,57 +128,69 @@ class MigrationRunner:
         return version
 
     def migrate(self, on_apply: Callable[[Migration], None] | None = None) -> list[Migration]:
-        """Apply every pending migration in order; return those applied."""
-        available = bundle.migrations(self.migrations_dir)
+        """Apply every pending migration, then the functions and rls; return the migrations applied.
+
+        on_apply is called for each once everything has committed.
+        """
+        plan = deployment.steps(self.sql_root, data_dir=self.data_dir)
         applied_now: list[Migration] = []
         with self._connect() as conn:
             with translated_errors():
                 self._preflight(conn)
-                with conn.transaction():
-                    conn.execute(query("lock_migrations"))
-                    conn.execute(bundle.bookkeeping_sql())
-                    applied = self._applied(conn)
-            self._check_unknown(available, applied)
-            self._check_edited(available, applied)
-            for migration in available:
-                if migration.version in applied:
-                    continue
-                self._apply(conn, migration)
-                applied_now.append(migration)
-                if on_apply is not None:
-                    on_apply(migration)
-            with translated_errors():
-                job_queue.ensure_installed(conn)
+            with conn.transaction():
+                for step in plan:
+                    if self._execute(conn, step) and isinstance(step, deployment.RunOnce):
+                        applied_now.append(step.migration)
+        if on_apply is not None:
+            for migration in applied_now:
+                on_apply(migration)
         return applied_now
 
-    def _apply(self, conn: psycopg.Connection, migration: Migration) -> None:
-        sql = migration.path.read_text(encoding="utf-8")
-        try:
-            with conn.transaction():
-                conn.execute(query("lock_migrations"))
-                # re-check under the lock: a concurrent run may have applied it meanwhile
-                if migration.version in self._applied(conn):
-                    return
-                conn.execute(sql.encode())  # the file's statements, as psql -f would send them
+    def _execute(self, conn: psycopg.Connection, step: deployment.Step) -> bool:
+        """Execute one step; False when it had nothing to do (a recorded migration, a recorded queue)."""
+        if isinstance(step, deployment.Statement):
+            with translated_errors():
+                conn.execute(migration_query(step.query), step.params)
+            return True
+        if isinstance(step, deployment.File):
+            if step.refusal:
+                with translated_errors():
+                    conn.execute(step.sql)
+            else:
+                self._run_file(conn, step.label, step.sql)
+            return True
+        if isinstance(step, deployment.RunOnce):
+            migration = step.migration
+            with translated_errors():
+                pending = conn.execute(migration_query("migration_pending"), {"version": migration.version})
+                row = pending.fetchone()
+            if not (row and row[0]):
+                return False
+            self._run_file(conn, migration.name, migration.path.read_bytes())
+            with translated_errors():
                 conn.execute(
-                    query("record_migration"),
-                    {
-                        "version": migration.version,
-                        "name": migration.name,
-                        "sha256": migration.sha256,
-                    },
+                    migration_query("record_migration"),
+                    {"version": migration.version, "name": migration.name, "sha256": migration.sha256},
                 )
+            return True
+        with translated_errors():
+            return job_queue.install_if_missing(conn, step.queue)
+
+    @staticmethod
+    def _run_file(conn: psycopg.Connection, label: str, sql: bytes) -> None:
+        try:
+            conn.execute(sql)  # the file's statements, as psql -f would send them
         except psycopg.Error as exc:
-            raise MigrationError(f"{migration.name} failed and was rolled back: {first_line(exc)}") from exc
+            raise MigrationError(f"{label} failed and was rolled back: {first_line(exc)}") from exc
 
     def _applied(self, conn: psycopg.Connection) -> dict[int, tuple[str, str]]:
-        row = conn.execute(query("migration_table_exists")).fetchone()
+        row = conn.execute(migration_query("migration_table_exists")).fetchone()
         if not row or not row[0]:
             return {}
-        return {v: (name, sha) for v, name, sha in conn.execute(query("applied_migrations"))}
+        return {v: (name, sha) for v, name, sha in conn.execute(migration_query("applied_migrations"))}
 
     def _preflight(self, conn: psycopg.Connection) -> None:
-        row = conn.execute(query("server_version")).fetchone()
+        row = conn.execute(migration_query("server_version")).fetchone()
         version = int(row[0]) if row else 0
         if version < MIN_SERVER_VERSION:
             raise UnsupportedServerError(
@@ -168,7 +199,9 @@ class MigrationRunner:
         names = [extension.name for extension in self.required_extensions]
         found = {
             name: (default, installed)
-            for name, default, installed in conn.execute(query("available_extensions"), {"names": names})
+            for name, default, installed in conn.execute(
+                migration_query("available_extensions"), {"names": names}
+            )
         }
         conn.rollback()
         for extension in self.required_extensions:
@@ -183,25 +216,4 @@ class MigrationRunner:
                 raise MissingExtensionError(
                     f"extension '{extension.name}' {version_text} is too old (need >= {wanted}): "
                     f"{extension.how_to_get}"
-                )
-
-    @staticmethod
-    def _check_unknown(available: list[Migration], applied: dict[int, tuple[str, str]]) -> None:
-        known = {m.version for m in available}
-        unknown = sorted(v for v in applied if v not in known)
-        if unknown:
-            names = ", ".join(applied[v][0] for v in unknown)
-            raise UnknownMigrationError(
-                f"the database has migrations this code does not know ({names}): upgrade VERA first"
-            )
-
-    @staticmethod
-    def _check_edited(available: list[Migration], applied: dict[int, tuple[str, str]]) -> None:
-        for migration in available:
-            recorded = applied.get(migration.version)
-            if recorded is not None and recorded[1] != migration.sha256:
-                raise EditedMigrationError(
-                    f"{migration.name} was edited after it was applied "
-                    f"(recorded sha256 {recorded[1][:12]}, file {migration.sha256[:12]}): "
-                    "restore it and put the change in a new migration"
                 )

@@ -25,3 +25,13 @@ def query(name: str) -> LiteralString:
     """
     sql: LiteralString = _load(Path(__file__).with_name("queries.sql"))[name]
     return sql
+
+
+def migration_query(name: str) -> LiteralString:
+    """The SQL of a named query of the migration runner (migration_queries.sql).
+
+    Kept apart from the client's queries: they change with the SQL bundle's
+    deployment, not with the client's API.
+    """
+    sql: LiteralString = _load(Path(__file__).with_name("migration_queries.sql"))[name]
+    return sql

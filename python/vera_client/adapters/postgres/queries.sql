@@ -1,33 +1,6 @@
 -- Named queries of the PostgreSQL adapter. Each starts with "-- name: NAME"
 -- and a one-line description; queries.py loads them once.
 
--- name: server_version
--- The server's version as an integer (180001 for 18.1).
-select current_setting('server_version_num')::integer;
-
--- name: available_extensions
--- Extensions VERA needs and the version the server can install (null if absent).
-select wanted.name, available.default_version, installed.extversion
-from unnest(%(names)s::text[]) as wanted(name)
-left join pg_available_extensions available on available.name = wanted.name
-left join pg_extension installed on installed.extname = wanted.name;
-
--- name: migration_table_exists
--- Whether the bookkeeping table exists yet (status must not create it).
-select to_regclass('vera_meta.migrations') is not null;
-
--- name: lock_migrations
--- Serialises concurrent migrate runs on one database (released at commit).
-select pg_advisory_xact_lock(hashtext('vera.migrations'));
-
--- name: applied_migrations
--- Applied versions with the checksum of the file as it was applied.
-select version, name, sha256 from vera_meta.migrations order by version;
-
--- name: record_migration
--- Marks one migration applied.
-insert into vera_meta.migrations (version, name, sha256) values (%(version)s, %(name)s, %(sha256)s);
-
 -- name: create_tenant
 -- Operator: a new organisation, its owner and the owner's first API key.
 select group_id, principal_id, api_key
@@ -50,18 +23,6 @@ where principal_id = %(principal)s and revoked_at is null;
 -- name: issue_key
 -- Operator: a new key for a principal, returned once.
 select api_key from vera.issue_api_key(%(principal)s, %(name)s, null);
-
--- name: installed_component
--- Version of an installed third-party schema, or nothing.
-select version, sha256 from vera_meta.components where name = %(name)s;
-
--- name: record_component
--- Records a third-party schema as installed.
-insert into vera_meta.components (name, version, sha256) values (%(name)s, %(version)s, %(sha256)s);
-
--- name: procrastinate_present
--- Whether Procrastinate's tables exist in their schema already (installed by hand).
-select to_regclass('procrastinate.procrastinate_jobs') is not null;
 
 -- name: read_path_installed
 -- Whether vera.missing_vector_indexes exists (not before the first migrate).
