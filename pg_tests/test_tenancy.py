@@ -291,6 +291,8 @@ ISOLATION_TESTED = {
     "list_sources(text)": "test_ingestion",
     "source_cursor(text,uuid)": "test_ingestion",
     "advance_source_cursor(text,uuid,jsonb)": "test_ingestion",
+    "facts_to_embed(text,uuid[])": "test_jobs",
+    "set_fact_embeddings(text,uuid[],vector[],text)": "test_jobs",
     "request_ingest(text,uuid,text)": "test_ingestion",
     "declare_predicate(text,text,vera.predicate_cardinality,text)": "test_tenancy (below)",
     "publish_claims(text,uuid,jsonb,text)": "test_publish",

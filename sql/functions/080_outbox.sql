@@ -4,7 +4,7 @@
 -- commit always has it.
 set role vera_owner;
 
--- Internal: defers one job and returns its id. Each task has its own queue,
+-- Internal: defers one job and returns its id; its args name the caller's principal. Each task has its own queue,
 -- named after it without the 'vera.' prefix (vera.embed -> embed), so that
 -- workers can be scaled, or held back, per kind of work.
 -- Procrastinate's functions use unqualified names, hence its schema on the path.
@@ -22,8 +22,11 @@ begin
         raise exception 'the job queue (Procrastinate''s schema "procrastinate") is not installed: run vera db migrate'
             using errcode = 'VJ001';
     end if;
+    -- every job carries the principal whose request deferred it, so that the worker acts
+    -- with exactly that caller's rights (authenticate_principal); operator work has none
     job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
-        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0, null, null, args, scheduled_at)
+        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0, null, null,
+            jsonb_build_object('principal_id', vera.current_principal()) || args, scheduled_at)
             ::procrastinate.procrastinate_job_to_defer_v1]);
     return job_ids[1];
 end

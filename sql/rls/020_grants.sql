@@ -50,6 +50,8 @@ grant execute on function
     vera.request_ingest(text, uuid, text),
     vera.declare_predicate(text, text, vera.predicate_cardinality, text),
     vera.publish_claims(text, uuid, jsonb, text),
+    vera.facts_to_embed(text, uuid[]),
+    vera.set_fact_embeddings(text, uuid[], public.vector[], text),
     vera.pending_reviews(text),
     vera.review_claim(text, uuid, text, text),
     vera.retract_episode(text, uuid, text),

@@ -12,23 +12,16 @@ import procrastinate
 
 from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.ports import GraphProjection, ObjectStore
+from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
-from vera_worker.domain.jobs import JobName
+from vera_worker.domain.jobs import EmbedJob, JobName
 
 logger = logging.getLogger(__name__)
 
 
-def queue_of(job: JobName) -> str:
-    """The queue SQL defers a task's jobs to: its name without the 'vera.' prefix."""
-    return job.value.removeprefix("vera.")
-
-
-# What this worker runs. Jobs of the other queues wait: embed and the judges
-# need a principal to read facts under RLS and a model to call, which the jobs
-# SQL defers do not carry yet.
-SERVED_QUEUES = tuple(
-    queue_of(job) for job in (JobName.INGEST_SOURCE, JobName.PROJECT_TO_GRAPH, JobName.RETRACT_CLEANUP)
-)
+# The worker serves every queue SQL defers into (pg_tests/test_jobs.py runs one job of each kind
+# through a real worker process).
+SERVED_QUEUES = tuple(job.queue for job in JobName)
 
 
 def build_app(
@@ -37,6 +30,7 @@ def build_app(
     objects: ObjectStore,
     graph: GraphProjection | None = None,
     ingestion: SourceIngestion | None = None,
+    embedding: FactEmbedding | None = None,
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker)."""
     connector = procrastinate.PsycopgConnector(
@@ -46,7 +40,7 @@ def build_app(
     )
     app = procrastinate.App(connector=connector)
 
-    @app.task(name=JobName.RETRACT_CLEANUP.value, queue=queue_of(JobName.RETRACT_CLEANUP), pass_context=False)
+    @app.task(name=JobName.RETRACT_CLEANUP.value, queue=JobName.RETRACT_CLEANUP.queue, pass_context=False)
     def retract_cleanup(**args: Any) -> None:
         report = run_retract_cleanup(RetractCleanup.from_job_args(args), objects=objects, graph=graph)
         logger.info(
@@ -57,22 +51,42 @@ def build_app(
             report.objects_already_gone,
         )
 
-    @app.task(name=JobName.INGEST_SOURCE.value, queue=queue_of(JobName.INGEST_SOURCE), pass_context=False)
+    @app.task(name=JobName.INGEST_SOURCE.value, queue=JobName.INGEST_SOURCE.queue, pass_context=False)
     def ingest_source(**args: Any) -> None:
         if ingestion is None:
             # raising keeps the job for a worker that can read sources
             raise RuntimeError("this worker was started without a source reader")
         ingestion.run(IngestRequest.from_job_args(args))
 
-    @app.task(
-        name=JobName.PROJECT_TO_GRAPH.value, queue=queue_of(JobName.PROJECT_TO_GRAPH), pass_context=False
-    )
+    @app.task(name=JobName.PROJECT_TO_GRAPH.value, queue=JobName.PROJECT_TO_GRAPH.queue, pass_context=False)
     def project_to_graph(**args: Any) -> None:
         if graph is None:
             # VERA_MEMORY__GRAPH_BACKEND=none: the facts live in PostgreSQL only; nothing to project
             logger.debug("project_to_graph %s: no graph backend configured", args.get("group_id"))
             return
         raise RuntimeError("graph projection is not implemented for the configured backend yet")
+
+    @app.task(name=JobName.EMBED.value, queue=JobName.EMBED.queue, pass_context=False)
+    def embed(**args: Any) -> None:
+        if embedding is None:
+            raise RuntimeError("this worker was started without an embedder")  # the job waits for one
+        embedding.run(EmbedJob.from_job_args(args))
+
+    # The judges decide what the rules in SQL leave open: whether a provisional entity is the
+    # same as a candidate, whether two values of a multi-valued predicate contradict. Until a
+    # judge model is configured (an LLM worker), a judge decides nothing: the entity stays
+    # provisional (a separate entity, never a wrong merge) and the values coexist, which is
+    # what SQL already stored. The job is done; a judge added later re-examines what is open.
+    @app.task(name=JobName.JUDGE_EQUIVALENCE.value, queue=JobName.JUDGE_EQUIVALENCE.queue, pass_context=False)
+    def judge_equivalence(**args: Any) -> None:
+        logger.info("judge_equivalence %s: no judge model configured; entities stay provisional",
+                    args.get("group_id"))  # fmt: skip
+
+    @app.task(
+        name=JobName.JUDGE_CONTRADICTION.value, queue=JobName.JUDGE_CONTRADICTION.queue, pass_context=False
+    )
+    def judge_contradiction(**args: Any) -> None:
+        logger.info("judge_contradiction %s: no judge model configured; values coexist", args.get("group_id"))
 
     return app
 

@@ -25,6 +25,7 @@ from vera_client.entrypoints.cli import (
     print_hits,
     start_if_embedded,
 )
+from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import (
     IngestEvent,
     IngestReport,
@@ -99,7 +100,12 @@ def _app(
         on_failure=on_failure,
         connect_timeout=settings.db.connect_timeout,
     )
-    return build_app(database.worker_dsn, objects=objects, ingestion=ingestion)
+    embedding = FactEmbedding(
+        database.worker_dsn,
+        embedder_for_model=providers.embedder_for_model,
+        connect_timeout=settings.db.connect_timeout,
+    )
+    return build_app(database.worker_dsn, objects=objects, ingestion=ingestion, embedding=embedding)
 
 
 def _drain_with_progress(database: Database) -> list[IngestReport]:
@@ -126,7 +132,7 @@ def _drain_with_progress(database: Database) -> list[IngestReport]:
               help="Serve only this queue (repeatable; default: all the worker runs).")  # fmt: skip
 @friendly_errors
 def worker_command(once: bool, queues: tuple[str, ...]) -> None:
-    """Run the worker: ingestion runs, graph projection, cleanup after retraction."""
+    """Run the worker: ingestion runs, embeddings, graph projection, judges, cleanup after retraction."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     database = database_from_env()
     start_if_embedded(database)

@@ -428,3 +428,28 @@ def read_path_installed() -> Call[bool]:
 def missing_vector_indexes(min_rows: int) -> Call[list[VectorIndexBuild]]:
     """The per-group HNSW indexes that are due, with the statements that build them."""
     return Call("missing_vector_indexes", {"min_rows": min_rows}, records(VectorIndexBuild))
+
+
+# --- jobs the worker runs for a principal -----------------------------------------------------------
+
+
+def facts_to_embed(group: str, fact_ids: Sequence[UUID]) -> Call[list[tuple[UUID, str]]]:
+    """The facts among fact_ids that still have no vector, with the text to embed."""
+
+    def read(columns: Sequence[str], rows: Rows) -> list[tuple[UUID, str]]:
+        return [(v["fact_id"], v["fact_text"]) for v in (dict(zip(columns, r, strict=True)) for r in rows)]
+
+    return Call("facts_to_embed", {"group": group, "fact_ids": list(fact_ids)}, read)
+
+
+def set_fact_embeddings(
+    group: str, fact_ids: Sequence[UUID], vectors: Sequence[Sequence[float]], embedding_model: str
+) -> Call[int]:
+    """Stores one vector per fact (facts that got one meanwhile are left as they are)."""
+    params = {
+        "group": group,
+        "fact_ids": list(fact_ids),
+        "embeddings": [np.asarray(v, dtype=np.float32) for v in vectors],
+        "embedding_model": embedding_model,
+    }
+    return Call("set_fact_embeddings", params, scalar)

@@ -188,3 +188,11 @@ from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector,
 -- name: snapshot_pin
 -- The embedding model a snapshot was taken with (its query must use it).
 select s.embedding_model, s.embedding_dim from vera.snapshots s where s.group_id = %(group)s and s.name = %(name)s;
+
+-- name: facts_to_embed
+-- The facts among the ids that still have no vector, with the text to embed (the embed job).
+select fact_id, fact_text from vera.facts_to_embed(%(group)s, %(fact_ids)s::uuid[]);
+
+-- name: set_fact_embeddings
+-- Stores the vectors of facts that had none, pinning the group's model.
+select vera.set_fact_embeddings(%(group)s, %(fact_ids)s::uuid[], %(embeddings)s::vector[], %(embedding_model)s);
