@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_worker.entrypoints.cli import main
 
