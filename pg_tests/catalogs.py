@@ -13,7 +13,7 @@ import psycopg
 from vera_client.adapters.postgres import bundle, deployment
 
 if TYPE_CHECKING:
-    from pg_tests.conftest import Database
+    from pg_tests.databases import Database
 
 SNAPSHOT_SQL = (Path(__file__).with_name("catalog_snapshot.sql")).read_text()
 

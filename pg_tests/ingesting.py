@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
 from vera_client.domain.models import Source

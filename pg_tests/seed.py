@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 import psycopg
 
-if TYPE_CHECKING:
-    from pg_tests.conftest import Database
+from pg_tests.databases import Database
 
 # Tables whose rows belong to a group, and so to a tenant.
 KNOWLEDGE_TABLES = (

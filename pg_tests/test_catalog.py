@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pg_tests.catalogs import Rows, assert_same, psql_ok, snapshot, write_script
-from pg_tests.conftest import ROOT, Database
+from pg_tests.databases import ROOT, Database
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.migrations import MigrationRunner
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pg_tests.catalogs import pre_baseline
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 from vera_cli.main import main
 from vera_client.adapters.postgres import deployment
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres

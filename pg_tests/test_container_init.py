@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 
 from pg_tests.catalogs import assert_same, bookkeeping, snapshot, write_script
-from pg_tests.conftest import ROOT, Database
+from pg_tests.databases import ROOT, Database
 from vera_client.adapters.postgres.migrations import MigrationRunner
 
 SCRIPT = ROOT / "docker" / "initdb" / "10-vera-migrate.sh"

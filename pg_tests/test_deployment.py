@@ -20,7 +20,7 @@ from pg_tests.catalogs import (
     snapshot,
     write_script,
 )
-from pg_tests.conftest import ROOT, Database
+from pg_tests.databases import ROOT, Database
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.migrations import MigrationRunner
 

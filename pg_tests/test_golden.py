@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from pg_tests.conftest import ROOT, Database
+from pg_tests.databases import ROOT, Database
 from pg_tests.ingesting import ingest_manifest, run_worker
 from vera_cli.main import main
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder

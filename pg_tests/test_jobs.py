@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient

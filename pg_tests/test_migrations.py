@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from pg_tests.catalogs import assert_same, everything, pre_baseline, snapshot
-from pg_tests.conftest import ROOT, Database
+from pg_tests.databases import ROOT, Database
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.domain.errors import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,161 @@
+"""The test server and its databases: what conftest.py's fixtures, seed.py and
+the test modules share.
+
+One embedded PostgreSQL 18 per checkout, with its data outside the checkout.
+Tests get clones of a migrated template, and two things keep the clones
+cheap, measured on a 2-core machine shared with other test runs:
+
+- The server is disposable, so it runs without durability (fsync,
+  full_page_writes and synchronous_commit off: PostgreSQL's "non-durable
+  settings" for throwaway clusters). DROP DATABASE forces an immediate
+  checkpoint; with fsync on, the first one after the tests flushed every file
+  the session had written (some 20,000) and took 1.7 s on a quiet machine,
+  15 s on a busy one.
+- A clone is dropped as soon as its module (or test) is done, not all at the
+  end. Dropping deletes some 440 files; while the kernel has not yet written
+  them back that takes milliseconds, but once it has (after about 30 s) each
+  clone took 0.5-1 s to delete when other test runs kept the disk busy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres.migrations import MigrationRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = "vera_template"
+# Per-module clones are named CLONE_PREFIX + 12 hex digits.
+CLONE_PREFIX = "t_"
+NON_DURABLE = {"fsync": "off", "full_page_writes": "off", "synchronous_commit": "off"}
+
+
+@dataclass(frozen=True)
+class Database:
+    """A database on the test server and how to connect to it as each role."""
+
+    server: EmbeddedPostgres
+    name: str
+
+    @property
+    def admin_dsn(self) -> str:
+        return self.server.admin_url(self.name)
+
+    def dsn(self, role: str) -> str:
+        return f"postgresql://{role}@/{self.name}?host={self.server.socket_dir}&port={self.server.port}"
+
+    def admin(self, *, autocommit: bool = True) -> psycopg.Connection:
+        return psycopg.connect(self.admin_dsn, autocommit=autocommit)
+
+    def connect(self, role: str = "vera_app", *, autocommit: bool = False) -> psycopg.Connection:
+        return psycopg.connect(self.dsn(role), autocommit=autocommit)
+
+
+def checkout_server() -> EmbeddedPostgres:
+    """This checkout's test server (not started)."""
+    tag = hashlib.sha256(str(ROOT).encode()).hexdigest()
+    # Outside the checkout (a fresh clone gets its own), under /tmp where the
+    # server's OS user may traverse when we run as root.
+    default = f"/tmp/vera-pg-tests-{os.getuid()}-{tag[:10]}/postgres"  # noqa: S108
+    data_dir = Path(os.environ.get("VERA_TEST_DATA_DIR", default))
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.parent.chmod(0o755)
+    port = 54400 + int(tag[:4], 16) % 500
+    return EmbeddedPostgres(data_dir=data_dir, port=port, database="postgres")
+
+
+def _admin(server: EmbeddedPostgres) -> psycopg.Connection:
+    return psycopg.connect(server.admin_url("postgres"), autocommit=True)
+
+
+def _settings(server: EmbeddedPostgres) -> dict[str, str]:
+    with _admin(server) as conn:
+        rows = conn.execute(
+            "select name, setting from pg_settings where name = any(%s)", (list(NON_DURABLE),)
+        ).fetchall()
+    return dict(rows)
+
+
+def run_without_durability(server: EmbeddedPostgres, *, timeout: float = 10) -> None:
+    """Persist the non-durable settings in the test cluster and reload it.
+
+    All three take effect on reload; a new backend sees them once the
+    postmaster has re-read the configuration, which is what we wait for.
+    """
+    if _settings(server) == NON_DURABLE:
+        return
+    with _admin(server) as conn:
+        for name, value in NON_DURABLE.items():
+            conn.execute(sql.SQL("alter system set {} = {}").format(sql.Identifier(name), sql.Literal(value)))
+        conn.execute("select pg_reload_conf()")
+    deadline = time.monotonic() + timeout
+    while (current := _settings(server)) != NON_DURABLE:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the test server did not take {NON_DURABLE} (has {current})")
+        time.sleep(0.05)
+
+
+def create_database(server: EmbeddedPostgres, template: str, name: str | None = None) -> Database:
+    """A new database copied from `template` (replacing one of the same name)."""
+    name = name or f"{CLONE_PREFIX}{uuid.uuid4().hex[:12]}"
+    with _admin(server) as conn:
+        conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("create database {} template {}").format(sql.Identifier(name), sql.Identifier(template))
+        )
+    return Database(server=server, name=name)
+
+
+def drop_databases(server: EmbeddedPostgres, names: list[str]) -> None:
+    with _admin(server) as conn:
+        for name in names:
+            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
+def leftover_clones(server: EmbeddedPostgres) -> list[str]:
+    """Clones that an earlier session did not drop (it was killed, say)."""
+    with _admin(server) as conn:
+        rows = conn.execute(
+            "select datname from pg_database where datname ~ %s order by datname",
+            (f"^{CLONE_PREFIX}[0-9a-f]{{12}}$",),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def build_template(server: EmbeddedPostgres) -> str:
+    """The schema built once through the migration runner, as TEMPLATE."""
+    create_database(server, "template1", TEMPLATE)
+    MigrationRunner(server.admin_url(TEMPLATE)).migrate()
+    return TEMPLATE
+
+
+class Clones:
+    """The databases this session made, each dropped when its user is done."""
+
+    def __init__(self, server: EmbeddedPostgres, template: str) -> None:
+        self.server = server
+        self.template = template
+        self._live: list[str] = []
+
+    def make(self, template: str | None = None) -> Database:
+        """A new database copied from `template`, the migrated one by default."""
+        database = create_database(self.server, template or self.template)
+        self._live.append(database.name)
+        return database
+
+    def drop(self, database: Database) -> None:
+        drop_databases(self.server, [database.name])
+        self._live.remove(database.name)
+
+    def drop_all(self) -> None:
+        drop_databases(self.server, self._live)
+        self._live.clear()
