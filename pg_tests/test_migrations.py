@@ -209,3 +209,71 @@ def test_upgrading_from_0003_retires_snapshots_of_the_old_ranking(fresh: Databas
             conn.execute("select * from vera.search_snapshot(%s, 'before', 'api')", (org,))
         assert stale.value.sqlstate == "VS001"
         conn.rollback()
+
+
+def test_upgrading_from_0004_grades_existing_passages_by_their_sources_tier(
+    fresh: Database, tmp_path: Path
+) -> None:
+    """0005 extends the contamination guard to passages: those already stored are graded as
+    store_chunks grades new ones; a tier-4 one has no known proposer, so until an admin
+    approves it, only the review queue shows it."""
+    before = tmp_path / "before0005"
+    before.mkdir()
+    for migration in bundle.migrations(RELEASED):
+        if migration.name < "0005":
+            shutil.copy(migration.path, before / migration.name)
+    MigrationRunner(fresh.admin_dsn, migrations_dir=before).migrate()
+    with fresh.admin() as conn:
+        org, owner, key = conn.execute("select * from vera.create_tenant('Old', 'Owner')").fetchone()  # type: ignore[misc]
+        viewer = conn.execute("select vera.insert_principal('user', 'Viewer', null)").fetchone()[0]  # type: ignore[index]
+        conn.execute("insert into vera.memberships (group_id, principal_id, role) values (%s, %s, 'viewer')",
+                     (org, viewer))  # fmt: skip
+        viewer_key = conn.execute(
+            "select api_key from vera.issue_api_key(%s, 'k', null)", (viewer,)
+        ).fetchone()[0]  # type: ignore[index]
+        personal = conn.execute("select personal_group_id from vera.principals where principal_id = %s",
+                                (owner,)).fetchone()[0]  # type: ignore[index]  # fmt: skip
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        for group, tiers in ((org, (1, 2, 3, 4)), (personal, (4,))):
+            for tier in tiers:
+                source = conn.execute("select vera.register_source(%s, 'markdown', %s, %s)",
+                                      (group, f"tier {tier}", tier)).fetchone()[0]  # type: ignore[index]  # fmt: skip
+                episode = conn.execute(
+                    "select episode_id from vera.record_episode(%s, %s, 'page', sha256(%s::bytea))",
+                    (group, source, f"{group} {tier}".encode()),
+                ).fetchone()[0]  # type: ignore[index]
+                conn.execute("select vera.store_chunks(%s, %s, %s::jsonb)",
+                             (group, episode, f'[{{"text": "walrus of tier {tier}"}}]'))  # fmt: skip
+        conn.commit()
+    MigrationRunner(fresh.admin_dsn).migrate()
+    with fresh.admin() as conn:
+        graded = conn.execute(
+            "select c.group_id = %s, s.trust_tier, c.lifecycle::text, c.verification::text, c.proposed, c.proposed_by"
+            " from vera.chunks c join vera.episodes e using (group_id, episode_id)"
+            " join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id order by 1, 2",
+            (personal,),
+        ).fetchall()
+    assert graded == [
+        (False, 1, "published", "auto", False, None),
+        (False, 2, "published", "auto", False, None),
+        (False, 3, "pending_review", "pending", False, None),
+        (False, 4, "proposal", "pending", True, None),
+        (True, 4, "published", "pending", False, None),
+    ]
+    for who, expected in ((viewer_key, ["walrus of tier 1", "walrus of tier 2"]),
+                          (key, ["walrus of tier 1", "walrus of tier 2", "walrus of tier 4"])):  # fmt: skip
+        with fresh.connect() as conn:
+            conn.execute("select vera.authenticate(%s)", (who,))
+            found = conn.execute("select text, group_id from vera.search('walrus')").fetchall()
+            conn.rollback()
+        assert sorted(text for text, _ in found) == expected
+    # the owner's tier-4 hit is the one in its own u: scope; the organisation's waits for review
+    assert [group for text, group in found if text.endswith("4")] == [personal]
+    with fresh.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (key,))
+        waiting = conn.execute(
+            "select text, lifecycle::text from vera.pending_passages(%s)", (org,)
+        ).fetchall()
+        conn.rollback()
+    assert waiting == [("walrus of tier 3", "pending_review"), ("walrus of tier 4", "proposal")]
