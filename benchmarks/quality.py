@@ -542,7 +542,9 @@ def main() -> None:
     started = time.perf_counter()
     bench = start(DATABASE)
     cache = VectorCache(LocalMiniLMEmbedder())
-    print(f"vera.search on public data; embedder all-MiniLM-L6-v2 int8 ONNX ({MAX_TOKENS}-token truncation),"
+    with bench.admin() as conn:
+        version = conn.execute("select vera.search_version()").fetchone()[0]  # type: ignore[index]
+    print(f"{version} on public data; embedder all-MiniLM-L6-v2 int8 ONNX ({MAX_TOKENS}-token truncation),"
           f" vectors cached in {CACHE}; database {DATABASE} rebuilt on port 54499")  # fmt: skip
     if args.only in (None, "scifact"):
         scifact(bench, cache, args.eval_dir / "scifact" / "beir_test", args.limit)

@@ -6,23 +6,25 @@ with psql alone all have the same catalog."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pg_tests.catalogs import Rows, assert_same, psql_ok, snapshot, write_script
-from pg_tests.databases import ROOT, Database
+from pg_tests.databases import ROOT, Clones, Database
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.migrations import MigrationRunner
 
 
 @pytest.fixture(scope="module")
-def declarative(make_database) -> Rows:
+def declarative(clones: Clones) -> Iterator[Rows]:
     """The catalog of sql/schema + sql/functions + sql/rls, applied file by file with psql."""
-    database: Database = make_database(template="template0")
+    database = clones.make("template0")
     for path in bundle.declarative_files(ROOT / "sql"):
         psql_ok(database, path)
-    return snapshot(database)
+    yield snapshot(database)
+    clones.drop(database)
 
 
 def test_runner_script_and_declarative_bundle_build_the_same_catalog(
@@ -46,7 +48,10 @@ def test_the_gate_fails_when_a_migration_and_the_schema_disagree(
     """A migration that drifts from sql/schema (here: an index the schema keeps is dropped) shows."""
     root = tmp_path / "sql"
     shutil.copytree(ROOT / "sql", root)
-    (root / "migrations" / "0002_drift.sql").write_text("-- drifts\ndrop index vera.audit_log_at_idx;\n")
+    following = len(list((root / "migrations").glob("*.sql"))) + 1
+    (root / "migrations" / f"{following:04d}_drift.sql").write_text(
+        "-- drifts\ndrop index vera.audit_log_at_idx;\n"
+    )
     drifted: Database = make_database(template="template0")
     MigrationRunner(drifted.admin_dsn, sql_root=root).migrate()
     with pytest.raises(AssertionError, match="audit_log_at_idx"):

@@ -206,8 +206,13 @@ def test_stage_three_reranks_the_top_hits(
         blended = client.search("Restart billing-api kubectl", groups=[group], k=4, rerank=False)
         reranked = client.search("Restart billing-api kubectl", groups=[group], k=4)
         assert all(h.rerank_score is not None and h.blend_score is not None for h in reranked)
+        # the blend's scores min-max normalised over the reranked head (top_n = 5 hits)
+        head = client.search("Restart billing-api kubectl", groups=[group], k=5, rerank=False)
+        low, high = min(h.score for h in head), max(h.score for h in head)
+        assert high > low
         for hit in reranked:
-            assert hit.score == pytest.approx(0.5 * hit.blend_score + 0.5 * hit.rerank_score)  # type: ignore[operator]
+            blend = (hit.blend_score - low) / (high - low)  # type: ignore[operator]
+            assert hit.score == pytest.approx(0.5 * blend + 0.5 * hit.rerank_score)  # type: ignore[operator]
         assert [h.score for h in reranked] == sorted((h.score for h in reranked), reverse=True)
         assert {h.item_id for h in reranked} == {h.item_id for h in blended}
         assert [h.rank for h in reranked] == [1, 2, 3, 4]

@@ -125,3 +125,41 @@ def test_a_bad_key_is_one_line(loaded: Loaded) -> None:
     result = _eval(EXAMPLE / "golden.toml", {**loaded.env, "VERA_API_KEY": "vera_000000000000_" + "x" * 43})
     assert result.exit_code == 1
     assert "API key" in result.output and "Traceback" not in result.output
+
+
+def _member(db: Database, organisation: str, name: str, role: str) -> str:
+    with db.admin() as admin:
+        principal = admin.execute("select vera.insert_principal('user', %s, null)", (name,)).fetchone()[0]  # type: ignore[index]
+        admin.execute("insert into vera.memberships (group_id, principal_id, role) values (%s, %s, %s)",
+                      (organisation, principal, role))  # fmt: skip
+        return str(
+            admin.execute("select api_key from vera.issue_api_key(%s, 'k', null)", (principal,)).fetchone()[0]
+        )  # type: ignore[index]
+
+
+def test_the_tier_four_chat_text_answers_only_the_one_who_ingested_it(db: Database, loaded: Loaded) -> None:
+    """The demo's case: the tier-4 chat thread ('pretty sure billing-api is on heroku') is
+    a proposal of the owner, who ingested it; the organisation's viewers and members never
+    get it, and even its proposer gets the CMDB's answer first."""
+    question = "Which cluster does billing-api run on?"
+    embedder = LocalMiniLMEmbedder()
+    vector = "[" + ",".join(str(x) for x in embedder.embed([question])[0]) + "]"
+    keys = {
+        "viewer": _member(db, loaded.organisation, "Lumen Viewer", "viewer"),
+        "member": _member(db, loaded.organisation, "Lumen Member", "member"),
+        "owner": loaded.env["VERA_API_KEY"],
+    }
+    seen = {}
+    for who, key in keys.items():
+        with db.connect() as conn:
+            conn.execute("select vera.authenticate(%s)", (key,))
+            seen[who] = conn.execute(
+                "select text, citation -> 'source' ->> 'name', citation ->> 'lifecycle' from vera.search(%s, %s::vector,"
+                " k => 10, embedding_model => %s)", (question, vector, embedder.model)).fetchall()  # fmt: skip
+            conn.rollback()
+    for who in keys:
+        assert seen[who][0][0] == "billing-api runs on k8s-hanoi-2" and seen[who][0][1] == "cmdb", who
+    for who in ("viewer", "member"):
+        assert not [hit for hit in seen[who] if "heroku" in hit[0] or hit[1] == "team chat"], who
+    chat = [hit for hit in seen["owner"] if hit[1] == "team chat"]
+    assert chat and {lifecycle for _, _, lifecycle in chat} == {"proposal"}

@@ -298,6 +298,8 @@ ISOLATION_TESTED = {
     "publish_claims(text,uuid,jsonb,text)": "test_publish",
     "pending_reviews(text)": "test_review",
     "review_claim(text,uuid,text,text)": "test_review",
+    "pending_passages(text)": "test_passage_guard",
+    "review_passage(text,uuid,text,text)": "test_passage_guard",
     "retract_episode(text,uuid,text)": "test_retract",
     "erase_episode(text,uuid,text)": "test_retract",
     "retract_source(text,uuid,text)": "test_retract",

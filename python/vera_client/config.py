@@ -97,7 +97,8 @@ class EmbedderSettings(BaseModel):
 
 
 class RerankerSettings(BaseModel):
-    """Optional stage 3: final = (1 - weight) * blend + weight * reranker score, on the top_n only."""
+    """Optional stage 3, on the top_n only: final = (1 - weight) * blend (min-max normalised over
+    those top_n) + weight * reranker score."""
 
     provider: Literal["none", "llm", "voyage"] = "none"
     model: str | None = None

@@ -147,8 +147,15 @@ comment on function vera.visible_episode(text, uuid) is 'Internal: a visible, li
 
 -- Contract: stores an episode's chunks, in order: a JSON array of
 -- {"text", "heading"?, "char_start"?, "char_end"?, "embedding"?: [numbers]}.
--- Ordinals are array positions from 0; storing again updates in place.
--- Vectors need embedding_model and must match the group's pin.
+-- Ordinals are array positions from 0; storing again updates in place (the
+-- same text and heading keep their grading and review; new text is graded
+-- afresh). Vectors need embedding_model and must match the group's pin.
+-- Grading, the contamination guard as for claims: text of a tier 1-2 source
+-- is published (verification auto); of a tier-3 source it waits for review
+-- (pending_review); of a tier-4 source it is a proposal of the caller,
+-- which only the caller searches until an admin approves it
+-- (vera.pending_passages, vera.review_passage). In a u: scope everything
+-- is published; tier 3-4 text is verification pending wherever it lands.
 -- Limits: 20,000 characters of text per chunk, 10,000 chunks per call.
 create or replace function vera.store_chunks(
     group_id text, episode_id uuid, chunks jsonb, embedding_model text default null
@@ -160,9 +167,19 @@ as $$
 declare
     vectors record;
     problem text;
+    episode vera.episodes;
+    tier integer;
+    graded vera.fact_lifecycle;
 begin
     perform vera.require_role(store_chunks.group_id, 'member');
-    perform vera.visible_episode(store_chunks.group_id, store_chunks.episode_id);
+    episode := vera.visible_episode(store_chunks.group_id, store_chunks.episode_id);
+    select s.trust_tier into tier from vera.sources s
+     where s.group_id = episode.group_id and s.source_id = episode.source_id;
+    graded := case
+        when (select g.kind from vera.groups g where g.group_id = store_chunks.group_id) = 'personal' then 'published'
+        when tier <= 2 then 'published'
+        when tier = 3 then 'pending_review'
+        else 'proposal' end;
     if jsonb_typeof(store_chunks.chunks) is distinct from 'array' then
         raise exception 'chunks must be a JSON array of objects' using errcode = '22023';
     end if;
@@ -195,15 +212,28 @@ begin
         perform vera.pin_embedding(store_chunks.group_id, store_chunks.embedding_model, vectors.dim);
     end if;
     return query
-    insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding)
+    insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding,
+                                   lifecycle, verification, proposed_by, proposed)
     select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
-           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, v.vector
+           (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, v.vector,
+           graded, case when tier <= 2 then 'auto' else 'pending' end::vera.verification,
+           vera.current_principal(), graded = 'proposal'
       from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
       -- joined by position: subscripting the array once per row would be quadratic
       left join unnest(vectors.parsed) with ordinality as v(vector, i) on v.i = a.i
     on conflict on constraint chunks_ordinal_unique do update
         set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
-            char_end = excluded.char_end, embedding = excluded.embedding
+            char_end = excluded.char_end, embedding = excluded.embedding,
+            -- what a reviewer decided holds for the text they read, not for another
+            (lifecycle, verification, proposed_by, proposed, reviewed_by, reviewed_at) = (
+                select case when unchanged then ch.lifecycle else excluded.lifecycle end,
+                       case when unchanged then ch.verification else excluded.verification end,
+                       case when unchanged then ch.proposed_by else excluded.proposed_by end,
+                       case when unchanged then ch.proposed else excluded.proposed end,
+                       case when unchanged then ch.reviewed_by end,
+                       case when unchanged then ch.reviewed_at end
+                  from (select ch.text = excluded.text
+                               and ch.heading is not distinct from excluded.heading as unchanged) same)
     returning ch.ordinal, ch.chunk_id;
 end
 $$;

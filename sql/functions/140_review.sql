@@ -1,6 +1,8 @@
 -- Review: admins of a scope approve or reject claims waiting for it
 -- (tier-3 claims pending review in the scope, and proposals made for it from
--- someone's u: scope). Every decision is audited and reaches the outbox.
+-- someone's u: scope), and passages waiting for it (tier-3 text pending
+-- review and tier-4 text proposed, both beside their episode in the scope).
+-- Every decision is audited; claims' decisions reach the outbox.
 set role vera_owner;
 
 -- Contract: what waits for review in a group the caller administers.
@@ -125,5 +127,97 @@ end
 $$;
 comment on function vera.review_claim(text, uuid, text, text) is
     'Approves (publishes, human_verified) or rejects a claim waiting for review in a group; admins only';
+
+-- Internal: the passage chunk_id of group_id if it waits for review there:
+-- tier-3 text pending review or tier-4 text proposed, of an episode that was
+-- not retracted and is the latest version of its record (a passage of a
+-- replaced version no longer answers now, so there is nothing to decide).
+create or replace function vera.passage_waiting(target_group text, target_chunk uuid)
+returns boolean
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select exists (
+        select from vera.chunks c
+          join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+         where c.group_id = target_group and c.chunk_id = target_chunk
+           and c.lifecycle in ('pending_review', 'proposal') and e.status <> 'retracted'
+           and not exists (select from vera.episodes newer
+                            where newer.group_id = e.group_id and newer.source_id = e.source_id
+                              and newer.external_id = e.external_id and newer.version > e.version
+                              and newer.status <> 'retracted'))
+$$;
+comment on function vera.passage_waiting(text, uuid) is 'Internal: whether a passage waits for review in its group';
+
+-- Contract: the passages waiting for review in a group the caller
+-- administers (tier-3 text pending review, tier-4 text proposed), of live
+-- episodes at their latest version, by source, record and position.
+create or replace function vera.pending_passages(group_id text)
+returns table (chunk_id uuid, lifecycle vera.fact_lifecycle, heading text, text text, ordinal integer,
+               tier smallint, verification vera.verification, source_id uuid, source_name text,
+               episode_id uuid, external_id text, version integer, title text, proposed_by uuid,
+               stored_at timestamptz)
+language plpgsql stable security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(pending_passages.group_id, 'admin');
+    return query
+    select c.chunk_id, c.lifecycle, c.heading, c.text, c.ordinal, s.trust_tier, c.verification, s.source_id,
+           s.name, e.episode_id, e.external_id, e.version, e.title, c.proposed_by, c.created_at
+      from vera.chunks c
+      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+     where c.group_id = pending_passages.group_id and c.lifecycle in ('pending_review', 'proposal')
+       and vera.passage_waiting(c.group_id, c.chunk_id)
+     order by s.name, e.external_id, e.version, c.ordinal;
+end
+$$;
+comment on function vera.pending_passages(text) is 'Passages pending review in, or proposed for, a group the caller administers';
+
+-- Contract: decides on one passage waiting for review in group_id:
+-- 'approve' publishes it there as human_verified (a proposal then answers
+-- every reader of the scope, as an approved claim does); 'reject' marks it
+-- rejected, which no search returns and only its proposer and the scope's
+-- admins read. Admins only; audited (the note, never the text). VN001 when
+-- the passage does not wait for review there.
+create or replace function vera.review_passage(group_id text, chunk_id uuid, decision text, note text default null)
+returns table (result_chunk_id uuid, result_group_id text, result_lifecycle vera.fact_lifecycle)
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    passage vera.chunks;
+begin
+    perform vera.require_role(review_passage.group_id, 'admin');
+    if review_passage.decision is null or review_passage.decision not in ('approve', 'reject') then
+        raise exception 'decision must be approve or reject, not %', coalesce(review_passage.decision, 'null')
+            using errcode = '22023';
+    end if;
+    select * into passage from vera.chunks c
+     where c.group_id = review_passage.group_id and c.chunk_id = review_passage.chunk_id
+       and vera.passage_waiting(c.group_id, c.chunk_id)
+     for update;
+    if not found then
+        raise exception 'no passage % is waiting for review in %', review_passage.chunk_id, review_passage.group_id
+            using errcode = 'VN001';
+    end if;
+    update vera.chunks c
+       set lifecycle = case when review_passage.decision = 'approve' then 'published'
+                            else 'rejected' end::vera.fact_lifecycle,
+           verification = case when review_passage.decision = 'approve' then 'human_verified'
+                               else c.verification end::vera.verification,
+           reviewed_by = vera.current_principal(), reviewed_at = now()
+     where c.group_id = passage.group_id and c.chunk_id = passage.chunk_id;
+    perform vera.audit(review_passage.group_id, 'passage.' || review_passage.decision, 'passage',
+                       passage.chunk_id::text,
+                       jsonb_build_object('note', review_passage.note, 'episode_id', passage.episode_id,
+                                          'ordinal', passage.ordinal, 'was', passage.lifecycle));
+    return query select c.chunk_id, c.group_id, c.lifecycle from vera.chunks c
+                  where c.group_id = passage.group_id and c.chunk_id = passage.chunk_id;
+end
+$$;
+comment on function vera.review_passage(text, uuid, text, text) is
+    'Approves (publishes, human_verified) or rejects a passage waiting for review in a group; admins only';
 
 reset role;

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/2' $$;
+as $$ select 'vera-search/3' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 
 -- Contract: the blend's default weights and recency half-life.
@@ -96,17 +96,18 @@ comment on function vera.active_weights(text) is 'The active weight set of a gro
 
 -- Signals, each in [0, 1]. Inlined into the blend (plain SQL, immutable).
 
--- human-verified 1.0, graded by the pipeline 0.6, awaiting verification 0.2;
--- a passage (raw source text, never graded) counts as graded when its source
--- is tier 1-2 (null here) and as awaiting verification when tier 3-4
+-- human-verified 1.0, verified automatically 0.8, awaiting verification 0.5.
+-- A passage is graded when it is stored (vera.store_chunks): text of a tier
+-- 1-2 source counts as verified automatically, of a tier 3-4 source as
+-- awaiting verification, and a reviewer's approval makes it human-verified.
 create or replace function vera.verification_signal(verification vera.verification)
 returns real
 language sql immutable
 as $$
-    select case verification when 'human_verified' then 1.0 when 'pending' then 0.2 else 0.6 end::real
+    select case verification when 'human_verified' then 1.0 when 'pending' then 0.5 else 0.8 end::real
 $$;
 comment on function vera.verification_signal(vera.verification) is
-    'Verification signal: human_verified 1.0, auto (and passages of tier 1-2 sources) 0.6, pending 0.2';
+    'Verification signal: human_verified 1.0, auto (and passages of tier 1-2 sources) 0.8, pending 0.5';
 
 -- exp(-ln 2 * age / half_life), age from since (the blend passes the later
 -- of the start of validity and the last confirmation by the source) to the
@@ -133,6 +134,57 @@ returns real
 language sql immutable
 as $$ select ((coalesce(up_votes, 0) + 1)::float8 / (coalesce(up_votes, 0) + coalesce(down_votes, 0) + 2))::real $$;
 comment on function vera.feedback_signal(integer, integer) is 'Feedback signal: (up + 1) / (up + down + 2)';
+
+-- The order of equal scores. Every place that orders candidates (each half
+-- of stage 1 where scores tie, the blend, snapshot search) breaks ties by
+-- keys that the data decides, never by a random id, so that the same data
+-- gives the same order in any database. A key is bytes compared bytewise
+-- (no collation can change it): its parts in UTF-8, each ended by a zero
+-- byte, which UTF-8 text never contains, so comparing two keys compares
+-- their parts in turn. Numbers are zero-padded, instants written in UTC.
+
+-- a fact: its text, then its predicate, object and the start of its validity
+create or replace function vera.fact_order_key(fact_text text, predicate text, object_value text,
+                                               valid_from timestamptz)
+returns bytea
+language sql stable parallel safe
+as $$
+    select pg_catalog.convert_to(fact_text, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(predicate, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(object_value, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(pg_catalog.to_char(valid_from at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'),
+                                    'UTF8') || '\x00'::bytea
+$$;
+comment on function vera.fact_order_key(text, text, text, timestamptz) is
+    'Order key of a fact among equal scores: text, predicate, object, valid_from (bytes)';
+
+-- a passage: the name of its source, its record (external id), the version
+-- and its position in it
+create or replace function vera.passage_order_key(source_name text, external_id text, version integer,
+                                                  ordinal integer)
+returns bytea
+language sql stable parallel safe
+as $$
+    select pg_catalog.convert_to(source_name, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(external_id, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(pg_catalog.lpad(version::text, 10, '0'), 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(pg_catalog.lpad(ordinal::text, 10, '0'), 'UTF8') || '\x00'::bytea
+$$;
+comment on function vera.passage_order_key(text, text, integer, integer) is
+    'Order key of a passage among equal scores: source name, record, version, ordinal (bytes)';
+
+-- a group, after the item's own key: items identical but for their group
+-- (the same text in a workspace and its project) follow the groups' kinds
+-- and names
+create or replace function vera.group_order_key(kind vera.group_kind, name text)
+returns bytea
+language sql stable parallel safe
+as $$
+    select pg_catalog.convert_to(kind::text, 'UTF8') || '\x00'::bytea
+           || pg_catalog.convert_to(name, 'UTF8') || '\x00'::bytea
+$$;
+comment on function vera.group_order_key(vera.group_kind, text) is
+    'Order key of a group among equal items: kind, name (bytes)';
 
 -- Words that carry no meaning on their own in English and Vietnamese. The
 -- index keeps them ('simple' configuration); only the query drops them, since

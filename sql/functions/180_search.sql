@@ -18,6 +18,8 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- so under RLS the planner may not use the GIN index for @@ at all, and
 -- would check every matching row against the policy before the index's own
 -- quals. vera.search then reads the candidates' details under RLS again.
+-- For the same reason it applies the contamination guard to passages
+-- itself: a proposed passage answers only its proposer.
 --
 -- HNSW returns the nearest rows first and filters afterwards: with a tenant
 -- filter a scan of one index shared by all tenants runs dry before n rows
@@ -26,6 +28,13 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- own HNSW index when it is large, exactly when it is small; the iterative
 -- scan (relaxed order, re-sorted here) only covers the rows that the
 -- valid-time filter drops.
+--
+-- Where scores tie at the cut of a list, the order keys decide which
+-- candidates make it (kind, then vera.fact_order_key or
+-- vera.passage_order_key, then the group's kind and name), so the same data
+-- gives the same candidates in any database. (A group searched through its
+-- HNSW index returns its n nearest rows in the index's order: of two rows at
+-- exactly the same distance, the index picks; searched exactly, the key does.)
 create or replace function vera.search_candidates(
     lexical_groups text[], lexical tsquery,
     vector_groups text[], query_embedding public.vector,
@@ -38,16 +47,23 @@ set hnsw.ef_search = 40
 as $$
 declare
     readable constant text[] := vera.readable_groups();
+    caller constant uuid := vera.current_principal();
     -- a passage answers at the reference instant when its episode is the
-    -- latest version of its record observed by then and was not taken back
+    -- latest version of its record observed by then and was not taken back,
+    -- and it is published (or proposed by the caller: the contamination guard)
     passage_visible constant text := $p$
-        e.status <> 'retracted' and e.observed_at <= $3
+        (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $6))
+        and e.status <> 'retracted' and e.observed_at <= $3
         and not exists (select from vera.episodes newer
                          where newer.group_id = e.group_id and newer.source_id = e.source_id
                            and newer.external_id = e.external_id and newer.version > e.version
                            and newer.observed_at <= $3 and newer.status <> 'retracted')$p$;
     fact_visible constant text := $f$
         vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $3, $4)$f$;
+    fact_key constant text := 'vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)';
+    passage_key constant text := 'vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal)';
+    -- the searched groups in order of their kind and name ($7)
+    group_order text[];
     lexical_kinds vera.item_kind[];
     lexical_ids uuid[];
     lexical_owners text[];
@@ -61,6 +77,9 @@ declare
 begin
     lexical_groups := array(select g from unnest(lexical_groups) g where g = any (readable));
     vector_groups := array(select g from unnest(vector_groups) g where g = any (readable));
+    group_order := array(select g.group_id from vera.groups g
+                          where g.group_id = any (lexical_groups || vector_groups)
+                          order by vera.group_order_key(g.kind, g.name), g.group_id);
     perform set_config('hnsw.ef_search', greatest(ef_search, 1)::text, true);
 
     if lexical is not null and cardinality(lexical_groups) > 0 then
@@ -68,19 +87,21 @@ begin
             select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.score)
               from (select * from (
                       (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
-                              ts_rank(f.tsv, $1) as score
+                              ts_rank(f.tsv, $1) as score, %3$s as order_key
                          from vera.facts f
                         where f.tsv @@ $1 and f.group_id = any ($2) and %1$s
-                        order by 4 desc, 3 limit $5)
+                        order by 4 desc, 5, array_position($7, f.group_id), 3 limit $5)
                       union all
-                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id, ts_rank(c.tsv, $1)
+                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id, ts_rank(c.tsv, $1), %4$s
                          from vera.chunks c
                          join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                         join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
                         where c.tsv @@ $1 and c.group_id = any ($2) and %2$s
-                        order by 4 desc, 3 limit $5)) both_kinds
-                     order by score desc, item_id limit $5) h$q$, fact_visible, passage_visible)
+                        order by 4 desc, 5, array_position($7, c.group_id), 3 limit $5)) both_kinds
+                     order by score desc, kind, order_key, array_position($7, group_id), item_id
+                     limit $5) h$q$, fact_visible, passage_visible, fact_key, passage_key)
           into lexical_kinds, lexical_ids, lexical_owners, lexical_scores
-          using lexical, lexical_groups, reference, personal_group, n;
+          using lexical, lexical_groups, reference, personal_group, n, caller, group_order;
     end if;
 
     if query_embedding is not null and cardinality(vector_groups) > 0 then
@@ -92,24 +113,28 @@ begin
         -- valid time (the iterative scan covers those). A small group is
         -- searched exactly: "+ 0" keeps the shared HNSW index out (its
         -- nearest rows would mostly belong to other tenants), the primary
-        -- key finds the group's rows and they are sorted by distance.
+        -- key finds the group's rows and they are sorted by distance, then
+        -- by order key.
         select string_agg(format($q$
                    (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
-                           f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance
+                           f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance,
+                           %7$s as order_key
                       from vera.facts f
                      where f.group_id = %2$L and public.vector_dims(f.embedding) = %1$s and %3$s
                      order by (f.embedding::public.vector(%1$s) operator(public.<=>) $1) %4$s limit $5)
                    union all
                    (select 'passage'::vera.item_kind, c.group_id, c.chunk_id,
-                           c.embedding::public.vector(%1$s) operator(public.<=>) $1
+                           c.embedding::public.vector(%1$s) operator(public.<=>) $1, %8$s
                       from vera.chunks c
                       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
                      where c.group_id = %2$L and public.vector_dims(c.embedding) = %1$s and %5$s
                      order by (c.embedding::public.vector(%1$s) operator(public.<=>) $1) %6$s limit $5)$q$,
                    dim, g, fact_visible,
-                   case when vera.group_vector_index_ready('facts', g, dim) then '' else '+ 0' end,
+                   case when vera.group_vector_index_ready('facts', g, dim) then '' else '+ 0, 5' end,
                    passage_visible,
-                   case when vera.group_vector_index_ready('chunks', g, dim) then '' else '+ 0' end),
+                   case when vera.group_vector_index_ready('chunks', g, dim) then '' else '+ 0, 5' end,
+                   fact_key, passage_key),
                ' union all ')
           into per_group
           from unnest(vector_groups) g;
@@ -117,14 +142,16 @@ begin
             select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.distance)
               from (select * from (%s) every_group
                      -- the iterative scan returns rows in relaxed order: sort them exactly
-                     order by distance, item_id limit $5) h$q$, per_group)
+                     order by distance, kind, order_key, array_position($7, group_id), item_id
+                     limit $5) h$q$, per_group)
           into vector_kinds, vector_ids, vector_owners, vector_distances
-          using query_embedding, vector_groups, reference, personal_group, n;
+          using query_embedding, vector_groups, reference, personal_group, n, caller, group_order;
     end if;
 
     -- Ranks from 1; equal scores share a rank (1, 1, 3): two facts that match
     -- the same words equally are equally relevant, and the blend's other
-    -- signals (authority, verification, ...) decide between them.
+    -- signals (authority, verification, ...) decide between them, then the
+    -- order of equal scores (vera.blend).
     return query
         with lexical_list as (
             select u.kind, u.group_id, u.item_id, (rank() over (order by u.score desc))::integer as position
@@ -147,8 +174,16 @@ alter function vera.search_candidates(text[], tsquery, text[], public.vector, ti
 -- min-max normalised over the batch (1 when the batch has one score); the
 -- other five signals come from each item (a fact's recency counts from the
 -- later of its valid_from and its last confirmation, as of the reference);
--- weights per group (key "*" for all). Ties fall to the fused score, then
--- to the item id, so equal inputs always give the same order.
+-- weights per group (key "*" for all).
+--
+-- Equal scores are ordered by what the data decides, the same in any
+-- database: the fused score; the better of the item's two stage-1 ranks
+-- (an item first in one half before one third in both); its other rank (an
+-- item in both halves before one in a single half); facts before passages;
+-- the item's order key (a fact's text, predicate, object and valid_from; a
+-- passage's source name, record, version and ordinal; then the group's kind
+-- and name). Only copies identical in all of these (the same text stated
+-- twice in one group) fall to their group and item ids.
 create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
                                       reference timestamptz, k integer)
 returns table (
@@ -172,7 +207,11 @@ as $$
                    case when b.confirmed_at is null then b.valid_from
                         else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
                    b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
-               vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score
+               vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score,
+               -- least and greatest skip nulls: an item in one half has no other rank
+               least(b.lexical_rank, b.vector_rank) as better_rank,
+               case when b.lexical_rank is not null and b.vector_rank is not null
+                    then greatest(b.lexical_rank, b.vector_rank) end as other_rank
           from batch b
     ), scored as (
         select s.*,
@@ -184,16 +223,18 @@ as $$
                 + s.confidence * (s.weights ->> 'confidence')::float8)::real as total
           from signals s
     )
-    select (row_number() over (order by s.total desc, s.fused desc, s.item_id))::integer,
+    select (row_number() over (order by s.total desc, s.fused desc, s.better_rank nulls last,
+                                        s.other_rank nulls last, s.kind, s.order_key, s.group_id,
+                                        s.item_id))::integer,
            s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
            s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
            s.citation
       from scored s
-     order by s.total desc, s.fused desc, s.item_id
+     order by 1
      limit k
 $$;
 comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer) is
-    'Internal: stage 2, the six-signal blend over a batch of candidates';
+    'Internal: stage 2, the six-signal blend over a batch of candidates, equal scores in a documented order';
 
 -- Internal: when the next version of a record was observed (null while this
 -- one is the latest): the end of its passages' validity.
@@ -211,16 +252,19 @@ comment on function vera.next_version_observed(text, uuid, text, integer) is
     'Internal: when the next (not retracted) version of a record was observed';
 
 -- Internal: what the blend reads of each live stage-1 candidate (grading,
--- validity, last confirmation, votes). Text and citation are left out: only the k hits that
--- survive the blend need them (vera.hit_details). Runs under RLS.
+-- validity, last confirmation, votes, its ranks and order key). Text and
+-- citation are left out: only the k hits that survive the blend need them
+-- (vera.hit_details). Runs under RLS.
 create or replace function vera.candidate_signals(
-    kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[])
+    kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[],
+    lexical_ranks integer[], vector_ranks integer[])
 returns setof vera.search_item
 language sql stable
 set search_path = vera, pg_temp
 as $$
     with candidate as (
-        select * from unnest(kinds, ids, owners, fused) as u(kind, item_id, group_id, fused)
+        select * from unnest(kinds, ids, owners, fused, lexical_ranks, vector_ranks)
+                      as u(kind, item_id, group_id, fused, lexical_rank, vector_rank)
     ), votes as (
         select fb.item_kind, fb.item_id, count(*) filter (where fb.vote > 0)::integer as up_votes,
                count(*) filter (where fb.vote < 0)::integer as down_votes
@@ -230,30 +274,34 @@ as $$
     )
     select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
                f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
-               coalesce(v.down_votes, 0), null, stated.observed_at)::vera.search_item
+               coalesce(v.down_votes, 0), null, stated.observed_at, c.lexical_rank, c.vector_rank,
+               vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
+               || vera.group_order_key(g.kind, g.name))::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
+      join vera.groups g on g.group_id = f.group_id
       left join vera.episodes stated on stated.group_id = f.group_id and stated.episode_id = f.episode_id
       left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
      where c.kind = 'fact'
     union all
     select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
-               vera.tier_authority(src.trust_tier),
-               -- text of an informational or unverified source awaits verification, as its claims do
-               case when src.trust_tier >= 3 then 'pending'::vera.verification end,
-               1.0, ep.observed_at, next_version.observed_at,
-               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null)::vera.search_item
+               vera.tier_authority(src.trust_tier), ch.verification, 1.0, ep.observed_at, next_version.observed_at,
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null, c.lexical_rank, c.vector_rank,
+               vera.passage_order_key(src.name, ep.external_id, ep.version, ch.ordinal)
+               || vera.group_order_key(g.kind, g.name))::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
       join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+      join vera.groups g on g.group_id = ch.group_id
       left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
       left join lateral vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version)
            next_version(observed_at) on true
      where c.kind = 'passage'
 $$;
-comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[]) is
-    'Internal: blend inputs (grading, validity, votes) of live candidates';
+comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[], integer[],
+                                           integer[]) is
+    'Internal: blend inputs (grading, validity, votes, ranks, order key) of live candidates';
 
 -- Internal: what a hit shows: its text, the triple of a fact (names of
 -- subject and object), and its citation (source, episode, chunk or
@@ -314,7 +362,9 @@ as $$
                    jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
                'valid_from', ep.observed_at,
                'valid_to', vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version),
-               'tier', src.trust_tier, 'verification', null, 'lifecycle', null, 'recorded_at', ch.created_at)
+               'tier', src.trust_tier, 'verification', ch.verification, 'lifecycle', ch.lifecycle,
+               'recorded_at', ch.created_at,
+               'proposed_for', case when ch.lifecycle = 'proposal' then ch.group_id end)
       from hit h
       join vera.chunks ch on ch.group_id = h.group_id and ch.chunk_id = h.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
@@ -382,7 +432,8 @@ begin
 
     select array_agg(c.kind) as kinds, array_agg(c.item_id) as ids, array_agg(c.group_id) as owners,
            array_agg(coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
-                     + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0)) as fused
+                     + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0)) as fused,
+           array_agg(c.lexical_rank) as lexical_ranks, array_agg(c.vector_rank) as vector_ranks
       into stage_one
       from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
@@ -391,7 +442,8 @@ begin
         return;
     end if;
     items := array(select i from vera.candidate_signals(stage_one.kinds, stage_one.ids, stage_one.owners,
-                                                         stage_one.fused) i);
+                                                         stage_one.fused, stage_one.lexical_ranks,
+                                                         stage_one.vector_ranks) i);
     if weight_map is null then
         select jsonb_object_agg(g, vera.active_weights(g)) into weight_map
           from (select distinct i.group_id as g from unnest(items) i) owners;

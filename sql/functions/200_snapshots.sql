@@ -4,7 +4,7 @@ set role vera_owner;
 
 -- Contract: copies everything a search of the group could return now
 -- (facts and passages, with their text, full-text vector, embedding,
--- grading, validity, votes and citation) and pins the embedding model and
+-- grading, validity, votes, citation and order key) and pins the embedding model and
 -- dimension, the search version and the weights. Must run in a REPEATABLE
 -- READ (or SERIALIZABLE) transaction, so that the pins and every copied row
 -- come from one view of the data (25000 otherwise). The snapshot is sealed
@@ -52,10 +52,11 @@ begin
          where f.group_id = create_snapshot.group_id
            and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, reference, personal)
         union all
+        -- published passages only: a proposed one answers its proposer alone, never the group
         select 'passage', c.chunk_id
           from vera.chunks c
           join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-         where c.group_id = create_snapshot.group_id
+         where c.group_id = create_snapshot.group_id and c.lifecycle = 'published'
            and e.status <> 'retracted' and e.observed_at <= reference
            and not exists (select from vera.episodes newer
                             where newer.group_id = e.group_id and newer.source_id = e.source_id
@@ -66,7 +67,8 @@ begin
           from vera.candidate_signals(
                    (select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
                    (select array_agg(create_snapshot.group_id) from visible v),
-                   (select array_agg(0::float8) from visible v)) i
+                   (select array_agg(0::float8) from visible v), (select array_agg(null::integer) from visible v),
+                   (select array_agg(null::integer) from visible v)) i
     ), details as (
         select d.*
           from vera.hit_details((select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
@@ -74,19 +76,20 @@ begin
     ), inputs as (
         select s.kind, s.item_id, s.group_id, d.text, d.subject, d.predicate, d.object, s.authority,
                s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation,
-               s.confirmed_at
+               s.confirmed_at, s.order_key
           from signals s join details d on d.kind = s.kind and d.item_id = s.item_id
     )
     insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
                                      object, tier, authority, verification, confidence, valid_from, valid_to,
                                      recorded_at, source_id, episode_id, chunk_id, up_votes, down_votes, citation,
-                                     confirmed_at)
+                                     confirmed_at, order_key)
     select create_snapshot.group_id, snapshot, i.kind, i.item_id, i.text, coalesce(f.tsv, c.tsv),
            coalesce(f.embedding, c.embedding), i.subject, i.predicate, i.object, (i.citation ->> 'tier')::smallint,
            i.authority, i.verification, i.confidence, i.valid_from, i.valid_to,
            coalesce(f.recorded_at, c.created_at),
            (i.citation -> 'source' ->> 'source_id')::uuid, (i.citation -> 'episode' ->> 'episode_id')::uuid,
-           (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation, i.confirmed_at
+           (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
+           i.order_key
       from inputs i
       left join vera.facts f on i.kind = 'fact' and f.group_id = i.group_id and f.fact_id = i.item_id
       left join vera.chunks c on i.kind = 'passage' and c.group_id = i.group_id and c.chunk_id = i.item_id;
@@ -150,7 +153,8 @@ comment on function vera.drop_snapshot(text, text) is 'Deletes a snapshot and it
 -- Internal: stage 1 over a snapshot's copies: the lexical half through the
 -- copies' GIN index, the vector half by exact cosine distance (snapshots
 -- are read rarely and carry no HNSW index). Like vera.search_candidates it
--- belongs to vera_searcher and checks the group itself.
+-- belongs to vera_searcher and checks the group itself, and cuts through
+-- equal scores by kind and the copied order key, as live search does.
 create or replace function vera.snapshot_candidates(
     group_id text, snapshot_id uuid, lexical tsquery, query_embedding public.vector, n integer)
 returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer)
@@ -168,7 +172,7 @@ begin
               from vera.snapshot_items i
              where lexical is not null and i.tsv @@ lexical
                and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
-             order by ts_rank(i.tsv, lexical) desc, i.item_id
+             order by ts_rank(i.tsv, lexical) desc, i.item_kind, i.order_key, i.item_id
              limit n),
         vector_list as (
             select i.item_kind, i.item_id,
@@ -176,7 +180,7 @@ begin
               from vera.snapshot_items i
              where query_embedding is not null and public.vector_dims(i.embedding) = public.vector_dims(query_embedding)
                and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
-             order by i.embedding <=> query_embedding, i.item_id
+             order by i.embedding <=> query_embedding, i.item_kind, i.order_key, i.item_id
              limit n)
         select coalesce(l.item_kind, v.item_kind), coalesce(l.item_id, v.item_id), l.position, v.position
           from lexical_list l
@@ -257,7 +261,8 @@ begin
                    coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
                    + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0),
                    i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
-                   i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at)::vera.search_item
+                   i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
+                   c.lexical_rank, c.vector_rank, i.order_key)::vera.search_item
           from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, lexical,
                                         case when frozen.embedding_dim is not null then query_embedding end, n) c
           join vera.snapshot_items i

@@ -67,6 +67,17 @@ create policy update_proposals_for_administered_groups on vera.facts for update
 create policy delete_proposals_for_administered_groups on vera.facts for delete
     using (proposed_for = any ((select vera.administrable_groups())::text[]));
 
+-- A passage proposed from a tier-4 source stays in the shared scope beside
+-- its episode (see vera.chunks), where the group's policy alone would let
+-- every reader read it: until a reviewer approves it (and after a
+-- rejection) only its proposer and the scope's admins may. Restrictive, so
+-- it narrows read_own_groups rather than widening it.
+drop policy if exists read_proposed_passages on vera.chunks;
+create policy read_proposed_passages on vera.chunks as restrictive for select
+    using (not proposed or lifecycle = 'published'
+           or proposed_by = (select vera.current_principal())
+           or group_id = any ((select vera.administrable_groups())::text[]));
+
 alter table vera.groups enable row level security;
 alter table vera.groups force row level security;
 drop policy if exists read_own_groups on vera.groups;

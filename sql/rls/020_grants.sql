@@ -54,6 +54,8 @@ grant execute on function
     vera.set_fact_embeddings(text, uuid[], public.vector[], text),
     vera.pending_reviews(text),
     vera.review_claim(text, uuid, text, text),
+    vera.pending_passages(text),
+    vera.review_passage(text, uuid, text, text),
     vera.retract_episode(text, uuid, text),
     vera.erase_episode(text, uuid, text),
     vera.retract_source(text, uuid, text),
@@ -82,9 +84,13 @@ grant select on vera.entity_aliases, vera.entities to vera_resolver;
 grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
 
 -- the candidate stage's owner reads past RLS (and checks the groups itself)
-grant select on vera.facts, vera.chunks, vera.episodes, vera.snapshot_items to vera_searcher;
+grant select on vera.facts, vera.chunks, vera.episodes, vera.sources, vera.groups, vera.snapshot_items
+    to vera_searcher;
 grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
-                                            timestamptz, text)
+                                            timestamptz, text),
+    vera.fact_order_key(text, text, text, timestamptz),
+    vera.passage_order_key(text, text, integer, integer),
+    vera.group_order_key(vera.group_kind, text)
     to vera_searcher;
 grant execute on function vera.group_vector_index_name(text, text, integer),
     vera.group_vector_index_ready(text, text, integer)

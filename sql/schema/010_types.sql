@@ -95,7 +95,13 @@ create type vera.search_item as (
     -- when the source last stated a fact (its episode's observation); recency
     -- counts from the later of this and valid_from, so a long-standing value
     -- that a fresh export still states does not age. Null for passages.
-    confirmed_at timestamptz
+    confirmed_at timestamptz,
+    -- stage 1: the item's rank in each half (null when absent from one), and
+    -- its order key (vera.fact_order_key / vera.passage_order_key, then its
+    -- group's kind and name): what decides between equal scores
+    lexical_rank integer,
+    vector_rank  integer,
+    order_key    bytea
 );
 
 reset role;

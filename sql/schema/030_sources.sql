@@ -62,13 +62,36 @@ create table vera.chunks (
     tsv        tsvector generated always as (to_tsvector('simple'::regconfig, coalesce(heading, '') || ' ' || text)) stored,
     embedding  vector,
     created_at timestamptz not null default now(),
+    -- The contamination guard, as for claims (vera.store_chunks grades by the
+    -- source's tier): tier 1-2 text is published; tier-3 text waits for review
+    -- (pending_review: out of search until an admin approves it); tier-4 text
+    -- is a proposal that only its proposer searches, and that only its
+    -- proposer and the scope's admins read, until approved; rejected text
+    -- answers nobody. In a u: scope everything is published. Unlike a claim,
+    -- a proposed passage stays in the shared scope beside its episode (the
+    -- foreign key to the episode, and facts citing it as evidence, keep it in
+    -- the episode's group), so its privacy is this row's, enforced by the
+    -- read_proposed_passages policy and by the candidate stage.
+    lifecycle  vera.fact_lifecycle not null default 'published'
+               constraint chunks_lifecycle_kind
+               check (lifecycle in ('published', 'pending_review', 'proposal', 'rejected')),
+    verification vera.verification not null default 'auto',
+    -- who stored it (for a proposal: its proposer); no foreign key, as on facts
+    proposed_by uuid,
+    -- stored as a proposal: private to its proposer and the scope's admins unless approved
+    proposed   boolean not null default false,
+    reviewed_by uuid references vera.principals (principal_id),
+    reviewed_at timestamptz,
     primary key (group_id, chunk_id),
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id) on delete cascade,
     constraint chunks_ordinal_unique unique (group_id, episode_id, ordinal),
-    constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start)
+    constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start),
+    constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed)
 );
 -- the lexical half of search, by group (see facts_group_tsv_idx)
 create index chunks_group_tsv_idx on vera.chunks using gin (group_id, tsv);
+-- passages waiting for the admins of their scope (vera.pending_passages)
+create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
 comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
 
 reset role;

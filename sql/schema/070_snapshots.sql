@@ -49,6 +49,8 @@ create table vera.snapshot_items (
     down_votes    integer not null default 0,
     citation      jsonb,
     confirmed_at  timestamptz,
+    -- what orders equal scores, as live search orders them (vera.search_item.order_key)
+    order_key     bytea,
     primary key (group_id, snapshot_id, item_kind, item_id),
     foreign key (group_id, snapshot_id) references vera.snapshots (group_id, snapshot_id) on delete cascade
 );

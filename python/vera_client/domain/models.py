@@ -83,7 +83,8 @@ class Hit:
     subject: str | None = None
     predicate: str | None = None
     object: str | None = None
-    # stage 3, when a reranker ran: score = (1 - w) * blend_score + w * rerank_score
+    # stage 3, when a reranker ran on this hit: score = (1 - w) * blend_score min-max normalised
+    # over the reranked head + w * rerank_score (vera_client.domain.reranking)
     blend_score: float | None = None
     rerank_score: float | None = None
 
