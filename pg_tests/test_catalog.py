@@ -48,7 +48,7 @@ def test_the_gate_fails_when_a_migration_and_the_schema_disagree(
     """A migration that drifts from sql/schema (here: an index the schema keeps is dropped) shows."""
     root = tmp_path / "sql"
     shutil.copytree(ROOT / "sql", root)
-    following = len(list((root / "migrations").glob("*.sql"))) + 1
+    following = len(bundle.migrations(root)) + 1
     (root / "migrations" / f"{following:04d}_drift.sql").write_text(
         "-- drifts\ndrop index vera.audit_log_at_idx;\n"
     )

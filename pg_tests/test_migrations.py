@@ -118,7 +118,8 @@ def test_a_changed_signature_needs_a_migration_that_drops_the_old_one(
     fresh: Database, bundle_copy: Path
 ) -> None:
     """create or replace cannot change a return type: the migration drops the
-    old function, the function file then creates the new one, in one transaction."""
+    old function (if exists: a new database has none while migrations run),
+    the function file then creates the new one, in one transaction."""
     probe = bundle_copy / "functions" / "205_probe.sql"
     probe.write_text(PROBE.format(returns="integer", value="1"))
     runner = MigrationRunner(fresh.admin_dsn, sql_root=bundle_copy)
@@ -130,7 +131,7 @@ def test_a_changed_signature_needs_a_migration_that_drops_the_old_one(
         runner.migrate()
     assert _scalar(fresh, "select vera.probe()") == 1
     (bundle_copy / "migrations" / f"{NEXT:04d}_probe_returns_text.sql").write_text(
-        "-- vera.probe() returns text now\ndrop function vera.probe();\n"
+        "-- vera.probe() returns text now\ndrop function if exists vera.probe();\n"
     )
     assert [m.version for m in runner.migrate()] == [NEXT]
     assert _scalar(fresh, "select vera.probe()") == "one"
@@ -204,6 +205,7 @@ def test_edited_released_migration_is_refused_by_name_and_nothing_runs(
 def test_edited_unreleased_migration_asks_to_recreate_the_development_database(
     fresh: Database, bundle_copy: Path
 ) -> None:
+    (bundle_copy / "migrations" / "RELEASED").write_text("# nothing released\n")
     assert not bundle.migrations(bundle_copy)[0].released
     runner = MigrationRunner(fresh.admin_dsn, sql_root=bundle_copy)
     runner.migrate()

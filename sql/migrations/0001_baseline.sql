@@ -16,9 +16,10 @@
 -- one would carry that function here, as part of its definition.
 --
 -- Later migrations hold run-once changes only (tables, types, indexes,
--- backfills, `drop function` when a signature changes); they cannot call
--- vera functions either: on a new database those exist only after every
--- migration has run. sql/schema/ is the current state of the same objects.
+-- backfills, `drop function if exists` when a signature changes); they
+-- cannot call vera functions either: on a new database those exist only
+-- after every migration has run. sql/schema/ is the current state of the
+-- same objects.
 --
 -- Unreleased until sql/migrations/RELEASED lists it; from then on frozen.
 

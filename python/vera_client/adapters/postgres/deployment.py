@@ -112,6 +112,7 @@ def _statement(name: str, params: Mapping[str, str | int] | None = None) -> str:
     text = migration_query(name).rstrip().removesuffix(";")
     values = params or {}
     rendered = _PLACEHOLDER.sub(lambda m: psql_sql.Literal(values[m[1]]).as_string(None), text)
+    rendered = rendered.replace("%%", "%")  # psycopg's escaped percent sign
     code = "\n".join(line for line in rendered.splitlines() if not line.startswith("--"))
     return f"{rendered} \\gset vera_\n" if code.lstrip().startswith("select") else f"{rendered};\n"
 
