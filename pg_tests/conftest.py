@@ -1,7 +1,9 @@
 """Fixtures of the pg_tests: the checkout's test server (pg_tests/databases.py),
 started once per session; the schema built once into a template database
-through the migration runner; a clone of it for each test module (tests that
-only read or roll back share it)."""
+through the migration runner; a clone of it for each test module, which the
+tests that only read or roll back share, and `make_database` for a test that
+needs databases of its own. Each is dropped as soon as its module or test is
+done."""
 
 from __future__ import annotations
 
