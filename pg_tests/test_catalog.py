@@ -94,29 +94,3 @@ def test_every_table_has_forced_row_level_security(db: Database) -> None:
         ).fetchall()
     assert rows
     assert [name for name, enabled, forced in rows if not (enabled and forced)] == []
-
-
-def test_group_id_leads_every_tenant_key(db: Database) -> None:
-    """Primary and foreign keys of tenant tables start with group_id (Citus-ready).
-
-    The exceptions are references to vera.principals and vera.groups (a
-    proposal names the scope it is meant for): identity and the registry of
-    scopes span tenants, and would be reference tables on Citus.
-    """
-    with db.admin() as conn:
-        rows = conn.execute(
-            """select c.relname, k.conname,
-                      (select attname from pg_attribute
-                        where attrelid = k.conrelid and attnum = k.conkey[1]) as first_column,
-                      k.confrelid::regclass::text as referenced
-               from pg_constraint k join pg_class c on c.oid = k.conrelid
-               where c.relnamespace = 'vera'::regnamespace and k.contype in ('p', 'f')
-                 and c.relname not in ('groups', 'principals', 'api_keys', 'auth_context')"""
-        ).fetchall()
-    assert len(rows) > 20
-    offenders = [
-        (table, name)
-        for table, name, first, referenced in rows
-        if first != "group_id" and referenced not in {"vera.principals", "vera.groups"}
-    ]
-    assert offenders == []

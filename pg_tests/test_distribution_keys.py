@@ -19,6 +19,7 @@ KEYS_SQL = Path(__file__).with_name("distribution_keys.sql").read_text()
 # every node (docs/scaling.md), so a key into them needs no distribution column.
 _PRINCIPAL = "references vera.principals: identity spans tenants and is a reference table"
 EXCEPTIONS: dict[tuple[str, str, str], str] = {
+    ("foreign key", "chunks", "chunks_reviewed_by_fkey"): _PRINCIPAL,
     ("foreign key", "facts", "facts_proposed_for_fkey"): (
         "references vera.groups, a reference table: a proposal lives in its proposer's u: scope "
         "and names the shared scope it is meant for"

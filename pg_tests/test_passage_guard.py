@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from pg_tests.conftest import Database
+from pg_tests.databases import Database
 from pg_tests.searching import MODEL, embed, search, vector_literal
 from pg_tests.seed import World, caller
 from pg_tests.writes import claim, publish, record_episode, register_source
