@@ -328,3 +328,28 @@ def test_both_faces_have_the_same_operations() -> None:
             )
     assert inspect.iscoroutinefunction(AsyncVeraClient.search)
     assert not inspect.iscoroutinefunction(VeraClient.search)
+
+
+def test_waiting_passages_are_reviewed_through_the_client(world: World) -> None:
+    """A tier-3 source's text waits for review: hidden from the group's search, listed to its
+    admins, searchable once approved."""
+    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as owner:
+        group = owner.create_group(world.a.organisation, "project", "client-passage-review")
+        source = owner.register_source(group, "markdown", "forum", 3)
+        episode = owner.record_episode(group, source, "thread.md", hashlib.sha256(b"thread").digest())
+        [stored] = owner.store_chunks(
+            group, episode.episode_id, [{"text": "parcel-router scales on Mondays"}]
+        )
+        assert owner.search("parcel-router Mondays", groups=[group]) == []
+        [waiting] = owner.pending_passages(group)
+        assert (waiting.chunk_id, waiting.lifecycle, waiting.tier) == (stored.chunk_id, "pending_review", 3)
+        outcome = owner.review_passage(group, stored.chunk_id, "approve", "checked with the team")
+        assert (outcome.chunk_id, outcome.lifecycle) == (stored.chunk_id, "published")
+        [hit] = owner.search("parcel-router Mondays", groups=[group])
+        assert hit.item_id == stored.chunk_id and hit.signals.verification == pytest.approx(1.0)
+        assert owner.pending_passages(group) == []
+    with (
+        VeraClient(world.db.dsn("vera_app"), world.a.viewer_key) as viewer,
+        pytest.raises(PermissionDeniedError),
+    ):
+        viewer.pending_passages(world.a.organisation)

@@ -36,6 +36,8 @@ from vera_client.domain.models import (
     Hit,
     Membership,
     NewApiKey,
+    PassageReviewOutcome,
+    PendingPassage,
     PendingReview,
     PublishedClaim,
     ReviewOutcome,
@@ -325,6 +327,16 @@ class Operations:
     def review(self, group: str, fact: UUID, decision: str, note: str | None = None) -> Plan[ReviewOutcome]:
         """review_claim: 'approve' or 'reject'."""
         return (yield from ask(calls.review_claim(group, fact, decision, note)))
+
+    def pending_passages(self, group: str) -> Plan[list[PendingPassage]]:
+        """Passages of tier-3 sources awaiting review, and of tier-4 ones proposed for the group (admins)."""
+        return (yield from ask(calls.pending_passages(group)))
+
+    def review_passage(
+        self, group: str, chunk: UUID, decision: str, note: str | None = None
+    ) -> Plan[PassageReviewOutcome]:
+        """'approve' (searchable by the group, human verified) or 'reject' a waiting passage (admins)."""
+        return (yield from ask(calls.review_passage(group, chunk, decision, note)))
 
     def retract_episode(self, group: str, episode: UUID, reason: str | None = None) -> Plan[int]:
         """Take an episode's knowledge out of search (admins); the cleanup job's id."""

@@ -188,6 +188,34 @@ class PendingReview:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PendingPassage:
+    """A passage of a tier-3 source awaiting review, or of a tier-4 source proposed for the group."""
+
+    chunk_id: UUID
+    lifecycle: str
+    heading: str | None
+    text: str
+    ordinal: int
+    tier: int
+    verification: str
+    source_id: UUID
+    source_name: str
+    episode_id: UUID
+    external_id: str
+    version: int
+    title: str | None
+    proposed_by: UUID | None
+    stored_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PassageReviewOutcome:
+    chunk_id: UUID
+    group_id: str
+    lifecycle: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ReviewOutcome:
     fact_id: UUID
     group_id: str

@@ -22,6 +22,8 @@ from vera_client.domain.models import (
     Hit,
     Membership,
     NewApiKey,
+    PassageReviewOutcome,
+    PendingPassage,
     PendingReview,
     PublishedClaim,
     ReviewOutcome,
@@ -260,6 +262,15 @@ def review_claim(group: str, fact: UUID, decision: str, note: str | None) -> Cal
 
 
 Withdrawal = Literal["retract_episode", "erase_episode", "retract_source", "erase_source"]
+
+
+def pending_passages(group: str) -> Call[list[PendingPassage]]:
+    return Call("pending_passages", {"group": group}, records(PendingPassage))
+
+
+def review_passage(group: str, chunk: UUID, decision: str, note: str | None) -> Call[PassageReviewOutcome]:
+    params = {"group": group, "chunk": chunk, "decision": decision, "note": note}
+    return Call("review_passage", params, record(PassageReviewOutcome))
 
 
 def withdraw(what: Withdrawal, group: str, target: UUID, reason: str | None) -> Call[int]:

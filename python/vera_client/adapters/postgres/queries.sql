@@ -135,6 +135,15 @@ from vera.pending_reviews(%(group)s);
 select result_fact_id as fact_id, result_group_id as group_id, result_lifecycle::text as lifecycle
 from vera.review_claim(%(group)s, %(fact)s, %(decision)s, %(note)s);
 
+-- name: pending_passages
+select chunk_id, lifecycle::text as lifecycle, heading, text, ordinal, tier, verification::text as verification,
+       source_id, source_name, episode_id, external_id, version, title, proposed_by, stored_at
+from vera.pending_passages(%(group)s);
+
+-- name: review_passage
+select result_chunk_id as chunk_id, result_group_id as group_id, result_lifecycle::text as lifecycle
+from vera.review_passage(%(group)s, %(chunk)s, %(decision)s, %(note)s);
+
 -- name: retract_episode
 select vera.retract_episode(%(group)s, %(id)s, %(reason)s);
 
