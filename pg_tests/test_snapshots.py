@@ -152,7 +152,7 @@ def test_an_unsealed_snapshot_fails_closed(world: World, group: str) -> None:
 
 def test_a_snapshot_of_another_search_version_fails_closed(world: World, group: str) -> None:
     _take(world, group, "old-code")
-    with world.db.admin() as admin:  # as if taken before 0002 changed the ranking (vera-search/3)
+    with world.db.admin() as admin:  # as if taken before vera-search/3 changed the ranking
         admin.execute("update vera.snapshots set search_version = 'vera-search/2' where name = 'old-code'")
     with world.db.admin() as admin:
         assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/3",)

@@ -24,7 +24,6 @@
 -- Unreleased until sql/migrations/RELEASED lists it; from then on frozen.
 
 -- ===== bootstrap (sql/schema/000_bootstrap.sql) =====
-
 -- Bootstrap: extensions, roles and the vera schema.
 --
 -- This is the only part of the bundle that needs a superuser (or a cloud
@@ -98,7 +97,6 @@ grant create, usage on schema vera to vera_searcher;
 alter default privileges for role vera_owner revoke execute on functions from public;
 
 -- ===== types (sql/schema/010_types.sql) =====
-
 -- Enumerated types shared by the tables and the SQL API.
 set role vera_owner;
 
@@ -196,13 +194,18 @@ create type vera.search_item as (
     -- when the source last stated a fact (its episode's observation); recency
     -- counts from the later of this and valid_from, so a long-standing value
     -- that a fresh export still states does not age. Null for passages.
-    confirmed_at timestamptz
+    confirmed_at timestamptz,
+    -- stage 1: the item's rank in each half (null when absent from one), and
+    -- its order key (vera.fact_order_key / vera.passage_order_key, then its
+    -- group's kind and name): what decides between equal scores
+    lexical_rank integer,
+    vector_rank  integer,
+    order_key    bytea
 );
 
 reset role;
 
 -- ===== tenancy (sql/schema/020_tenancy.sql) =====
-
 -- Tenancy: groups (scopes), principals, memberships, API keys, and the
 -- per-transaction authentication context that row-level security reads.
 set role vera_owner;
@@ -299,7 +302,6 @@ comment on table vera.auth_context is 'Transaction-scoped caller identity, writt
 reset role;
 
 -- ===== sources (sql/schema/030_sources.sql) =====
-
 -- Sources, the episodes (versions of source records) they yield, and the
 -- chunks of text that make free text searchable as passages.
 set role vera_owner;
@@ -364,19 +366,41 @@ create table vera.chunks (
     tsv        tsvector generated always as (to_tsvector('simple'::regconfig, coalesce(heading, '') || ' ' || text)) stored,
     embedding  vector,
     created_at timestamptz not null default now(),
+    -- The contamination guard, as for claims (vera.store_chunks grades by the
+    -- source's tier): tier 1-2 text is published; tier-3 text waits for review
+    -- (pending_review: out of search until an admin approves it); tier-4 text
+    -- is a proposal that only its proposer searches, and that only its
+    -- proposer and the scope's admins read, until approved; rejected text
+    -- answers nobody. In a u: scope everything is published. Unlike a claim,
+    -- a proposed passage stays in the shared scope beside its episode (the
+    -- foreign key to the episode, and facts citing it as evidence, keep it in
+    -- the episode's group), so its privacy is this row's, enforced by the
+    -- read_proposed_passages policy and by the candidate stage.
+    lifecycle  vera.fact_lifecycle not null default 'published'
+               constraint chunks_lifecycle_kind
+               check (lifecycle in ('published', 'pending_review', 'proposal', 'rejected')),
+    verification vera.verification not null default 'auto',
+    -- who stored it (for a proposal: its proposer); no foreign key, as on facts
+    proposed_by uuid,
+    -- stored as a proposal: private to its proposer and the scope's admins unless approved
+    proposed   boolean not null default false,
+    reviewed_by uuid references vera.principals (principal_id),
+    reviewed_at timestamptz,
     primary key (group_id, chunk_id),
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id) on delete cascade,
     constraint chunks_ordinal_unique unique (group_id, episode_id, ordinal),
-    constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start)
+    constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start),
+    constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed)
 );
 -- the lexical half of search, by group (see facts_group_tsv_idx)
 create index chunks_group_tsv_idx on vera.chunks using gin (group_id, tsv);
+-- passages waiting for the admins of their scope (vera.pending_passages)
+create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
 comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
 
 reset role;
 
 -- ===== entities (sql/schema/040_entities.sql) =====
-
 -- Entities, their aliases (the resolution ladder matches alias_norm), and
 -- the ontology of predicates.
 set role vera_owner;
@@ -430,7 +454,6 @@ comment on table vera.predicates is 'The ontology of a group: UPPER_SNAKE predic
 reset role;
 
 -- ===== facts (sql/schema/050_facts.sql) =====
-
 -- Facts: subject-predicate-object claims with trust, verification,
 -- lifecycle, bitemporal validity and provenance.
 set role vera_owner;
@@ -524,7 +547,6 @@ comment on table vera.facts is 'Claims with trust tier, verification, lifecycle,
 reset role;
 
 -- ===== ranking (sql/schema/060_ranking.sql) =====
-
 -- Feedback votes with the signal vector a hit had, and the ranking weight
 -- sets that calibration derives from them.
 set role vera_owner;
@@ -573,7 +595,6 @@ comment on table vera.ranking_weights is 'Weight sets of the six-signal blend; a
 reset role;
 
 -- ===== snapshots (sql/schema/070_snapshots.sql) =====
-
 -- Snapshots: frozen copies of a group's retrieval inputs, with the pins
 -- (model, dimension, search version, weights) a reader must still match.
 set role vera_owner;
@@ -625,6 +646,8 @@ create table vera.snapshot_items (
     down_votes    integer not null default 0,
     citation      jsonb,
     confirmed_at  timestamptz,
+    -- what orders equal scores, as live search orders them (vera.search_item.order_key)
+    order_key     bytea,
     primary key (group_id, snapshot_id, item_kind, item_id),
     foreign key (group_id, snapshot_id) references vera.snapshots (group_id, snapshot_id) on delete cascade
 );
@@ -636,7 +659,6 @@ comment on table vera.snapshot_items is 'Copied retrieval inputs (facts and pass
 reset role;
 
 -- ===== audit (sql/schema/080_audit.sql) =====
-
 -- Append-only audit log: who did what to which object, in which group.
 set role vera_owner;
 
@@ -657,7 +679,6 @@ comment on table vera.audit_log is 'Append-only record of security-relevant and 
 reset role;
 
 -- ===== settings (sql/schema/090_settings.sql) =====
-
 -- Per-group settings: entity-resolution thresholds, judges, cleanup delay.
 -- Absent rows mean the documented default (vera.setting).
 set role vera_owner;
