@@ -19,6 +19,7 @@ from pg_tests.databases import Database
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
+from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app
 from vera_worker.domain.jobs import JobName
 
@@ -155,3 +156,27 @@ def test_set_fact_embeddings_is_for_members_of_the_group_and_idempotent(world: W
             conn.execute("select vera.set_fact_embeddings(%s, %s, array['[1,0]']::vector[], 'other')",
                          (group, [fact.fact_id]))  # fmt: skip
         conn.rollback()
+
+
+def test_an_embed_job_no_embedder_here_can_serve_is_retried_later(world: World, tmp_path: Path) -> None:
+    """A group pinned to a model this worker lacks (or a hosted model that is down): the job
+    is scheduled again with a growing wait instead of failing, so its facts get vectors later."""
+    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+        group = vera.create_group(world.a.organisation, "project", "jobs-retry")
+        source = vera.register_source(group, "cmdb", "cmdb", 1)
+        export = vera.record_episode(group, source, "export.csv", hashlib.sha256(b"r").digest())
+        [fact] = vera.publish(group, export.episode_id, [_claim("ledger-db", "owned by", "team green")])
+    embedding = FactEmbedding(world.db.dsn("vera_worker"), embedder_for_model=lambda _pinned: None)
+    app = build_app(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path), embedding=embedding)
+    app.run_worker(queues=[JobName.EMBED.queue], wait=False, concurrency=1, install_signal_handlers=False)
+    with world.db.admin() as admin:
+        status, attempts, later = admin.execute(
+            "select status::text, attempts, scheduled_at > now() from procrastinate.procrastinate_jobs"
+            " where task_name = 'vera.embed' and args ->> 'group_id' = %s",
+            (group,),
+        ).fetchone()  # type: ignore[misc]
+        vector = admin.execute(
+            "select embedding from vera.facts where fact_id = %s", (fact.fact_id,)
+        ).fetchone()
+    assert (status, attempts, later) == ("todo", 1, True)
+    assert vector == (None,)

@@ -401,10 +401,11 @@ class Operations:
             lexical_weight=lexical_weight,
             vector_weight=vector_weight,
         )
-        found = yield from ask(call)
-        if reranking and found:
-            found = yield from ask(Work(lambda: self.shared.rerank(text, found)))
-        return found[:k]
+        blended = yield from ask(call)
+        if not (reranking and blended):
+            return blended[:k]
+        reranked = yield from ask(Work(lambda: self.shared.rerank(text, blended)))
+        return reranked[:k]
 
     def feedback(
         self,

@@ -11,6 +11,7 @@ from typing import Any
 import procrastinate
 
 from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
+from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
 from vera_client.domain.ports import GraphProjection, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
@@ -22,6 +23,10 @@ logger = logging.getLogger(__name__)
 # The worker serves every queue SQL defers into (pg_tests/test_jobs.py runs one job of each kind
 # through a real worker process).
 SERVED_QUEUES = tuple(job.queue for job in JobName)
+
+_RETRY_WHEN_AWAY = procrastinate.RetryStrategy(
+    max_attempts=10, exponential_wait=2, retry_exceptions={ProviderUnavailableError, DatabaseUnavailableError}
+)
 
 
 def build_app(
@@ -66,10 +71,12 @@ def build_app(
             return
         raise RuntimeError("graph projection is not implemented for the configured backend yet")
 
-    @app.task(name=JobName.EMBED.value, queue=JobName.EMBED.queue, pass_context=False)
+    # An embedder or database that is away is retried with growing waits (2 s .. ~17 min, about
+    # half an hour in all), so a hosted model's outage does not leave facts without vectors.
+    @app.task(name=JobName.EMBED.value, queue=JobName.EMBED.queue, pass_context=False, retry=_RETRY_WHEN_AWAY)
     def embed(**args: Any) -> None:
         if embedding is None:
-            raise RuntimeError("this worker was started without an embedder")  # the job waits for one
+            raise ProviderUnavailableError("this worker was started without an embedder")
         embedding.run(EmbedJob.from_job_args(args))
 
     # The judges decide what the rules in SQL leave open: whether a provisional entity is the
