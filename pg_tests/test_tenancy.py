@@ -340,3 +340,37 @@ def test_declare_predicate_needs_admin_in_the_group(world: World, key_of: str) -
     key = world.a.viewer_key if key_of == "viewer" else world.b.owner_key
     with caller(world.db, key) as conn, pytest.raises(errors.InsufficientPrivilege):
         conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (world.a.organisation,))
+
+
+@pytest.mark.parametrize("role", ["vera_app", "vera_worker", "vera_gateway"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pg_advisory_lock(1)",
+        "pg_advisory_lock_shared(1, 2)",
+        "pg_try_advisory_lock(k) from generate_series(0, 1023) k",
+        "pg_advisory_xact_lock(1)",
+        "pg_try_advisory_xact_lock_shared(1)",
+    ],
+)
+def test_login_roles_cannot_hold_the_writers_advisory_locks(world: World, role: str, call: str) -> None:
+    """Advisory locks are one keyspace for all tenants: a login role that could take them
+    could hold every bucket publish_claims serialises on and stall every tenant."""
+    with world.db.connect(role) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(f"select {call}")
+
+
+def test_writers_still_serialise_on_their_advisory_locks(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute(
+            "select vera.publish_claims(%s, null, %s::jsonb)",
+            (
+                world.a.organisation,
+                '[{"subject": "lock-probe", "predicate": "runs on", "object": "x", "functional": true}]',
+            ),
+        )
+        held = conn.execute(
+            "select count(*) from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()"
+        )
+        assert held.fetchone()[0] > 0  # type: ignore[index]
+        conn.rollback()

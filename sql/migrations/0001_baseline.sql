@@ -96,6 +96,25 @@ grant create, usage on schema vera to vera_searcher;
 -- each function to the roles that need it.
 alter default privileges for role vera_owner revoke execute on functions from public;
 
+-- Advisory locks are one keyspace for the whole database: a connection that
+-- may take them could hold every bucket VERA's writers serialise on (they
+-- take 1024 per-history buckets) and stall every tenant. Only vera_owner, as
+-- whom the SQL API's definer functions run, may take them; the login roles
+-- may not (a superuser, such as the migration runner, always may).
+do $advisory$
+declare
+    f regprocedure;
+begin
+    for f in
+        select p.oid::regprocedure from pg_catalog.pg_proc p
+         where p.pronamespace = 'pg_catalog'::regnamespace and p.proname like '%advisory%'
+    loop
+        execute format('revoke execute on function %s from public', f);
+        execute format('grant execute on function %s to vera_owner', f);
+    end loop;
+end
+$advisory$;
+
 -- ===== types (sql/schema/010_types.sql) =====
 -- Enumerated types shared by the tables and the SQL API.
 set role vera_owner;
