@@ -84,6 +84,7 @@ def run(
         objects=LocalObjectStore(objects),
         embedder_for_model=lambda _pinned: embedder,
         on_report=reports.append,
+        allowed_roots=[objects.parent],
     )
     started = time.perf_counter()
     drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))

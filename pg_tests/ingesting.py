@@ -3,9 +3,11 @@ runs through the SQL API, and drain the Procrastinate queue in-process."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from pg_tests.databases import Database
+from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
 from vera_client.domain.models import Source
@@ -27,6 +29,8 @@ def run_worker(
         embedder_for_model=lambda _pinned: embedder,
         on_progress=events.append if events is not None else None,
         on_report=reports.append,
+        # test folders live below the temporary directory; the example corpus ships with VERA
+        allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
     )
     drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
     return reports

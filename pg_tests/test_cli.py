@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -36,6 +37,8 @@ def _env(server: EmbeddedPostgres, database: str) -> dict[str, str]:
         "VERA_DB__DATABASE": database,
         "VERA_DB__DSN": "",
         "VERA_DB__ADMIN_DSN": "",
+        # the folders the tests register live below the temporary directory
+        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
     }
 
 

@@ -210,7 +210,7 @@ def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_p
     folder.rmdir()
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="does not exist or is not a folder"):
@@ -224,7 +224,7 @@ def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
     source = _register(world, group, folder)
     with caller(world.db, world.b.owner_key) as conn:
         intruder = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     with pytest.raises(PermissionDeniedError, match="not readable"):
         ingestion.run(IngestRequest(group_id=group, source_id=source.source_id, principal_id=intruder))
@@ -334,7 +334,7 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
     def ingestion(error: Exception) -> SourceIngestion:
-        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: _FailingEmbedder(error))  # fmt: skip
 
     slow = ingestion(ProviderTimeoutError("openai: no answer within 30s after 5 attempts")).run(request)
@@ -353,7 +353,7 @@ def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Pat
         path.unlink()  # as an unmounted share looks
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="not retracting them all"):
@@ -387,7 +387,7 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
     def ingestion(embedder: object) -> SourceIngestion:
-        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
 
     with pytest.raises(ProviderUnavailableError):
@@ -401,3 +401,29 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
     again = ingestion(DeterministicEmbedder(16)).run(request)
     assert (again.ingested, again.unchanged) == (0, 3)  # read, hashed, found known: nothing twice
     assert _texts(world, group, "ledger-db Data Platform").count("ledger-db owned by Data Platform") == 1
+
+
+def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: World, tmp_path: Path) -> None:
+    """A tenant names its source's root freely (say, another tenant's share, or /etc): the worker
+    reads it only when it lies within VERA_WORKER__SOURCE_ROOTS, symbolic links resolved."""
+    allowed, elsewhere = tmp_path / "tenant-a", tmp_path / "tenant-b"
+    for folder in (allowed, elsewhere):
+        folder.mkdir()
+        (folder / "secret.md").write_text("# Secret\n\nThe launch code is 0000.\n", encoding="utf-8")
+    (allowed / "link").symlink_to(elsewhere, target_is_directory=True)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+                                embedder_for_model=lambda _: None, allowed_roots=[allowed])  # fmt: skip
+    for name, root in (("outside", elsewhere), ("through a link", allowed / "link"), ("etc", Path("/etc"))):
+        group = _project(world, f"ingest-roots-{name}")
+        source = _register(world, group, root)
+        request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+        with pytest.raises(SourceUnavailableError, match="outside the folders this worker may read"):
+            ingestion.run(request)
+        assert _texts(world, group, "launch code") == []
+    inside = _project(world, "ingest-roots-inside")
+    source = _register(world, inside, allowed)
+    report = ingestion.run(IngestRequest(group_id=inside, source_id=source.source_id, principal_id=principal))
+    assert report.ingested == 1  # secret.md; the link inside leads out and is not followed
+    assert _texts(world, inside, "launch code") == ["The launch code is 0000."]

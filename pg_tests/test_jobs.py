@@ -6,10 +6,12 @@ without a vector gets one)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -55,6 +57,7 @@ def _worker_env(db: Database, objects: Path) -> dict[str, str]:
         "VERA_DB__ADMIN_DSN": "",
         "VERA_EMBEDDER__PROVIDER": "deterministic",
         "VERA_OBJECTS__ROOT": str(objects),
+        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
     }
 
 

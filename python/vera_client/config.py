@@ -150,6 +150,10 @@ class WorkerSettings(BaseModel):
     """The Procrastinate worker that ingests sources and runs jobs."""
 
     concurrency: int = Field(default=2, ge=1, le=64)
+    # Folder sources may only read at or below these folders (symbolic links resolved). A
+    # tenant names a source's root freely, so a multi-tenant operator lists each tenant's
+    # share here; the default is the home folder of the user the worker runs as.
+    source_roots: tuple[Path, ...] = Field(default_factory=lambda: (Path.home(),), min_length=1)
 
 
 class VeraSettings(BaseSettings):

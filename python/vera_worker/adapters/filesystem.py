@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
@@ -11,8 +11,10 @@ from vera_worker.domain.cursor import FileState
 from vera_worker.domain.formats import mime_type
 
 
-def source_root(config: dict[str, object], name: str) -> Path:
-    """The folder a filesystem source reads (its config's "root")."""
+def source_root(config: dict[str, object], name: str, allowed: Sequence[Path]) -> Path:
+    """The folder a filesystem source reads (its config's "root"), which must lie within one of the
+    folders the operator allows (VERA_WORKER__SOURCE_ROOTS): a source names its root freely, and
+    without this any tenant could have the worker read another tenant's folder, or /etc."""
     root = config.get("root")
     if not isinstance(root, str) or not root:
         raise SourceUnavailableError(f"source {name!r} has no root folder in its config")
@@ -21,6 +23,12 @@ def source_root(config: dict[str, object], name: str) -> Path:
         raise SourceUnavailableError(f"source {name!r}: root {root!r} is not an absolute path")
     if not path.is_dir():
         raise SourceUnavailableError(f"source {name!r}: folder {root} does not exist or is not a folder")
+    real = path.resolve(strict=True)  # symbolic links resolved: a link cannot lead out of the allowed folders
+    if not any(real == base or base in real.parents for base in (a.resolve() for a in allowed)):
+        raise SourceUnavailableError(
+            f"source {name!r}: folder {root} is outside the folders this worker may read "
+            "(VERA_WORKER__SOURCE_ROOTS): ask the operator, or register a folder inside them"
+        )
     return path
 
 

@@ -174,7 +174,10 @@ class SourceIngestion:
         on_report: Callable[[IngestReport], None] | None = None,
         on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
         connect_timeout: int = 10,
+        allowed_roots: Sequence[Path],
     ) -> None:
+        """allowed_roots: the only folders (and what is below them) a source may name as its root."""
+        self._allowed_roots = tuple(allowed_roots)
         self._on_report = on_report
         self._on_failure = on_failure
         self._dsn = dsn
@@ -195,7 +198,7 @@ class SourceIngestion:
     def _run(self, request: IngestRequest) -> IngestReport:
         with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
             source, cursor = self._load_source(conn, request)
-            root = source_root(source.config, source.name)
+            root = source_root(source.config, source.name, self._allowed_roots)
             run = _Run(
                 conn=conn,
                 request=request,

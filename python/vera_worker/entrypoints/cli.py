@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -75,6 +75,7 @@ def _app(
     on_progress: Callable[[IngestEvent], None] | None = None,
     on_report: Callable[[IngestReport], None] | None = None,
     on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
+    extra_roots: Sequence[Path] = (),
 ) -> procrastinate.App:
     settings = database.settings
     providers = build_providers(settings)
@@ -99,6 +100,7 @@ def _app(
         on_report=reported,
         on_failure=on_failure,
         connect_timeout=settings.db.connect_timeout,
+        allowed_roots=(*settings.worker.source_roots, *extra_roots),
     )
     embedding = FactEmbedding(
         database.worker_dsn,
@@ -108,7 +110,7 @@ def _app(
     return build_app(database.worker_dsn, objects=objects, ingestion=ingestion, embedding=embedding)
 
 
-def _drain_with_progress(database: Database) -> list[IngestReport]:
+def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -> list[IngestReport]:
     """Work the queue off here, printing progress; a run that failed as a whole is one error line."""
     reports: list[IngestReport] = []
     failures: list[str] = []
@@ -118,7 +120,14 @@ def _drain_with_progress(database: Database) -> list[IngestReport]:
 
     # the failure is reported here in one line; Procrastinate would log it with a traceback
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
-    drain(_app(database, on_progress=_print_event, on_report=reports.append, on_failure=failed))
+    app = _app(
+        database,
+        on_progress=_print_event,
+        on_report=reports.append,
+        on_failure=failed,
+        extra_roots=extra_roots,
+    )
+    drain(app)
     if failures:
         for line in failures[:-1]:
             click.echo(f"vera: error: {line}", err=True)
@@ -212,7 +221,7 @@ def demo() -> None:
     for source in registered:
         click.echo(f"  tier {source.trust_tier}  {source.name:<28} {source.config['root']}")
     click.echo("worker: reading them (embeddings by the local all-MiniLM-L6-v2) ...")
-    reports = _drain_with_progress(database)
+    reports = _drain_with_progress(database, extra_roots=(example,))  # the example corpus ships with VERA
     click.echo(f"worker: queue empty. {summarize(reports)}")
 
     with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
