@@ -4,6 +4,7 @@ roll back with the writes that need them."""
 from __future__ import annotations
 
 import pytest
+from psycopg import sql
 
 from pg_tests.seed import World, caller
 from pg_tests.writes import claim, publish, record_episode, register_source
@@ -85,3 +86,30 @@ def test_without_the_queue_the_write_fails_clearly(make_database) -> None:
         with pytest.raises(Exception, match="job queue") as raised:
             publish(conn, personal, None, [claim("a", "b", "c")])
         assert raised.value.sqlstate == "VJ001"  # type: ignore[attr-defined]
+
+
+def test_another_tenants_jobs_announce_nothing_to_listeners(world: World) -> None:
+    """Procrastinate would NOTIFY every new job's id on channels any connection may LISTEN to;
+    VERA drops those triggers (its workers poll), so a tenant learns nothing of others' writes."""
+    with world.db.connect(autocommit=True) as listener:
+        for channel in ("procrastinate_any_queue_v1", "procrastinate_queue_v1#project_to_graph"):
+            listener.execute(sql.SQL("listen {}").format(sql.Identifier(channel)))
+        with caller(world.db, world.b.owner_key) as conn:
+            conn.execute(
+                "select vera.publish_claims(%s, null, %s::jsonb)",
+                (
+                    world.b.organisation,
+                    '[{"subject": "quiet-api", "predicate": "runs on", "object": "blue"}]',
+                ),
+            )
+            conn.commit()
+        assert list(listener.notifies(timeout=1.0)) == []
+    with world.db.admin() as admin:
+        assert (
+            admin.execute(
+                "select count(*) from procrastinate.procrastinate_jobs where args ->> 'group_id' like 'u:%%'"
+                " or args ->> 'group_id' = %s",
+                (world.b.organisation,),
+            ).fetchone()[0]
+            > 0
+        )  # type: ignore[index]  # the jobs were deferred; only the announcement is gone

@@ -98,6 +98,14 @@ def build_app(
     return app
 
 
+# Jobs are found by polling, never through LISTEN/NOTIFY: the queue's notification channels
+# are open to every connection of the database (any tenant could listen to or forge them),
+# so `vera db migrate` drops Procrastinate's notify triggers (sql/meta/procrastinate_after.sql).
+POLL = {"listen_notify": False, "fetch_job_polling_interval": 1.0}
+
+
 def drain(app: procrastinate.App) -> None:
     """Run every due job of the served queues in this process, then return (one-shot runs)."""
-    app.run_worker(queues=list(SERVED_QUEUES), wait=False, concurrency=1, install_signal_handlers=False)
+    app.run_worker(
+        queues=list(SERVED_QUEUES), wait=False, concurrency=1, install_signal_handlers=False, **POLL
+    )

@@ -34,7 +34,7 @@ from vera_worker.adapters.ingestion import (
     summarize,
 )
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
-from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain
+from vera_worker.adapters.queue import POLL, SERVED_QUEUES, build_app, drain
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def worker_command(once: bool, queues: tuple[str, ...]) -> None:
     concurrency = database.settings.worker.concurrency
     until = "until idle" if once else "Ctrl+C stops"
     click.echo(f"vera worker: queues {', '.join(queues or SERVED_QUEUES)}; {until}")
-    app.run_worker(queues=list(queues or SERVED_QUEUES), wait=not once, concurrency=concurrency)
+    app.run_worker(queues=list(queues or SERVED_QUEUES), wait=not once, concurrency=concurrency, **POLL)
 
 
 @commands.command("ingest")
