@@ -7,6 +7,7 @@ connections."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -209,3 +210,82 @@ def test_the_other_writes_refuse_repeatable_read_too(world: World) -> None:
             assert error.value.sqlstate == "VT001", name
         finally:
             conn.close()
+
+
+def test_a_mix_of_writers_on_hot_histories_never_deadlocks(world: World) -> None:
+    """Bounded stress (4 s, 8 connections): publishing (trusted and for review), review and
+    retraction of episodes on two hot subjects; no 40P01, one current value per history."""
+    group, source, _, _ = _group(world, "stress")
+    with caller(world.db, world.a.owner_key) as conn:
+        wiki = register_source(conn, group, "wiki", 3)
+        conn.commit()
+    episodes: list[UUID] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + 4
+    errors: list[BaseException] = []
+
+    def worker(number: int) -> Callable[[], None]:
+        def work() -> None:
+            rng = random.Random(number)  # noqa: S311 (test data)
+            conn = _connect(world)
+            try:
+                turn = 0
+                while time.monotonic() < deadline:
+                    turn += 1
+                    if turn > 1:
+                        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+                    try:
+                        choice = rng.random()
+                        if choice < 0.5:
+                            episode, _, _ = record_episode(
+                                conn,
+                                group,
+                                rng.choice([source, wiki]),
+                                f"r{number}-{turn}",
+                                f"{number}-{turn}",
+                            )
+                            now = datetime.now(UTC).isoformat()
+                            claims = [claim(s, "runs on", rng.choice(["a", "b", "c"]), valid_from=now)
+                                      for s in rng.sample(["api", "db"], 2)]  # fmt: skip
+                            publish(conn, group, episode, claims)
+                            conn.commit()
+                            with lock:
+                                episodes.append(episode)
+                        elif choice < 0.75:
+                            with lock:
+                                target = rng.choice(episodes) if episodes else None
+                            if target is not None:
+                                conn.execute("select vera.retract_episode(%s, %s)", (group, target))
+                            conn.commit()
+                        else:
+                            row = conn.execute(
+                                "select fact_id from vera.pending_reviews(%s) order by random() limit 1",
+                                (group,),
+                            ).fetchone()
+                            if row is not None:
+                                conn.execute(
+                                    "select * from vera.review_claim(%s, %s, 'approve')", (group, row[0])
+                                )
+                            conn.commit()
+                    except SQL_ERRORS as exc:
+                        conn.rollback()
+                        if exc.sqlstate != "VN001":  # a claim reviewed or retracted meanwhile
+                            raise
+            finally:
+                conn.close()
+
+        return work
+
+    threads = [_in_thread(worker(number), errors) for number in range(8)]
+    for thread in threads:
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+    assert _sqlstates(errors) == []
+    assert len(episodes) > 8
+    with world.db.admin() as admin:
+        current = admin.execute(
+            "select count(*) from vera.facts where group_id = %s and lifecycle = 'published' "
+            "group by subject_entity_id having count(*) > 1",
+            (group,),
+        ).fetchall()
+    assert current == []
