@@ -39,7 +39,9 @@ def start(name: str, *, fresh: bool = True) -> Bench:
     data_dir = Path(os.environ.get("VERA_BENCH_DATA_DIR", f"/tmp/vera-bench-{os.getuid()}/postgres"))  # noqa: S108
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     data_dir.parent.chmod(0o755)
-    server = EmbeddedPostgres(data_dir=data_dir, port=54499, database="postgres")
+    # VERA_BENCH_PORT with VERA_BENCH_DATA_DIR: a server of its own beside another checkout's
+    port = int(os.environ.get("VERA_BENCH_PORT", "54499"))
+    server = EmbeddedPostgres(data_dir=data_dir, port=port, database="postgres")
     server.start()
     with psycopg.connect(server.admin_url("postgres"), autocommit=True) as conn:
         if fresh:

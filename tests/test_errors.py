@@ -29,6 +29,7 @@ from vera_client.domain.errors import error_for_sqlstate
         ("VS001", errors.SnapshotStaleError),
         ("VS002", errors.SnapshotUnsealedError),
         ("25000", errors.TransactionStateError),
+        ("VT001", errors.ReadCommittedRequiredError),
         ("VM001", errors.PreBaselineDatabaseError),
         ("VM002", errors.UnknownMigrationError),
         ("VM003", errors.EditedMigrationError),

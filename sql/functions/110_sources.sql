@@ -100,6 +100,8 @@ begin
         raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
     end if;
     -- one writer per record at a time, so two ingesters cannot both create version n+1
+    -- (READ COMMITTED: the select below must see the version the last holder committed)
+    perform vera.require_read_committed();
     perform pg_advisory_xact_lock(hashtextextended(
         record_episode.group_id || '/' || record_episode.source_id || '/' || record_episode.external_id, 0));
     select e.episode_id, e.version, e.content_sha256, e.status into latest from vera.episodes e

@@ -87,7 +87,9 @@ begin
         return;
     end if;
 
-    -- serialise resolution of the same names across transactions (1024 buckets, in order: no deadlock)
+    -- serialise resolution of the same names across transactions (1024 buckets, in order: no deadlock);
+    -- taken before any history lock (vera.lock_histories); READ COMMITTED sees what the last holder created
+    perform vera.require_read_committed();
     perform pg_advisory_xact_lock(b)
        from (select distinct (hashtextextended(w.group_id || '/' || w.norm, 0) & 1023) as b
                from unnest(work) w order by 1) buckets;

@@ -1,6 +1,53 @@
 -- Supersession: the valid-time history of functional predicates.
 set role vera_owner;
 
+-- Internal: refuses a transaction that is not READ COMMITTED (VT001). The
+-- write functions serialise on locks and then rely on each statement seeing
+-- what the transactions they waited for committed; a REPEATABLE READ or
+-- SERIALIZABLE snapshot, taken before the wait, would not see it (two
+-- writers would both create the same entity, both keep a current value).
+-- READ UNCOMMITTED is READ COMMITTED in PostgreSQL.
+create or replace function vera.require_read_committed()
+returns void
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+begin
+    if current_setting('transaction_isolation') not in ('read committed', 'read uncommitted') then
+        raise exception 'VERA''s write functions need a READ COMMITTED transaction, not %',
+            upper(current_setting('transaction_isolation'))
+            using errcode = 'VT001',
+                  hint = 'run the write in its own READ COMMITTED transaction (PostgreSQL''s default)';
+    end if;
+end
+$$;
+comment on function vera.require_read_committed() is
+    'Internal: raises VT001 unless the transaction is READ COMMITTED';
+
+-- Internal: takes the per-history locks of the (group, subject, predicate)
+-- given: 1024 transaction-scoped advisory buckets in their own key space
+-- (class 1 of the two-key form, apart from entity names' buckets), all at
+-- once and in bucket order. The lock order of every write is: entity names
+-- (resolve_entities), then histories (here), then fact rows: a fact row is
+-- updated or deleted only by a transaction that already holds its history's
+-- lock, so no two writers can wait on each other (see docs/sql-api.md).
+create or replace function vera.lock_histories(groups text[], subjects uuid[], predicates text[])
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_read_committed();
+    perform pg_advisory_xact_lock(1, b)
+       from (select distinct (hashtextextended(k.g || '/' || k.s::text || '/' || k.p, 1) & 1023)::integer as b
+               from unnest(groups, subjects, predicates) as k(g, s, p)
+              where k.g is not null and k.s is not null and k.p is not null
+              order by 1) buckets;
+end
+$$;
+comment on function vera.lock_histories(text[], uuid[], text[]) is
+    'Internal: locks the histories of (group, subject, predicate) keys, in bucket order';
+
 -- Internal: rebuilds the history of each (group, subject, predicate) given,
 -- for functional predicates. The live values (published or superseded, not
 -- retired) are ordered by valid_from; each is closed at the next one's
@@ -14,12 +61,10 @@ language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$
 begin
-    -- one writer per history (1024 buckets, taken in order: no deadlock). Under
-    -- READ COMMITTED the statements below then see every committed value.
-    perform pg_advisory_xact_lock(b)
-       from (select distinct (hashtextextended(k.g || '/' || k.s::text || '/' || k.p, 1) & 1023) as b
-               from unnest(groups, subjects, predicates) as k(g, s, p)
-              order by 1) buckets;
+    -- one writer per history (callers took these locks before touching fact rows;
+    -- taking them again is free). Under READ COMMITTED the statements below then
+    -- see every committed value.
+    perform vera.lock_histories(groups, subjects, predicates);
 
     return query
     with keys as (

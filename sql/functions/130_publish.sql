@@ -277,6 +277,18 @@ begin
                        w.candidates)::vera.claim_work as w
               from unnest(work) w) deduplicated;
 
+    -- lock order: the histories this batch writes to, and those of the earlier versions'
+    -- facts it retires, all at once before any fact row is touched (as retraction does)
+    perform vera.lock_histories(array_agg(keys.g), array_agg(keys.s), array_agg(keys.p))
+       from (select w.target_group as g, w.subject_entity_id as s, w.predicate as p from unnest(work) w
+             union
+             select f.group_id, f.subject_entity_id, f.predicate from vera.facts f
+              where cardinality(earlier_versions) > 0
+                and ((f.group_id = episode.group_id and f.episode_id = any (earlier_versions))
+                     or (f.origin ->> 'episode_id')::uuid = any (earlier_versions))
+                and f.lifecycle in ('published', 'superseded', 'pending_review', 'proposal')
+                and f.retired_at is null) keys;
+
     insert into vera.facts (group_id, fact_id, subject_entity_id, predicate, object_entity_id, object_value, fact_text,
                             embedding, tier, authority, verification, confidence, lifecycle, valid_from, valid_to,
                             stated_valid_to, source_id, episode_id, chunk_id, evidence_start, evidence_end,

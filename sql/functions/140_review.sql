@@ -54,6 +54,40 @@ begin
     select * into claim from vera.facts f
      where f.fact_id = review_claim.fact_id
        and ((f.group_id = review_claim.group_id and f.lifecycle = 'pending_review')
+            or (f.proposed_for = review_claim.group_id and f.lifecycle = 'proposal'));
+    if not found then
+        raise exception 'no claim % is waiting for review in %', review_claim.fact_id, review_claim.group_id
+            using errcode = 'VN001';
+    end if;
+
+    -- lock order (as publishing): the predicate, entity names, then the histories
+    -- (the claim's own and the one it joins), and only then the claim's row
+    same_scope := claim.group_id = review_claim.group_id;
+    resolved_subject := claim.subject_entity_id;
+    if review_claim.decision = 'approve' and not same_scope then
+        -- a proposal: its entities are resolved in the shared scope
+        insert into vera.predicates (group_id, name) values (review_claim.group_id, claim.predicate)
+        on conflict do nothing;
+        subject_name := claim.origin ->> 'subject';
+        object_name := claim.origin ->> 'object_entity';
+        -- both names in one call: its name locks are taken together, in order
+        select max(r.entity_id::text) filter (where r.ordinal = 1)::uuid,
+               max(r.entity_id::text) filter (where r.ordinal = 2)::uuid
+          into resolved_subject, resolved_object
+          from vera.resolve_entities(
+                   array_fill(review_claim.group_id, array[case when object_name is null then 1 else 2 end]),
+                   (array[subject_name, object_name])[1:case when object_name is null then 1 else 2 end],
+                   array_fill(null::public.vector, array[case when object_name is null then 1 else 2 end]),
+                   (array[claim.origin ->> 'subject_type', claim.origin ->> 'object_type'])
+                       [1:case when object_name is null then 1 else 2 end]) r;
+    end if;
+    perform vera.lock_histories(array[claim.group_id, review_claim.group_id],
+                                array[claim.subject_entity_id, resolved_subject],
+                                array[claim.predicate, claim.predicate]);
+    -- still waiting now that no one else writes its history (a retraction may have taken it)
+    select * into claim from vera.facts f
+     where f.group_id = claim.group_id and f.fact_id = claim.fact_id
+       and ((f.group_id = review_claim.group_id and f.lifecycle = 'pending_review')
             or (f.proposed_for = review_claim.group_id and f.lifecycle = 'proposal'))
      for update;
     if not found then
@@ -71,27 +105,13 @@ begin
         return;
     end if;
 
-    same_scope := claim.group_id = review_claim.group_id;
     if same_scope then
         update vera.facts f set lifecycle = 'published', verification = 'human_verified',
                                 reviewed_by = vera.current_principal(), reviewed_at = now()
          where f.group_id = claim.group_id and f.fact_id = claim.fact_id;
         published := claim.fact_id;
-        resolved_subject := claim.subject_entity_id;
     else
-        -- a proposal: resolve its entities in the shared scope and publish a copy there
-        subject_name := claim.origin ->> 'subject';
-        object_name := claim.origin ->> 'object_entity';
-        select r.entity_id into resolved_subject
-          from vera.resolve_entities(array[review_claim.group_id], array[subject_name], array[null::public.vector],
-                                     array[claim.origin ->> 'subject_type']) r;
-        if object_name is not null then
-            select r.entity_id into resolved_object
-              from vera.resolve_entities(array[review_claim.group_id], array[object_name],
-                                         array[null::public.vector], array[claim.origin ->> 'object_type']) r;
-        end if;
-        insert into vera.predicates (group_id, name) values (review_claim.group_id, claim.predicate)
-        on conflict do nothing;
+        -- a proposal: publish a copy in the shared scope, with the entities resolved there above
         published := gen_random_uuid();
         insert into vera.facts (group_id, fact_id, subject_entity_id, predicate, object_entity_id, object_value,
                                 fact_text, embedding, tier, authority, verification, confidence, lifecycle,

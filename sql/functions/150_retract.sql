@@ -26,6 +26,13 @@ declare
     erased record;
     cleanup_job bigint;
 begin
+    -- lock order: the histories of every fact drawn from the episodes, all at once
+    -- before any fact row is touched (as publishing does), so that retraction and
+    -- publishing never wait on each other's rows (READ COMMITTED, VT001 otherwise)
+    perform vera.lock_histories(array_agg(f.group_id), array_agg(f.subject_entity_id), array_agg(f.predicate))
+       from vera.facts f
+      where (f.group_id = target_group and f.episode_id = any (episode_ids))
+         or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
     -- the facts drawn from the episodes, and proposals made from them
     with gone as (
         update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())

@@ -127,6 +127,10 @@ class TransactionStateError(VeraError):
     """The operation needs another kind of transaction (for example REPEATABLE READ)."""
 
 
+class ReadCommittedRequiredError(TransactionStateError):
+    """The write needs a READ COMMITTED transaction (it waits on locks, then must see what was committed)."""
+
+
 class JobQueueMissingError(VeraError):
     """The job queue (Procrastinate's schema) is not installed: run vera db migrate."""
 
@@ -175,6 +179,7 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VS001": SnapshotStaleError,
     "VS002": SnapshotUnsealedError,
     "25000": TransactionStateError,
+    "VT001": ReadCommittedRequiredError,
     "VM001": PreBaselineDatabaseError,
     "VM002": UnknownMigrationError,
     "VM003": EditedMigrationError,
