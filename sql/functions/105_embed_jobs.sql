@@ -64,6 +64,11 @@ begin
         raise exception 'fact embeddings of different dimensions in one call: %', dims using errcode = 'VE001';
     end if;
     perform vera.pin_embedding(set_fact_embeddings.group_id, embedding_model, dims[1]);
+    -- the writers' lock order: histories before fact rows (a retraction of the same episode
+    -- takes them in that order too, so the two cannot deadlock)
+    perform vera.lock_histories(array_agg(f.group_id), array_agg(f.subject_entity_id), array_agg(f.predicate))
+       from vera.facts f
+      where f.group_id = set_fact_embeddings.group_id and f.fact_id = any (fact_ids) and f.embedding is null;
     update vera.facts f
        set embedding = v.embedding
       from unnest(fact_ids, embeddings) as v(fact_id, embedding)
