@@ -55,11 +55,11 @@ begin
       from vera.effective_roles(principal) e;
 
     insert into vera.auth_context as c
-        (backend_pid, xact_started, principal_id, key_id, readable, writable, administrable)
-    values (pg_catalog.pg_backend_pid(), pg_catalog.transaction_timestamp(), principal, key,
+        (backend_pid, xact_id, principal_id, key_id, readable, writable, administrable)
+    values (pg_catalog.pg_backend_pid(), pg_catalog.pg_current_xact_id(), principal, key,
             roles.readable, roles.writable, roles.administrable)
     on conflict (backend_pid) do update
-        set xact_started = excluded.xact_started,
+        set xact_id = excluded.xact_id,
             principal_id = excluded.principal_id,
             key_id = excluded.key_id,
             readable = excluded.readable,
@@ -82,7 +82,7 @@ declare
 begin
     select * into context from vera.auth_context c
      where c.backend_pid = pg_catalog.pg_backend_pid()
-       and c.xact_started = pg_catalog.transaction_timestamp();
+       and c.xact_id = pg_catalog.pg_current_xact_id_if_assigned();
     if found then
         perform vera.set_auth_context(context.principal_id, context.key_id);
     end if;

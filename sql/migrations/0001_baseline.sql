@@ -285,12 +285,14 @@ create index api_keys_principal_idx on vera.api_keys (principal_id);
 comment on table vera.api_keys is 'API keys, stored as SHA-256 only; prefix for lookup';
 
 -- Who the current transaction acts for. One row per backend, valid only for
--- the transaction that wrote it (matched on transaction start time), so it
+-- the transaction that wrote it (matched on its top-level transaction id,
+-- which writing the row assigns and which is never reused; not on the start
+-- time, which the transactions of one simple-query string share), so it
 -- behaves like a transaction-local setting that the caller cannot forge:
 -- nobody but the definer functions may write it, unlike a custom GUC.
 create unlogged table vera.auth_context (
     backend_pid   integer primary key,
-    xact_started  timestamptz not null,
+    xact_id       xid8 not null,
     principal_id  uuid not null,
     key_id        uuid,
     readable      text[] not null,
