@@ -27,17 +27,16 @@ $$;
 comment on function vera.issue_api_key(uuid, text, timestamptz) is 'Internal: creates a key and returns it once';
 
 -- True when the caller may manage keys of the principal: its own, or a
--- service account that is a member of a group the caller administers.
+-- service account all of whose groups the caller administers, holding at
+-- least the account's role in each (a key must not lend the caller a role).
 create or replace function vera.may_manage_keys_of(principal uuid)
 returns boolean
 language sql stable security definer
 set search_path = vera, pg_temp
 as $$
     select principal = vera.current_principal()
-        or exists (select from vera.principals p
-                     join vera.memberships m on m.principal_id = p.principal_id
-                    where p.principal_id = principal and p.kind = 'service'
-                      and m.group_id = any (vera.administrable_groups()))
+        or (exists (select from vera.principals p where p.principal_id = principal and p.kind = 'service')
+            and vera.administers_principal(principal))
 $$;
 comment on function vera.may_manage_keys_of(uuid) is 'Internal: the caller may issue or revoke this principal''s keys';
 
