@@ -128,9 +128,11 @@ begin
     perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
     -- last_used_at is advisory; at most one write a minute per key keeps hot keys
     -- cheap, and a row another transaction is stamping is skipped, not waited
-    -- for: concurrent requests with one key must never queue behind each other
-    update vera.api_keys k set last_used_at = pg_catalog.now()
-     where k.key_id = (select h.key_id from vera.api_keys h
+    -- for: concurrent requests with one key must never queue behind each other.
+    -- It lives apart from vera.api_keys, whose row this lock would otherwise
+    -- hold until the caller's transaction ends, stalling a revocation.
+    update vera.api_key_usage u set last_used_at = pg_catalog.now()
+     where u.key_id = (select h.key_id from vera.api_key_usage h
                         where h.key_id = key_row.key_id
                           and (h.last_used_at is null or h.last_used_at < pg_catalog.now() - interval '1 minute')
                           for update skip locked);
