@@ -341,3 +341,31 @@ def test_organisation_owner_still_manages_the_bot_it_made(world: World) -> None:
     with caller(world.db, t.owner_key) as conn:
         conn.execute("select * from vera.create_api_key('bot', null, %s)", (t.org_bot,))
         conn.execute("select vera.set_member_role(%s, %s, 'admin')", (t.project, t.project_admin))
+
+
+def test_organisation_admin_cannot_mint_or_revoke_keys_of_an_owning_bot(world: World) -> None:
+    """Administering every group is not enough: the caller must hold the bot's role there too."""
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.owner_key) as conn:
+        org_admin = conn.execute(
+            "select vera.create_principal(%s, 'user', 'Ada Org-Admin', 'admin')", (t.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        _, bot_prefix, _ = conn.execute(
+            "select * from vera.create_api_key('bot', null, %s)", (t.org_bot,)
+        ).fetchone()  # type: ignore[misc]
+        conn.commit()
+    with world.db.admin() as admin:
+        org_admin_key = admin.execute(
+            "select api_key from vera.issue_api_key(%s, 'k', null)", (org_admin,)
+        ).fetchone()[0]  # type: ignore[index]
+    with caller(world.db, org_admin_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select * from vera.create_api_key('mine now', null, %s)", (t.org_bot,))
+    for key in (org_admin_key, t.project_admin_key):
+        with caller(world.db, key) as conn, pytest.raises(psycopg.Error) as raised:
+            conn.execute("select vera.revoke_api_key(%s)", (bot_prefix,))
+        assert raised.value.sqlstate == "VN001"
+    with caller(world.db, org_admin_key) as conn:  # a bot below its role stays manageable
+        bot = conn.execute(
+            "select vera.create_principal(%s, 'service', 'org helper', 'admin')", (t.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute("select * from vera.create_api_key('helper', null, %s)", (bot,))
