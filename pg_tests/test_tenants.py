@@ -294,7 +294,17 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(world: World) ->
 
         racer = threading.Thread(target=demote_the_other)
         racer.start()
-        time.sleep(0.5)
+        # until the other removal either finished (it did not wait) or waits for our locks
+        second_pid = second.info.backend_pid
+        deadline = time.monotonic() + 10
+        with world.db.admin() as admin:
+            while racer.is_alive() and time.monotonic() < deadline:
+                waiting = admin.execute(
+                    "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", (second_pid,)
+                ).fetchone()
+                if waiting == (True,):
+                    break
+                time.sleep(0.05)
         first.commit()
         racer.join(10)
         assert not racer.is_alive()
