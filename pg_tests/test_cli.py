@@ -353,3 +353,12 @@ def test_db_url_refuses_to_hand_the_application_the_admin_dsn(tmp_path: Path) ->
     assert line.startswith("vera: error: VERA_DB__ADMIN_DSN is set but VERA_DB__DSN is not: ")
     admin = _run(["db", "url", "--admin"], env)
     assert admin.exit_code == 0 and admin.output.startswith("postgresql://dba@")
+
+
+def test_db_status_with_only_the_admin_dsn_says_the_application_dsn_is_missing(demo_db: Database) -> None:
+    """Migrations and their status need only the admin DSN; the status names what applications lack."""
+    env = {"VERA_DB__DSN": "", "VERA_DB__ADMIN_DSN": demo_db.admin_dsn}
+    status = _run(["db", "status"], env)
+    assert status.exit_code == 0, status.output
+    assert "server:   external, VERA_DB__DSN is not set: applications cannot connect" in status.output
+    assert "0001_baseline.sql" in status.output
