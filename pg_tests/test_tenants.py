@@ -379,3 +379,25 @@ def test_organisation_admin_cannot_mint_or_revoke_keys_of_an_owning_bot(world: W
             "select vera.create_principal(%s, 'service', 'org helper', 'admin')", (t.organisation,)
         ).fetchone()[0]  # type: ignore[index]
         conn.execute("select * from vera.create_api_key('helper', null, %s)", (bot,))
+
+
+def test_roles_in_other_organisations_do_not_bind_this_organisations_owner(world: World) -> None:
+    """Identity spans tenants: what a member holds elsewhere neither blocks nor
+    widens what an organisation's owner may do with its role here."""
+    t = _tenant_with_a_project_admin(world)
+    with world.db.admin() as admin:
+        admin.execute(
+            "insert into vera.memberships (group_id, principal_id, role) values (%s, %s, 'owner')",
+            (world.b.workspace, t.project_admin),
+        )
+    try:
+        with caller(world.db, t.owner_key) as conn:
+            conn.execute("select vera.set_member_role(%s, %s, 'member')", (t.project, t.project_admin))
+            conn.commit()
+        assert _direct_role(world, t.project, t.project_admin) == "member"
+    finally:
+        with world.db.admin() as admin:
+            admin.execute(
+                "delete from vera.memberships where group_id = %s and principal_id = %s",
+                (world.b.workspace, t.project_admin),
+            )

@@ -92,27 +92,49 @@ $$;
 comment on function vera.create_group(text, vera.group_kind, text) is
     'Creates a workspace or project under a group the caller administers';
 
+-- Internal: the organisation (or personal scope) at the top of a group's tree.
+create or replace function vera.root_group(of_group text)
+returns text
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with recursive up(group_id, parent_group_id) as (
+        select g.group_id, g.parent_group_id from vera.groups g where g.group_id = of_group
+        union all
+        select g.group_id, g.parent_group_id from up join vera.groups g on g.group_id = up.parent_group_id
+    )
+    select up.group_id from up where up.parent_group_id is null
+$$;
+comment on function vera.root_group(text) is 'Internal: the organisation or personal scope a group belongs to';
+
 -- Internal: true when the caller administers every group the principal is a
 -- direct member of (its own personal scope aside), holding there at least the
--- principal's role: acting on the principal (its keys, its roles) can then
--- give the caller nothing it does not already hold.
-create or replace function vera.administers_principal(principal uuid)
+-- principal's role: acting on the principal can then give the caller nothing
+-- it does not already hold. With `within`, only the principal's groups in the
+-- same organisation count (a role is changed inside one tenant, and what a
+-- principal holds in another tenant must neither block nor widen that);
+-- without it, every group counts (a key acts in all of them), and there must
+-- be one.
+create or replace function vera.administers_principal(principal uuid, within text default null)
 returns boolean
 language sql stable security definer
 set search_path = vera, pg_temp
 as $$
-    select exists (select from vera.memberships m
-                     join vera.principals p on p.principal_id = m.principal_id
-                    where m.principal_id = principal and m.group_id <> p.personal_group_id)
+    with theirs as (
+        select m.group_id, m.role
+        from vera.memberships m
+        join vera.principals p on p.principal_id = m.principal_id
+        where m.principal_id = principal and m.group_id <> p.personal_group_id
+          and (within is null or vera.root_group(m.group_id) = vera.root_group(within))
+    )
+    select (within is not null or exists (select from theirs))
        and not exists (
-            select from vera.memberships m
-              join vera.principals p on p.principal_id = m.principal_id
-              left join vera.effective_roles(vera.current_principal()) mine on mine.group_id = m.group_id
-             where m.principal_id = principal and m.group_id <> p.personal_group_id
-               and (mine.role is null or mine.role < 'admin' or mine.role < m.role))
+            select from theirs t
+              left join vera.effective_roles(vera.current_principal()) mine on mine.group_id = t.group_id
+             where mine.role is null or mine.role < 'admin' or mine.role < t.role)
 $$;
-comment on function vera.administers_principal(uuid) is
-    'Internal: the caller administers every group of the principal, with at least its role there';
+comment on function vera.administers_principal(uuid, text) is
+    'Internal: the caller administers every group of the principal (within one tenant, if given), at least at its role';
 
 -- Internal: raises 42501 when taking the owner role in a group from the
 -- principal would leave the group without a direct owner. Locks the group's
@@ -173,8 +195,9 @@ comment on function vera.create_principal(text, vera.principal_kind, text, vera.
 -- Contract: grants (or changes) a principal's role in a group the caller
 -- administers. The principal must already belong to a group the caller reads,
 -- so principals of other tenants cannot be probed or pulled in, and the caller
--- must administer every group the principal belongs to, at least at its role
--- there (42501). The last direct owner of a group cannot be demoted.
+-- must administer every group of this organisation the principal belongs to,
+-- at least at its role there (42501). The last direct owner of a group cannot
+-- be demoted.
 create or replace function vera.set_member_role(group_id text, principal_id uuid, role vera.member_role)
 returns void
 language plpgsql volatile security definer
@@ -193,8 +216,8 @@ begin
         raise exception 'principal % not found in any group you can read', set_member_role.principal_id
             using errcode = 'VN001';
     end if;
-    if not vera.administers_principal(set_member_role.principal_id) then
-        raise exception 'permission denied: principal % is a member of groups you do not administer at its role',
+    if not vera.administers_principal(set_member_role.principal_id, set_member_role.group_id) then
+        raise exception 'permission denied: principal % is a member of groups here you do not administer at its role',
             set_member_role.principal_id using errcode = '42501';
     end if;
     if role < 'owner' then
