@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 
 import psycopg
 import pytest
@@ -112,3 +113,31 @@ def test_concurrent_requests_with_one_key_never_wait_for_each_other(world: World
         second.execute("set lock_timeout = '2s'")
         assert second.execute("select vera.authenticate(%s)", (key,)).fetchone() is not None
         second.rollback()
+
+
+def test_revocation_never_waits_for_the_keys_users(world: World) -> None:
+    """As found: authenticating stamps the key's use under a row lock, and a
+    holder keeping its transaction open stalled the revocation behind it."""
+    with caller(world.db, world.a.viewer_key) as conn:
+        _, prefix, key = conn.execute("select * from vera.create_api_key('held open')").fetchone()  # type: ignore[misc]
+        conn.commit()
+    with caller(world.db, key) as holder:  # first use: stamps, and stays in its transaction
+        assert holder.execute("select vera.current_principal()").fetchone() == (world.a.viewer,)
+        with caller(world.db, world.a.viewer_key) as revoker:
+            revoker.execute("set local lock_timeout = '5s'")
+            started = time.monotonic()
+            assert revoker.execute("select vera.revoke_api_key(%s)", (prefix,)).fetchone() == (True,)
+            revoker.commit()
+            assert time.monotonic() - started < 1.0
+        # the holder may finish what it authenticated for; the key is refused from now on
+        assert holder.execute("select vera.current_principal()").fetchone() == (world.a.viewer,)
+        holder.commit()  # and its stamp of the key's use stands
+    with world.db.connect() as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.authenticate(%s)", (key,))
+    assert raised.value.sqlstate == "VA003"
+    with caller(world.db, world.a.viewer_key) as conn:
+        listed = conn.execute(
+            "select revoked_at is not null, last_used_at is not null from vera.list_api_keys() where prefix = %s",
+            (prefix,),
+        ).fetchone()
+    assert listed == (True, True)

@@ -348,3 +348,20 @@ def test_a_run_that_fails_as_a_whole_is_one_line(demo_db: Database, tmp_path: Pa
     folder.rmdir()
     line = _one_line_error(_run(["ingest", "--source", "vanishing"], env))
     assert "ingestion of source" in line and "does not exist or is not a folder" in line
+
+
+def test_db_url_refuses_to_hand_the_application_the_admin_dsn(tmp_path: Path) -> None:
+    env = {"VERA_DB__DSN": "", "VERA_DB__ADMIN_DSN": f"postgresql://dba@/vera?host={tmp_path}&port=1"}
+    line = _one_line_error(_run(["db", "url"], env))
+    assert line.startswith("vera: error: VERA_DB__ADMIN_DSN is set but VERA_DB__DSN is not: ")
+    admin = _run(["db", "url", "--admin"], env)
+    assert admin.exit_code == 0 and admin.output.startswith("postgresql://dba@")
+
+
+def test_db_status_with_only_the_admin_dsn_says_the_application_dsn_is_missing(demo_db: Database) -> None:
+    """Migrations and their status need only the admin DSN; the status names what applications lack."""
+    env = {"VERA_DB__DSN": "", "VERA_DB__ADMIN_DSN": demo_db.admin_dsn}
+    status = _run(["db", "status"], env)
+    assert status.exit_code == 0, status.output
+    assert "server:   external, VERA_DB__DSN is not set: applications cannot connect" in status.output
+    assert "0001_baseline.sql" in status.output

@@ -185,11 +185,78 @@ def test_context_does_not_outlive_an_autocommit_statement(world: World) -> None:
         assert _groups_seen(conn, "facts") == set()
 
 
+def _simple_query(conn: psycopg.Connection, query: sql.Composable) -> str | None:
+    """Sends `query` as ONE simple-query message (several statements, no parameters)
+    and returns the first column of the last statement's first row."""
+    result = conn.pgconn.exec_(query.as_bytes(conn))
+    assert result.status == psycopg.pq.ExecStatus.TUPLES_OK, result.error_message
+    value = result.get_value(0, 0)
+    return None if value is None else value.decode()
+
+
+def test_context_ends_at_commit_within_one_simple_query(world: World) -> None:
+    """The statements after COMMIT in one query string share the statement start
+    time (and so transaction_timestamp()) with the transaction before it."""
+    with world.db.connect(autocommit=True) as conn:
+        answer = _simple_query(
+            conn,
+            sql.SQL(
+                "begin; select vera.authenticate({}); commit; select vera.current_principal()::text"
+            ).format(sql.Literal(world.a.owner_key)),
+        )
+        assert answer is None
+        seen = _simple_query(
+            conn,
+            sql.SQL(
+                "begin; select vera.authenticate({}); commit;"
+                " select string_agg(distinct group_id, ',') from vera.facts"
+            ).format(sql.Literal(world.a.owner_key)),
+        )
+        assert seen is None
+        again = _simple_query(
+            conn,
+            sql.SQL(
+                "begin; select vera.authenticate({}); commit;"
+                " begin; select 1; select vera.current_principal()::text"
+            ).format(sql.Literal(world.a.owner_key)),
+        )
+        assert again is None
+        conn.execute("rollback")
+
+
+def test_context_lasts_to_the_end_of_its_transaction_within_one_simple_query(world: World) -> None:
+    with world.db.connect(autocommit=True) as conn:
+        answer = _simple_query(
+            conn,
+            sql.SQL(
+                "begin; select vera.authenticate({}); select 1; select vera.current_principal()::text"
+            ).format(sql.Literal(world.a.owner_key)),
+        )
+        assert answer == str(world.a.owner)
+        conn.execute("rollback")
+
+
+def test_context_ends_with_a_rolled_back_savepoint(world: World) -> None:
+    with world.db.connect() as conn:
+        conn.execute("savepoint s")
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        conn.execute("rollback to savepoint s")
+        assert conn.execute("select vera.current_principal()").fetchone() == (None,)
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        conn.execute("savepoint t")
+        conn.execute("select 1")
+        conn.execute("release savepoint t")
+        assert conn.execute("select vera.current_principal()").fetchone() == (world.a.owner,)
+        conn.commit()
+        assert conn.execute("select vera.current_principal()").fetchone() == (None,)
+        conn.rollback()
+
+
 def test_context_cannot_be_forged(world: World) -> None:
     with world.db.connect() as conn:
         with pytest.raises(errors.InsufficientPrivilege):
             conn.execute(
-                "insert into vera.auth_context values (pg_backend_pid(), now(), %s, null, %s, %s, %s)",
+                "insert into vera.auth_context values (pg_backend_pid(), pg_current_xact_id(), %s, null, %s, %s, %s)",
                 (world.b.owner, world.b.groups, world.b.groups, world.b.groups),
             )
         conn.rollback()

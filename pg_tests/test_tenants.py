@@ -4,6 +4,11 @@ and every change is audited."""
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import dataclass
+from uuid import UUID
+
 import psycopg
 import pytest
 from psycopg import errors
@@ -185,3 +190,214 @@ def test_create_tenant_as_operator_is_audited(world: World) -> None:
 def test_create_tenant_refuses_blank_names(world: World, organisation: str | None, owner: str) -> None:
     with world.db.admin() as conn, pytest.raises(errors.InvalidParameterValue):
         conn.execute("select * from vera.create_tenant(%s, %s)", (organisation, owner))
+
+
+# -- escalation inside a tenant (issue 11) -------------------------------------------
+
+
+@dataclass
+class _Tenant:
+    organisation: str
+    project: str
+    owner: UUID
+    owner_key: str
+    project_admin: UUID
+    project_admin_key: str
+    org_bot: UUID  # a service account that owns the organisation
+
+
+def _tenant_with_a_project_admin(world: World) -> _Tenant:
+    """A fresh organisation (so the module's shared world keeps its owners):
+    its owner, a project, an admin of that project only, and an owning bot."""
+    with world.db.admin() as admin:
+        org, owner, owner_key = admin.execute(
+            "select * from vera.create_tenant('Escalation ' || gen_random_uuid(), 'Olga Owner')"
+        ).fetchone()  # type: ignore[misc]
+    with caller(world.db, owner_key) as conn:
+        project = conn.execute("select vera.create_group(%s, 'project', 'payments')", (org,)).fetchone()[0]  # type: ignore[index]
+        project_admin = conn.execute(
+            "select vera.create_principal(%s, 'user', 'Pat Project-Admin', 'admin')", (project,)
+        ).fetchone()[0]  # type: ignore[index]
+        org_bot = conn.execute(
+            "select vera.create_principal(%s, 'service', 'org bot', 'owner')", (org,)
+        ).fetchone()[0]  # type: ignore[index]
+        # the bot also works in the project, so the project admin can see it
+        conn.execute("select vera.set_member_role(%s, %s, 'member')", (project, org_bot))
+        conn.commit()
+    with world.db.admin() as admin:
+        project_admin_key = admin.execute(
+            "select api_key from vera.issue_api_key(%s, 'k', null)", (project_admin,)
+        ).fetchone()[0]  # type: ignore[index]
+    return _Tenant(org, project, owner, owner_key, project_admin, project_admin_key, org_bot)
+
+
+def _direct_role(world: World, group: str, principal: UUID) -> str | None:
+    with world.db.admin() as admin:
+        row = admin.execute(
+            "select role::text from vera.memberships where group_id = %s and principal_id = %s",
+            (group, principal),
+        ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_admin_cannot_demote_the_only_owner(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with world.db.admin() as admin:
+        admin.execute(
+            "insert into vera.memberships (group_id, principal_id, role) values (%s, %s, 'owner')",
+            (t.project, t.owner),
+        )
+    with caller(world.db, t.project_admin_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.set_member_role(%s, %s, 'viewer')", (t.project, t.owner))
+    assert _direct_role(world, t.project, t.owner) == "owner"
+
+
+def test_the_last_owner_cannot_demote_itself(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.owner_key) as conn:
+        conn.execute("select vera.set_member_role(%s, %s, 'member')", (t.organisation, t.org_bot))
+        with pytest.raises(errors.InsufficientPrivilege, match="last owner"):
+            conn.execute("select vera.set_member_role(%s, %s, 'admin')", (t.organisation, t.owner))
+    assert _direct_role(world, t.organisation, t.owner) == "owner"
+
+
+def test_an_owner_demotes_another_owner(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.owner_key) as conn:
+        conn.execute("select vera.set_member_role(%s, %s, 'member')", (t.organisation, t.org_bot))
+        conn.commit()
+    assert _direct_role(world, t.organisation, t.org_bot) == "member"
+
+
+def test_two_owners_demoting_each_other_at_once_leave_one_owner(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with world.db.admin() as admin:
+        bot_key = admin.execute(
+            "select api_key from vera.issue_api_key(%s, 'k', null)", (t.org_bot,)
+        ).fetchone()[0]  # type: ignore[index]
+    first = world.db.connect()
+    second = world.db.connect()
+    try:
+        first.execute("select vera.authenticate(%s)", (t.owner_key,))
+        second.execute("select vera.authenticate(%s)", (bot_key,))
+        first.execute("select vera.set_member_role(%s, %s, 'admin')", (t.organisation, t.org_bot))
+        outcome: list[BaseException | None] = []
+
+        def demote_the_other() -> None:
+            try:
+                second.execute("select vera.remove_member(%s, %s)", (t.organisation, t.owner))
+                second.commit()
+                outcome.append(None)
+            except psycopg.Error as error:
+                second.rollback()
+                outcome.append(error)
+
+        racer = threading.Thread(target=demote_the_other)
+        racer.start()
+        # until the other removal either finished (it did not wait) or waits for our locks
+        second_pid = second.info.backend_pid
+        deadline = time.monotonic() + 10
+        with world.db.admin() as admin:
+            while racer.is_alive() and time.monotonic() < deadline:
+                waiting = admin.execute(
+                    "select wait_event_type = 'Lock' from pg_stat_activity where pid = %s", (second_pid,)
+                ).fetchone()
+                if waiting == (True,):
+                    break
+                time.sleep(0.05)
+        first.commit()
+        racer.join(10)
+        assert not racer.is_alive()
+    finally:
+        first.close()
+        second.close()
+    assert isinstance(outcome[0], psycopg.Error)
+    owners = [p for p in (t.owner, t.org_bot) if _direct_role(world, t.organisation, p) == "owner"]
+    assert owners == [t.owner]
+
+
+def test_project_admin_cannot_mint_keys_for_an_owner_of_the_organisation(world: World) -> None:
+    """As found: the key let a project admin act as organisation owner."""
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.project_admin_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select * from vera.create_api_key('mine now', null, %s)", (t.org_bot,))
+
+
+def test_project_admin_cannot_change_roles_of_an_owner_of_the_organisation(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.project_admin_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select vera.set_member_role(%s, %s, 'admin')", (t.project, t.org_bot))
+    assert _direct_role(world, t.project, t.org_bot) == "member"
+
+
+def test_project_admin_still_manages_its_own_service_accounts(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.project_admin_key) as conn:
+        bot = conn.execute(
+            "select vera.create_principal(%s, 'service', 'project bot', 'member')", (t.project,)
+        ).fetchone()[0]  # type: ignore[index]
+        _, prefix, key = conn.execute("select * from vera.create_api_key('bot', null, %s)", (bot,)).fetchone()  # type: ignore[misc]
+        conn.execute("select vera.set_member_role(%s, %s, 'admin')", (t.project, bot))
+        conn.commit()
+    with caller(world.db, key) as conn:
+        assert conn.execute("select vera.role_in(%s)::text", (t.project,)).fetchone() == ("admin",)
+        assert conn.execute("select vera.role_in(%s)", (t.organisation,)).fetchone() == (None,)
+    with caller(world.db, t.project_admin_key) as conn:
+        assert conn.execute("select vera.revoke_api_key(%s)", (prefix,)).fetchone() == (True,)
+
+
+def test_organisation_owner_still_manages_the_bot_it_made(world: World) -> None:
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.owner_key) as conn:
+        conn.execute("select * from vera.create_api_key('bot', null, %s)", (t.org_bot,))
+        conn.execute("select vera.set_member_role(%s, %s, 'admin')", (t.project, t.project_admin))
+
+
+def test_organisation_admin_cannot_mint_or_revoke_keys_of_an_owning_bot(world: World) -> None:
+    """Administering every group is not enough: the caller must hold the bot's role there too."""
+    t = _tenant_with_a_project_admin(world)
+    with caller(world.db, t.owner_key) as conn:
+        org_admin = conn.execute(
+            "select vera.create_principal(%s, 'user', 'Ada Org-Admin', 'admin')", (t.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        _, bot_prefix, _ = conn.execute(
+            "select * from vera.create_api_key('bot', null, %s)", (t.org_bot,)
+        ).fetchone()  # type: ignore[misc]
+        conn.commit()
+    with world.db.admin() as admin:
+        org_admin_key = admin.execute(
+            "select api_key from vera.issue_api_key(%s, 'k', null)", (org_admin,)
+        ).fetchone()[0]  # type: ignore[index]
+    with caller(world.db, org_admin_key) as conn, pytest.raises(errors.InsufficientPrivilege):
+        conn.execute("select * from vera.create_api_key('mine now', null, %s)", (t.org_bot,))
+    for key in (org_admin_key, t.project_admin_key):
+        with caller(world.db, key) as conn, pytest.raises(psycopg.Error) as raised:
+            conn.execute("select vera.revoke_api_key(%s)", (bot_prefix,))
+        assert raised.value.sqlstate == "VN001"
+    with caller(world.db, org_admin_key) as conn:  # a bot below its role stays manageable
+        bot = conn.execute(
+            "select vera.create_principal(%s, 'service', 'org helper', 'admin')", (t.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute("select * from vera.create_api_key('helper', null, %s)", (bot,))
+
+
+def test_roles_in_other_organisations_do_not_bind_this_organisations_owner(world: World) -> None:
+    """Identity spans tenants: what a member holds elsewhere neither blocks nor
+    widens what an organisation's owner may do with its role here."""
+    t = _tenant_with_a_project_admin(world)
+    with world.db.admin() as admin:
+        admin.execute(
+            "insert into vera.memberships (group_id, principal_id, role) values (%s, %s, 'owner')",
+            (world.b.workspace, t.project_admin),
+        )
+    try:
+        with caller(world.db, t.owner_key) as conn:
+            conn.execute("select vera.set_member_role(%s, %s, 'member')", (t.project, t.project_admin))
+            conn.commit()
+        assert _direct_role(world, t.project, t.project_admin) == "member"
+    finally:
+        with world.db.admin() as admin:
+            admin.execute(
+                "delete from vera.memberships where group_id = %s and principal_id = %s",
+                (world.b.workspace, t.project_admin),
+            )

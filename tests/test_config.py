@@ -80,3 +80,34 @@ def test_providers_are_chosen_by_configuration(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("VERA_OBJECTS__BACKEND", "s3")
     with pytest.raises(ConfigurationError, match="VERA_OBJECTS__BUCKET"):
         build_object_store(VeraSettings())
+
+
+def test_admin_dsn_alone_gives_the_application_no_superuser_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With only the administrator's DSN, the application and the worker would
+    connect as the superuser, and row-level security would be gone."""
+    monkeypatch.delenv("VERA_DB__DSN", raising=False)
+    monkeypatch.delenv("VERA_DB__WORKER_DSN", raising=False)
+    monkeypatch.setenv("VERA_DB__ADMIN_DSN", "postgresql://dba:s3cret@db.internal/vera")
+    database = build_database(VeraSettings())
+    assert database.admin_dsn.startswith("postgresql://dba:")  # migrations still run
+    with pytest.raises(ConfigurationError) as app:
+        _ = database.app_dsn
+    assert str(app.value).startswith("VERA_DB__ADMIN_DSN is set but VERA_DB__DSN is not: ")
+    with pytest.raises(ConfigurationError) as worker:
+        _ = database.worker_dsn
+    assert str(worker.value).startswith(
+        "VERA_DB__ADMIN_DSN is set but neither VERA_DB__WORKER_DSN nor VERA_DB__DSN: "
+    )
+    for error in (app.value, worker.value):
+        assert "\n" not in str(error) and "s3cret" not in str(error)
+
+
+def test_worker_dsn_falls_back_to_the_application_dsn_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERA_DB__DSN", "postgresql://vera_app@db.internal/vera")
+    monkeypatch.setenv("VERA_DB__ADMIN_DSN", "postgresql://dba:s3cret@db.internal/vera")
+    monkeypatch.delenv("VERA_DB__WORKER_DSN", raising=False)
+    assert build_database(VeraSettings()).worker_dsn.startswith("postgresql://vera_app@")
+    monkeypatch.setenv("VERA_DB__WORKER_DSN", "postgresql://vera_worker@db.internal/vera")
+    assert build_database(VeraSettings()).worker_dsn.startswith("postgresql://vera_worker@")

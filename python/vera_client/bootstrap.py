@@ -54,19 +54,26 @@ class Database:
         db = self.settings.db
         if self.server is not None:
             return self.server.app_url()
-        dsn = db.dsn or db.admin_dsn
-        if dsn is None:  # pragma: no cover
-            raise ConfigurationError("VERA_DB__DSN is not set")
-        return dsn
+        if db.dsn is None:  # never the administrator's DSN: row-level security would not apply
+            raise ConfigurationError(
+                "VERA_DB__ADMIN_DSN is set but VERA_DB__DSN is not: the application will not connect as "
+                "the administrator (row-level security would not apply); "
+                "set VERA_DB__DSN to the vera_app role's DSN"
+            )
+        return db.dsn
 
     @property
     def worker_dsn(self) -> str:
         db = self.settings.db
         if self.server is not None:
             return self.server.worker_url()
-        dsn = db.worker_dsn or db.dsn or db.admin_dsn
-        if dsn is None:  # pragma: no cover
-            raise ConfigurationError("VERA_DB__DSN is not set")
+        dsn = db.worker_dsn or db.dsn
+        if dsn is None:  # never the administrator's DSN: row-level security would not apply
+            raise ConfigurationError(
+                "VERA_DB__ADMIN_DSN is set but neither VERA_DB__WORKER_DSN nor VERA_DB__DSN: "
+                "the worker will not connect as the administrator (row-level security would not apply); "
+                "set VERA_DB__WORKER_DSN to the vera_worker role's DSN"
+            )
         return dsn
 
     def migration_runner(self) -> MigrationRunner:

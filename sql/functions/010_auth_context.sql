@@ -4,6 +4,8 @@
 --
 -- They are SECURITY DEFINER because vera.auth_context is not readable by the
 -- application roles; they return nothing but the caller's own row.
+-- The row counts only in the top-level transaction that wrote it (writing it
+-- assigned the transaction id); a transaction that has no id yet cannot be it.
 set role vera_owner;
 
 create or replace function vera.current_principal()
@@ -14,7 +16,7 @@ as $$
     select principal_id
     from vera.auth_context
     where backend_pid = pg_catalog.pg_backend_pid()
-      and xact_started = pg_catalog.transaction_timestamp()
+      and xact_id = pg_catalog.pg_current_xact_id_if_assigned()
 $$;
 comment on function vera.current_principal() is
     'Principal the current transaction authenticated as, or null';
@@ -28,7 +30,7 @@ as $$
         select readable
         from vera.auth_context
         where backend_pid = pg_catalog.pg_backend_pid()
-          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+          and xact_id = pg_catalog.pg_current_xact_id_if_assigned()), '{}')
 $$;
 comment on function vera.readable_groups() is
     'Groups the current transaction may read (any role); empty when unauthenticated';
@@ -42,7 +44,7 @@ as $$
         select writable
         from vera.auth_context
         where backend_pid = pg_catalog.pg_backend_pid()
-          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+          and xact_id = pg_catalog.pg_current_xact_id_if_assigned()), '{}')
 $$;
 comment on function vera.writable_groups() is
     'Groups the current transaction may write (member or above); empty when unauthenticated';
@@ -56,7 +58,7 @@ as $$
         select administrable
         from vera.auth_context
         where backend_pid = pg_catalog.pg_backend_pid()
-          and xact_started = pg_catalog.transaction_timestamp()), '{}')
+          and xact_id = pg_catalog.pg_current_xact_id_if_assigned()), '{}')
 $$;
 comment on function vera.administrable_groups() is
     'Groups the current transaction administers (admin or owner); empty when unauthenticated';

@@ -55,11 +55,11 @@ begin
       from vera.effective_roles(principal) e;
 
     insert into vera.auth_context as c
-        (backend_pid, xact_started, principal_id, key_id, readable, writable, administrable)
-    values (pg_catalog.pg_backend_pid(), pg_catalog.transaction_timestamp(), principal, key,
+        (backend_pid, xact_id, principal_id, key_id, readable, writable, administrable)
+    values (pg_catalog.pg_backend_pid(), pg_catalog.pg_current_xact_id(), principal, key,
             roles.readable, roles.writable, roles.administrable)
     on conflict (backend_pid) do update
-        set xact_started = excluded.xact_started,
+        set xact_id = excluded.xact_id,
             principal_id = excluded.principal_id,
             key_id = excluded.key_id,
             readable = excluded.readable,
@@ -82,7 +82,7 @@ declare
 begin
     select * into context from vera.auth_context c
      where c.backend_pid = pg_catalog.pg_backend_pid()
-       and c.xact_started = pg_catalog.transaction_timestamp();
+       and c.xact_id = pg_catalog.pg_current_xact_id_if_assigned();
     if found then
         perform vera.set_auth_context(context.principal_id, context.key_id);
     end if;
@@ -128,9 +128,11 @@ begin
     perform vera.set_auth_context(key_row.principal_id, key_row.key_id);
     -- last_used_at is advisory; at most one write a minute per key keeps hot keys
     -- cheap, and a row another transaction is stamping is skipped, not waited
-    -- for: concurrent requests with one key must never queue behind each other
-    update vera.api_keys k set last_used_at = pg_catalog.now()
-     where k.key_id = (select h.key_id from vera.api_keys h
+    -- for: concurrent requests with one key must never queue behind each other.
+    -- It lives apart from vera.api_keys, whose row this lock would otherwise
+    -- hold until the caller's transaction ends, stalling a revocation.
+    update vera.api_key_usage u set last_used_at = pg_catalog.now()
+     where u.key_id = (select h.key_id from vera.api_key_usage h
                         where h.key_id = key_row.key_id
                           and (h.last_used_at is null or h.last_used_at < pg_catalog.now() - interval '1 minute')
                           for update skip locked);

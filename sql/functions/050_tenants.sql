@@ -92,6 +92,74 @@ $$;
 comment on function vera.create_group(text, vera.group_kind, text) is
     'Creates a workspace or project under a group the caller administers';
 
+-- Internal: the organisation (or personal scope) at the top of a group's tree.
+create or replace function vera.root_group(of_group text)
+returns text
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with recursive up(group_id, parent_group_id) as (
+        select g.group_id, g.parent_group_id from vera.groups g where g.group_id = of_group
+        union all
+        select g.group_id, g.parent_group_id from up join vera.groups g on g.group_id = up.parent_group_id
+    )
+    select up.group_id from up where up.parent_group_id is null
+$$;
+comment on function vera.root_group(text) is 'Internal: the organisation or personal scope a group belongs to';
+
+-- Internal: true when the caller administers every group the principal is a
+-- direct member of (its own personal scope aside), holding there at least the
+-- principal's role: acting on the principal can then give the caller nothing
+-- it does not already hold. With `within`, only the principal's groups in the
+-- same organisation count (a role is changed inside one tenant, and what a
+-- principal holds in another tenant must neither block nor widen that);
+-- without it, every group counts (a key acts in all of them), and there must
+-- be one.
+create or replace function vera.administers_principal(principal uuid, within text default null)
+returns boolean
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    with theirs as (
+        select m.group_id, m.role
+        from vera.memberships m
+        join vera.principals p on p.principal_id = m.principal_id
+        where m.principal_id = principal and m.group_id <> p.personal_group_id
+          and (within is null or vera.root_group(m.group_id) = vera.root_group(within))
+    )
+    select (within is not null or exists (select from theirs))
+       and not exists (
+            select from theirs t
+              left join vera.effective_roles(vera.current_principal()) mine on mine.group_id = t.group_id
+             where mine.role is null or mine.role < 'admin' or mine.role < t.role)
+$$;
+comment on function vera.administers_principal(uuid, text) is
+    'Internal: the caller administers every group of the principal (within one tenant, if given), at least at its role';
+
+-- Internal: raises 42501 when taking the owner role in a group from the
+-- principal would leave the group without a direct owner. Locks the group's
+-- owner rows, in one order, so two owners cannot each remove the other.
+create or replace function vera.keep_an_owner(target_group text, principal uuid)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform from vera.memberships m
+     where m.group_id = target_group and m.role = 'owner'
+     order by m.principal_id
+       for update;
+    if exists (select from vera.memberships m
+                where m.group_id = target_group and m.principal_id = principal and m.role = 'owner')
+       and not exists (select from vera.memberships m
+                        where m.group_id = target_group and m.role = 'owner' and m.principal_id <> principal) then
+        raise exception 'cannot remove or demote the last owner of %', target_group using errcode = '42501';
+    end if;
+end
+$$;
+comment on function vera.keep_an_owner(text, uuid) is
+    'Internal: raises 42501 unless the group keeps a direct owner without the principal';
+
 -- Contract: creates a user or service account as a member of a group the
 -- caller administers, with a role no higher than the caller's own.
 create or replace function vera.create_principal(
@@ -126,7 +194,10 @@ comment on function vera.create_principal(text, vera.principal_kind, text, vera.
 
 -- Contract: grants (or changes) a principal's role in a group the caller
 -- administers. The principal must already belong to a group the caller reads,
--- so principals of other tenants cannot be probed or pulled in.
+-- so principals of other tenants cannot be probed or pulled in, and the caller
+-- must administer every group of this organisation the principal belongs to,
+-- at least at its role there (42501). The last direct owner of a group cannot
+-- be demoted.
 create or replace function vera.set_member_role(group_id text, principal_id uuid, role vera.member_role)
 returns void
 language plpgsql volatile security definer
@@ -144,6 +215,13 @@ begin
                       and m.group_id not like 'u:%') then
         raise exception 'principal % not found in any group you can read', set_member_role.principal_id
             using errcode = 'VN001';
+    end if;
+    if not vera.administers_principal(set_member_role.principal_id, set_member_role.group_id) then
+        raise exception 'permission denied: principal % is a member of groups here you do not administer at its role',
+            set_member_role.principal_id using errcode = '42501';
+    end if;
+    if role < 'owner' then
+        perform vera.keep_an_owner(set_member_role.group_id, set_member_role.principal_id);
     end if;
     insert into vera.memberships as m (group_id, principal_id, role, granted_by)
     values (set_member_role.group_id, set_member_role.principal_id, role, vera.current_principal())
@@ -169,6 +247,8 @@ declare
     removed_role vera.member_role;
 begin
     perform vera.require_role(remove_member.group_id, 'admin');
+    -- the group's owner rows first, then the member's, as set_member_role does
+    perform vera.keep_an_owner(remove_member.group_id, remove_member.principal_id);
     select m.role into removed_role from vera.memberships m
      where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id
        for update;
@@ -180,11 +260,6 @@ begin
     end if;
     if removed_role = 'owner' then
         perform vera.require_role(remove_member.group_id, 'owner');
-        if not exists (select from vera.memberships m
-                        where m.group_id = remove_member.group_id and m.role = 'owner'
-                          and m.principal_id <> remove_member.principal_id) then
-            raise exception 'cannot remove the last owner of %', remove_member.group_id using errcode = '42501';
-        end if;
     end if;
     delete from vera.memberships m
      where m.group_id = remove_member.group_id and m.principal_id = remove_member.principal_id;

@@ -21,23 +21,23 @@ begin
     insert into vera.api_keys (principal_id, prefix, key_sha256, name, expires_at)
     values (principal, new_prefix, pg_catalog.sha256(pg_catalog.convert_to(key, 'UTF8')), btrim(name), expires_at)
     returning api_keys.key_id into new_id;
+    insert into vera.api_key_usage (key_id) values (new_id);
     return query select new_id, new_prefix, key;
 end
 $$;
 comment on function vera.issue_api_key(uuid, text, timestamptz) is 'Internal: creates a key and returns it once';
 
 -- True when the caller may manage keys of the principal: its own, or a
--- service account that is a member of a group the caller administers.
+-- service account all of whose groups the caller administers, holding at
+-- least the account's role in each (a key must not lend the caller a role).
 create or replace function vera.may_manage_keys_of(principal uuid)
 returns boolean
 language sql stable security definer
 set search_path = vera, pg_temp
 as $$
     select principal = vera.current_principal()
-        or exists (select from vera.principals p
-                     join vera.memberships m on m.principal_id = p.principal_id
-                    where p.principal_id = principal and p.kind = 'service'
-                      and m.group_id = any (vera.administrable_groups()))
+        or (exists (select from vera.principals p where p.principal_id = principal and p.kind = 'service')
+            and vera.administers_principal(principal))
 $$;
 comment on function vera.may_manage_keys_of(uuid) is 'Internal: the caller may issue or revoke this principal''s keys';
 
@@ -68,7 +68,8 @@ $$;
 comment on function vera.create_api_key(text, timestamptz, uuid) is
     'Issues an API key for the caller or a service account it administers; the key is shown once';
 
--- Contract: revokes a key by id or prefix. Revocation is immediate and final.
+-- Contract: revokes a key by id or prefix. Revocation is immediate and final,
+-- and never waits for the key's users (their use is stamped in api_key_usage).
 create or replace function vera.revoke_api_key(key text)
 returns boolean
 language plpgsql volatile security definer
@@ -103,8 +104,9 @@ returns table (key_id uuid, prefix text, name text, created_at timestamptz,
 language sql stable security definer
 set search_path = vera, pg_temp
 as $$
-    select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, k.last_used_at
+    select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, u.last_used_at
     from vera.api_keys k
+    left join vera.api_key_usage u on u.key_id = k.key_id
     where k.principal_id = vera.require_principal()
     order by k.created_at
 $$;

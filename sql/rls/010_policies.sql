@@ -3,7 +3,8 @@
 --
 -- Knowledge tables: the caller's groups decide, nothing else. A definer
 -- function with a bug still cannot read or write another tenant's rows.
--- Identity tables (groups, principals, memberships, api_keys, auth_context)
+-- Identity tables (groups, principals, memberships, api_keys, api_key_usage,
+-- auth_context)
 -- and the audit log additionally let vera_owner through, because
 -- authentication must read them before any caller context exists.
 --
@@ -111,6 +112,11 @@ alter table vera.api_keys enable row level security;
 alter table vera.api_keys force row level security;
 drop policy if exists owner_manages on vera.api_keys;
 create policy owner_manages on vera.api_keys to vera_owner using (true) with check (true);
+
+alter table vera.api_key_usage enable row level security;
+alter table vera.api_key_usage force row level security;
+drop policy if exists owner_manages on vera.api_key_usage;
+create policy owner_manages on vera.api_key_usage to vera_owner using (true) with check (true);
 
 alter table vera.auth_context enable row level security;
 alter table vera.auth_context force row level security;

@@ -70,19 +70,29 @@ create table vera.api_keys (
     created_at    timestamptz not null default now(),
     expires_at    timestamptz,
     revoked_at    timestamptz,
-    last_used_at  timestamptz,
     constraint api_keys_expiry_after_creation check (expires_at is null or expires_at > created_at)
 );
 create index api_keys_principal_idx on vera.api_keys (principal_id);
 comment on table vera.api_keys is 'API keys, stored as SHA-256 only; prefix for lookup';
 
+-- When a key was last used, kept apart from the key: authenticating stamps it
+-- under a row lock held to the end of the caller's transaction, and a key's
+-- users must never stall its revocation, which updates vera.api_keys.
+create table vera.api_key_usage (
+    key_id        uuid primary key references vera.api_keys (key_id) on delete cascade,
+    last_used_at  timestamptz
+);
+comment on table vera.api_key_usage is 'Last use of each API key, apart from the key so that revoking never waits';
+
 -- Who the current transaction acts for. One row per backend, valid only for
--- the transaction that wrote it (matched on transaction start time), so it
+-- the transaction that wrote it (matched on its top-level transaction id,
+-- which writing the row assigns and which is never reused; not on the start
+-- time, which the transactions of one simple-query string share), so it
 -- behaves like a transaction-local setting that the caller cannot forge:
 -- nobody but the definer functions may write it, unlike a custom GUC.
 create unlogged table vera.auth_context (
     backend_pid   integer primary key,
-    xact_started  timestamptz not null,
+    xact_id       xid8 not null,
     principal_id  uuid not null,
     key_id        uuid,
     readable      text[] not null,

@@ -121,7 +121,9 @@ def status() -> None:
         if not server_status.running:
             return
     else:
-        click.echo(f"server:   external, {redact(database.app_dsn)}")
+        app_dsn = database.settings.db.dsn  # never the admin DSN (see Database.app_dsn)
+        shown = redact(app_dsn) if app_dsn else "VERA_DB__DSN is not set: applications cannot connect"
+        click.echo(f"server:   external, {shown}")
     runner = database.migration_runner()
     for state in runner.states():
         mark = "edited!" if state.edited else ("applied" if state.applied else "pending")
