@@ -3,6 +3,9 @@ and nothing stored."""
 
 from __future__ import annotations
 
+import psycopg
+import pytest
+
 from pg_tests.seed import World, caller
 
 
@@ -11,3 +14,53 @@ def test_lexical_query_runs_as_the_application_role(world: World) -> None:
         row = conn.execute("select vera.lexical_query('who owns ledger-db')::text").fetchone()
     assert row is not None
     assert "ledger" in row[0] and "owns" in row[0] and "'who'" in row[0]
+
+
+MEGABYTE = "x" * 1_000_000
+
+# (call, its arguments after the group, the code it must raise)
+PROVISIONING = [
+    ("create_principal", "select vera.create_principal(%s, 'user', 'Eve', 'member', %s)",
+     [MEGABYTE + "@example.com"], "22001"),
+    ("create_principal", "select vera.create_principal(%s, 'user', %s)", [None], "22023"),
+    ("create_principal", "select vera.create_principal(%s, 'user', %s)", ["n" * 4001], "22001"),
+    ("create_principal", "select vera.create_principal(%s, 'user', 'Eve', %s)", [None], "22023"),
+    ("create_principal", "select vera.create_principal(%s, %s, 'Eve')", [None], "22023"),
+    ("create_principal", "select vera.create_principal(%s, 'user', 'Eve', 'member', %s)", ["no-at-sign"],
+     "22023"),
+    ("create_group", "select vera.create_group(%s, 'workspace', %s)", ["n" * 4001], "22001"),
+    ("create_api_key", "select vera.create_api_key(%s)", ["n" * 4001], "22001"),
+    ("set_member_role", "select vera.set_member_role(%s, %s, %s)", ["viewer", None], "22023"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("function", "sql", "args", "code"),
+    PROVISIONING,
+    ids=[f"{case[0]}-{i}" for i, case in enumerate(PROVISIONING)],
+)
+def test_provisioning_refuses_bad_values_with_veras_code(
+    world: World, function: str, sql: str, args: list[object], code: str
+) -> None:
+    params = [world.a.viewer if a == "viewer" else a for a in args]
+    if function != "create_api_key":
+        params = [world.a.organisation, *params]
+    with caller(world.db, world.a.owner_key) as conn:
+        before = _counts(conn)
+        conn.execute("savepoint before_call")
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute(sql, params)
+        conn.execute("rollback to savepoint before_call")
+        assert raised.value.sqlstate == code, raised.value
+        message = raised.value.diag.message_primary or ""
+        assert "\n" not in message and len(message) < 300
+        assert _counts(conn) == before
+
+
+def _counts(conn: psycopg.Connection) -> tuple[object, ...]:
+    row = conn.execute(
+        "select (select count(*) from vera.principals), (select count(*) from vera.groups), "
+        "(select count(*) from vera.memberships), (select count(*) from vera.audit_log)"
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
