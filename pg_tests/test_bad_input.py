@@ -64,3 +64,44 @@ def _counts(conn: psycopg.Connection) -> tuple[object, ...]:
     ).fetchone()
     assert row is not None
     return tuple(row)
+
+
+# A 1 MB argument in each place (%(big)s), as the owner of organisation A (%(org)s).
+ECHOING_CALLS = {
+    "source_cursor/group_id": "select vera.source_cursor(%(big)s, gen_random_uuid())",
+    "list_sources/group": "select vera.list_sources(%(big)s)",
+    "revoke_api_key/key": "select vera.revoke_api_key(%(big)s)",
+    "set_setting/name": "select vera.set_setting(%(org)s, %(big)s, '1')",
+    "set_setting/value": "select vera.set_setting(%(org)s, 'ranking.calibration_min_samples', to_jsonb(%(big)s::text))",
+    "register_source/kind": "select vera.register_source(%(org)s, %(big)s, 'wiki', 1)",
+    "declare_predicate/name": "select vera.declare_predicate(%(org)s, '!' || %(big)s)",
+    "review_claim/decision": "select vera.review_claim(%(org)s, gen_random_uuid(), %(big)s, null)",
+    "review_passage/decision": "select vera.review_passage(%(org)s, gen_random_uuid(), %(big)s, null)",
+    "drop_snapshot/name": "select vera.drop_snapshot(%(org)s, %(big)s)",
+    "search_snapshot/snapshot": "select * from vera.search_snapshot(%(org)s, %(big)s, 'q')",
+    "search/groups": "select * from vera.search('q', groups => array[%(big)s])",
+    "publish_claims/predicate": (
+        "select * from vera.publish_claims(%(org)s, null, "
+        "jsonb_build_array(jsonb_build_object('subject', 's', 'predicate', '!' || %(big)s, 'object', 'o')))"
+    ),
+    "publish_claims/embedding": (
+        "select * from vera.publish_claims(%(org)s, null, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'embedding', %(big)s::text)), 'm')"
+    ),
+    "search/weights": "select * from vera.search('q', weights => jsonb_build_object(%(big)s::text, 1))",
+    "calibrate_weights/group": "select * from vera.calibrate_weights(%(big)s)",
+}
+
+
+@pytest.mark.parametrize("call", list(ECHOING_CALLS))
+def test_a_huge_argument_gives_a_short_message(world: World, call: str) -> None:
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute(ECHOING_CALLS[call], {"big": MEGABYTE, "org": world.a.organisation})  # type: ignore[arg-type]
+    error = raised.value
+    # refused by VERA's checks, not by a mistake in the call
+    assert (error.sqlstate is not None and error.sqlstate[:2] != "42") or error.sqlstate == "42501", error
+    shown = "".join(
+        part or ""
+        for part in (error.diag.message_primary, error.diag.message_detail, error.diag.message_hint)
+    )
+    assert len(shown.encode()) < 500, (error.sqlstate, shown[:300])

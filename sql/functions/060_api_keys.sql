@@ -86,7 +86,7 @@ begin
      where k.prefix = key or k.key_id::text = key
      for update;
     if not found or not vera.may_manage_keys_of(target.principal_id) then
-        raise exception 'API key % not found', key using errcode = 'VN001';
+        raise exception 'API key % not found', vera.shown(key) using errcode = 'VN001';
     end if;
     if target.revoked_at is not null then
         return false;

@@ -61,7 +61,7 @@ begin
         raise exception 'every fact needs a vector (got null)' using errcode = '22023';
     end if;
     if cardinality(dims) > 1 then
-        raise exception 'fact embeddings of different dimensions in one call: %', dims using errcode = 'VE001';
+        raise exception 'fact embeddings of different dimensions in one call: %', vera.shown(dims::text) using errcode = 'VE001';
     end if;
     perform vera.pin_embedding(set_fact_embeddings.group_id, embedding_model, dims[1]);
     update vera.facts f

@@ -22,7 +22,7 @@ begin
     end if;
     if register_source.kind is null or register_source.kind !~ '^[a-z][a-z0-9_]{0,39}$' then
         raise exception 'source kind must be a lower-case identifier (markdown, jira, ...), not %',
-            coalesce(register_source.kind, 'null') using errcode = '22023';
+            coalesce(vera.shown(register_source.kind), 'null') using errcode = '22023';
     end if;
     if coalesce(btrim(register_source.name), '') = '' or char_length(register_source.name) > 200 then
         raise exception 'source name must be 1 to 200 characters' using errcode = '22023';
@@ -63,7 +63,7 @@ begin
     select * into found_source from vera.sources s
      where s.group_id = target_group and s.source_id = target_source;
     if not found then
-        raise exception 'unknown source % in group %', target_source, target_group using errcode = 'VN001';
+        raise exception 'unknown source % in group %', target_source, vera.shown(target_group) using errcode = 'VN001';
     end if;
     return found_source;
 end
@@ -135,7 +135,7 @@ begin
     select * into found_episode from vera.episodes e
      where e.group_id = target_group and e.episode_id = target_episode;
     if not found then
-        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
+        raise exception 'unknown episode % in group %', target_episode, vera.shown(target_group) using errcode = 'VN001';
     end if;
     if found_episode.status = 'retracted' then
         raise exception 'episode % was retracted', target_episode using errcode = '22023';
