@@ -6,7 +6,9 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from pg_tests.searching import DIM, MODEL
 from pg_tests.seed import World, caller
+from pg_tests.writes import record_episode, register_source
 
 
 def test_lexical_query_runs_as_the_application_role(world: World) -> None:
@@ -57,10 +59,15 @@ def test_provisioning_refuses_bad_values_with_veras_code(
         assert _counts(conn) == before
 
 
+STORED = (
+    "principals", "groups", "memberships", "audit_log", "sources", "episodes", "chunks", "facts",
+    "entities", "predicates",
+)  # fmt: skip
+
+
 def _counts(conn: psycopg.Connection) -> tuple[object, ...]:
     row = conn.execute(
-        "select (select count(*) from vera.principals), (select count(*) from vera.groups), "
-        "(select count(*) from vera.memberships), (select count(*) from vera.audit_log)"
+        "select " + ", ".join(f"(select count(*) from vera.{table})" for table in STORED)  # type: ignore[arg-type]
     ).fetchone()
     assert row is not None
     return tuple(row)
@@ -105,3 +112,129 @@ def test_a_huge_argument_gives_a_short_message(world: World, call: str) -> None:
         for part in (error.diag.message_primary, error.diag.message_detail, error.diag.message_hint)
     )
     assert len(shown.encode()) < 500, (error.sqlstate, shown[:300])
+
+
+@pytest.fixture(scope="module")
+def project(world: World) -> dict[str, object]:
+    """A project of tenant A with a tier-1 source and one episode, committed."""
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'bad input')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        source = register_source(conn, group, "wiki", 1)
+        episode, _, _ = record_episode(conn, group, source, "page", "content")
+        conn.commit()
+    return {"group": group, "source": source, "episode": episode}
+
+
+ZERO = "[" + ",".join(["0"] * DIM) + "]"
+SHA = "sha256('x'::bytea)"
+
+# Each refused with the code, nothing stored: %(group)s, %(source)s, %(episode)s, %(big)s (1 MB), %(zero)s.
+NONSENSE = {
+    "record_episode/observed_at infinity": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, observed_at => 'infinity')",
+        "22023",
+    ),
+    "record_episode/observed_at -infinity": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, observed_at => '-infinity')",
+        "22023",
+    ),
+    "record_episode/observed_at 4713 BC": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, observed_at => '4713-01-01 BC')",
+        "22023",
+    ),
+    "record_episode/observed_at 1899": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, observed_at => '1899-12-31')",
+        "22023",
+    ),
+    "record_episode/blank external_id": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, '   ', {SHA})",
+        "22023",
+    ),
+    "record_episode/uri": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, uri => %(big)s)",
+        "22001",
+    ),
+    "record_episode/title": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, title => %(big)s)",
+        "22001",
+    ),
+    "register_source/uri": (
+        "select vera.register_source(%(group)s, 'wiki', 'other', 1, uri => %(big)s)",
+        "22001",
+    ),
+    "retract_episode/reason": ("select vera.retract_episode(%(group)s, %(episode)s, %(big)s)", "22001"),
+    "erase_episode/reason": ("select vera.erase_episode(%(group)s, %(episode)s, %(big)s)", "22001"),
+    "retract_source/reason": ("select vera.retract_source(%(group)s, %(source)s, %(big)s)", "22001"),
+    "review_claim/note": (
+        "select * from vera.review_claim(%(group)s, gen_random_uuid(), 'approve', %(big)s)",
+        "22001",
+    ),
+    "review_passage/note": (
+        "select * from vera.review_passage(%(group)s, gen_random_uuid(), 'approve', %(big)s)",
+        "22001",
+    ),
+    "declare_predicate/description": (
+        "select vera.declare_predicate(%(group)s, 'owned by', 'multi', %(big)s)",
+        "22001",
+    ),
+    "publish_claims/zero embedding": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'embedding', %(zero)s::jsonb)), %(model)s)",
+        "VE002",
+    ),
+    "publish_claims/zero subject embedding": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'subject_embedding', %(zero)s::jsonb)), %(model)s)",
+        "VE002",
+    ),
+    "store_chunks/zero embedding": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'embedding', %(zero)s::jsonb)), %(model)s)",
+        "VE002",
+    ),
+    "set_fact_embeddings/zero": (
+        "select vera.set_fact_embeddings(%(group)s, array[gen_random_uuid()], array[%(zero)s::vector], %(model)s)",
+        "VE002",
+    ),
+    "search/zero query embedding": (
+        "select * from vera.search(null, %(zero)s::vector, groups => array[%(group)s])",
+        "22023",
+    ),
+    "search/zero query embedding with text": (
+        "select * from vera.search('owned', %(zero)s::vector, groups => array[%(group)s])",
+        "22023",
+    ),
+}
+
+
+@pytest.mark.parametrize("call", list(NONSENSE))
+def test_nonsense_is_refused_and_nothing_is_stored(
+    world: World, project: dict[str, object], call: str
+) -> None:
+    sql, code = NONSENSE[call]
+    params = {**project, "big": MEGABYTE, "zero": ZERO, "model": MODEL}
+    with caller(world.db, world.a.owner_key) as conn:
+        before = _counts(conn)
+        conn.execute("savepoint before_call")
+        with pytest.raises(psycopg.Error) as raised:
+            conn.execute(sql, params)  # type: ignore[arg-type]
+        conn.execute("rollback to savepoint before_call")
+        assert raised.value.sqlstate == code, raised.value
+        assert len((raised.value.diag.message_primary or "").encode()) < 500
+        assert _counts(conn) == before
+
+
+@pytest.mark.parametrize("observed_at", ["1900-01-01 00:00+00", "1970-01-01", "2026-06-01 12:00+02"])
+def test_sane_observation_times_are_accepted(
+    world: World, project: dict[str, object], observed_at: str
+) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        row = conn.execute(
+            f"select created from vera.record_episode(%(group)s, %(source)s, 'dated', {SHA}, "
+            "observed_at => %(at)s::timestamptz, uri => %(uri)s)",
+            {**project, "at": observed_at, "uri": "https://example.com/" + "p" * 1900},
+        ).fetchone()
+        assert row == (True,)

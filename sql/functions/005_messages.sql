@@ -19,4 +19,19 @@ comment on function vera.shown(text, integer) is
 
 grant execute on function vera.shown(text, integer) to public;
 
+-- Refuses a text over its documented limit with 22001, naming the argument.
+create or replace function vera.check_length(value text, what text, max_chars integer)
+returns void
+language plpgsql immutable parallel safe
+set search_path = vera, pg_temp
+as $$
+begin
+    if char_length(value) > max_chars then
+        raise exception '% is % characters; at most %', what, char_length(value), max_chars using errcode = '22001';
+    end if;
+end
+$$;
+comment on function vera.check_length(text, text, integer) is
+    'Internal: refuses a text over its limit (22001)';
+
 reset role;

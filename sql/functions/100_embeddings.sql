@@ -85,6 +85,10 @@ begin
     if cardinality(dims) > 1 then
         raise exception '% embeddings of different dimensions in one call: %', what, vera.shown(dims::text) using errcode = 'VE001';
     end if;
+    if exists (select from unnest(parsed) p where p is not null and public.vector_norm(p) = 0) then
+        raise exception 'an all-zero % embedding has no direction (cosine distance is undefined)', what
+            using errcode = 'VE002';
+    end if;
     dim := dims[1];
 end
 $$;

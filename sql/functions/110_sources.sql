@@ -16,6 +16,7 @@ declare
     registered uuid;
 begin
     perform vera.require_role(register_source.group_id, 'admin');
+    perform vera.check_length(register_source.uri, 'uri', 2000);
     if register_source.trust_tier is null or register_source.trust_tier not between 1 and 4 then
         raise exception 'trust_tier must be 1 (authoritative), 2 (curated), 3 (informational) or 4 (unverified), not %',
             coalesce(register_source.trust_tier::text, 'null') using errcode = '22023';
@@ -93,9 +94,16 @@ begin
         raise exception 'source % was retracted at %; register it again to ingest from it', src.name, src.retracted_at
             using errcode = '22023';
     end if;
-    if coalesce(record_episode.external_id, '') = '' or char_length(record_episode.external_id) > 2000 then
-        raise exception 'external_id must be 1 to 2000 characters' using errcode = '22023';
+    if coalesce(btrim(record_episode.external_id), '') = '' or char_length(record_episode.external_id) > 2000 then
+        raise exception 'external_id must be 1 to 2000 characters, not blank' using errcode = '22023';
     end if;
+    if not isfinite(record_episode.observed_at) or record_episode.observed_at < '1900-01-01 00:00+00'
+       or record_episode.observed_at > now() + interval '100 years' then
+        raise exception 'observed_at must be a finite time from 1900 to 100 years ahead, got %',
+            record_episode.observed_at using errcode = '22023';
+    end if;
+    perform vera.check_length(record_episode.uri, 'uri', 2000);
+    perform vera.check_length(record_episode.title, 'title', 2000);
     if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
         raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
     end if;

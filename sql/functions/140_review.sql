@@ -47,6 +47,7 @@ declare
     same_scope boolean;
 begin
     perform vera.require_role(review_claim.group_id, 'admin');
+    perform vera.check_length(review_claim.note, 'note', 2000);
     if review_claim.decision is null or review_claim.decision not in ('approve', 'reject') then
         raise exception 'decision must be approve or reject, not %', coalesce(vera.shown(review_claim.decision), 'null')
             using errcode = '22023';
@@ -190,6 +191,7 @@ declare
     passage vera.chunks;
 begin
     perform vera.require_role(review_passage.group_id, 'admin');
+    perform vera.check_length(review_passage.note, 'note', 2000);
     if review_passage.decision is null or review_passage.decision not in ('approve', 'reject') then
         raise exception 'decision must be approve or reject, not %', coalesce(vera.shown(review_passage.decision), 'null')
             using errcode = '22023';

@@ -26,6 +26,7 @@ declare
     erased record;
     cleanup_job bigint;
 begin
+    perform vera.check_length(reason, 'reason', 2000);
     -- the facts drawn from the episodes, and proposals made from them
     with gone as (
         update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())

@@ -505,6 +505,10 @@ begin
     if coalesce(btrim(query), '') = '' and query_embedding is null then
         raise exception 'search needs a query text or a query embedding' using errcode = '22023';
     end if;
+    if public.vector_norm(query_embedding) = 0 then
+        raise exception 'an all-zero query embedding has no direction (cosine distance is undefined)'
+            using errcode = '22023';
+    end if;
     if char_length(query) > 4000 then
         raise exception 'query is % characters; at most 4000', char_length(query) using errcode = '22001';
     end if;
