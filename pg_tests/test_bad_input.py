@@ -97,6 +97,11 @@ ECHOING_CALLS = {
     ),
     "search/weights": "select * from vera.search('q', weights => jsonb_build_object(%(big)s::text, 1))",
     "calibrate_weights/group": "select * from vera.calibrate_weights(%(big)s)",
+    "record_feedback/vote": "select * from vera.record_feedback('fact', gen_random_uuid(), 'q', %(big)s)",
+    "authenticate/key": "select vera.authenticate(%(big)s)",
+    "store_chunks/group": "select * from vera.store_chunks(%(big)s, gen_random_uuid(), '[]')",
+    "create_snapshot/name": "select * from vera.create_snapshot(%(org)s, %(big)s)",
+    "set_member_role/group": "select vera.set_member_role(%(big)s, gen_random_uuid(), 'member')",
 }
 
 

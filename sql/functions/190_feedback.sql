@@ -25,7 +25,7 @@ begin
     end if;
     vote_sign := case lower(btrim(coalesce(vote, ''))) when 'up' then 1 when 'down' then -1 end;
     if vote_sign is null then
-        raise exception 'vote must be ''up'' or ''down'', got %', coalesce(quote_literal(vote), 'null')
+        raise exception 'vote must be ''up'' or ''down'', got %', coalesce(vera.shown(quote_literal(vote)), 'null')
             using errcode = '22023';
     end if;
     normalised_query := regexp_replace(lower(btrim(coalesce(query, ''))), '\s+', ' ', 'g');
