@@ -166,6 +166,19 @@ NONSENSE = {
         f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, title => %(big)s)",
         "22001",
     ),
+    "record_episode/object_key": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, object_key => %(big)s)",
+        "22001",
+    ),
+    "record_episode/mime": (
+        f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, mime => %(big)s)",
+        "22001",
+    ),
+    "store_chunks/heading": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'heading', %(big)s::text)))",
+        "22001",
+    ),
     "register_source/uri": (
         "select vera.register_source(%(group)s, 'wiki', 'other', 1, uri => %(big)s)",
         "22001",

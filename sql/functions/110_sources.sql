@@ -104,6 +104,8 @@ begin
     end if;
     perform vera.check_length(record_episode.uri, 'uri', 2000);
     perform vera.check_length(record_episode.title, 'title', 2000);
+    perform vera.check_length(record_episode.object_key, 'object_key', 2000);
+    perform vera.check_length(record_episode.mime, 'mime', 200);
     if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
         raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
     end if;
@@ -202,6 +204,7 @@ begin
                when jsonb_typeof(c) <> 'object' then 'not a JSON object'
                when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
                when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters'
+               when char_length(c ->> 'heading') > 2000 then 'heading is over 2000 characters'
                when coalesce(jsonb_typeof(c -> 'char_start'), 'number') not in ('number', 'null')
                     or coalesce(jsonb_typeof(c -> 'char_end'), 'number') not in ('number', 'null')
                     or (c ->> 'char_start') !~ '^[0-9]{1,9}$' or (c ->> 'char_end') !~ '^[0-9]{1,9}$'
@@ -211,7 +214,7 @@ begin
      order by i limit 1;
     if problem is not null then
         raise exception '%', problem
-            using errcode = case when problem like '%over 20000%' then '22001' else '22023' end;
+            using errcode = case when problem like '% is over % characters' then '22001' else '22023' end;
     end if;
     select * into vectors from vera.parse_vectors(
         (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)
