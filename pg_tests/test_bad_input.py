@@ -221,6 +221,14 @@ NONSENSE = {
         "select * from vera.search(null, %(zero)s::vector, groups => array[%(group)s])",
         "22023",
     ),
+    "search_snapshot/zero query embedding": (
+        "select * from vera.search_snapshot(%(group)s, 'any', null, %(zero)s::vector)",
+        "22023",
+    ),
+    "record_feedback/zero query embedding": (
+        "select * from vera.record_feedback('fact', gen_random_uuid(), 'q', 'up', %(zero)s::vector)",
+        "22023",
+    ),
     "search/zero query embedding with text": (
         "select * from vera.search('owned', %(zero)s::vector, groups => array[%(group)s])",
         "22023",
