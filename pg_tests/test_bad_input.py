@@ -31,6 +31,7 @@ PROVISIONING = [
     ("create_principal", "select vera.create_principal(%s, 'user', 'Eve', 'member', %s)", ["no-at-sign"],
      "22023"),
     ("create_group", "select vera.create_group(%s, 'workspace', %s)", ["n" * 4001], "22001"),
+    ("create_group", "select vera.create_group(%s, %s, 'Platform')", [None], "22023"),
     ("create_api_key", "select vera.create_api_key(%s)", ["n" * 4001], "22001"),
     ("set_member_role", "select vera.set_member_role(%s, %s, %s)", ["viewer", None], "22023"),
 ]  # fmt: skip

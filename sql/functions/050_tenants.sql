@@ -83,7 +83,7 @@ declare
     new_id text;
 begin
     perform vera.require_role(create_group.parent_group_id, 'admin');
-    if create_group.kind not in ('workspace', 'project') then
+    if create_group.kind is null or create_group.kind not in ('workspace', 'project') then
         raise exception 'only workspaces and projects can be created inside a group, not %', create_group.kind
             using errcode = '22023';
     end if;
