@@ -209,6 +209,21 @@ NONSENSE = {
         "'subject', 's', 'predicate', 'p', 'object', 'o', 'subject_embedding', %(zero)s::jsonb)), %(model)s)",
         "VE002",
     ),
+    "publish_claims/valid_from infinity": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_from', 'infinity')))",
+        "22023",
+    ),
+    "publish_claims/valid_from 4713 BC": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_from', '4713-01-01 BC')))",
+        "22023",
+    ),
+    "publish_claims/valid_to infinity": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_to', 'infinity')))",
+        "22023",
+    ),
     "store_chunks/zero embedding": (
         "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
         "'text', 't', 'embedding', %(zero)s::jsonb)), %(model)s)",
