@@ -208,3 +208,39 @@ def test_another_tenant_never_sees_a_groups_weights(world: World, group: str) ->
         with caller(world.db, world.a.owner_key) as conn:
             conn.execute("select vera.reset_weights(%s)", (group,))
             conn.commit()
+
+
+@pytest.mark.parametrize(
+    ("up", "down"),
+    [
+        # one signal separates, by a gap whose 6-digit rounding goes up (the reported 1.000008)
+        ([0.5, 0.5, 0.5, 0.5, 0.6234567, 0.5], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
+        ([0.5, 0.5, 0.5, 0.5, 0.5000045, 0.5], [0.5, 0.5, 0.5, 0.5, 0.4999999, 0.5]),
+        # several separate by gaps that all round up
+        ([0.1234567, 0.2345678, 0.3456789, 0.5, 0.5, 0.5], [0.0, 0.0, 0.0, 0.6, 0.6, 0.6]),
+        ([0.3333337, 0.3333337, 0.3333337, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 0.1, 0.1, 0.1]),
+    ],
+)
+def test_calibrated_weights_stay_in_range_and_sum_to_one(
+    world: World, group: str, up: list[float], down: list[float]
+) -> None:
+    _forget_votes(world, group)
+    try:
+        with world.db.admin() as admin:
+            for vote, signals in ((1, up), (-1, down)):
+                admin.execute(
+                    "insert into vera.feedback (group_id, principal_id, item_kind, item_id, query_text, "
+                    "query_sha256, vote, signals) values (%s, %s, 'fact', gen_random_uuid(), 'q', "
+                    "sha256(gen_random_uuid()::text::bytea), %s, %s::real[])",
+                    (group, world.a.owner, vote, signals),
+                )
+        with caller(world.db, world.a.owner_key) as conn:
+            kept = _calibrate(conn, group, 1)
+            assert kept["persisted"] is True
+            names = list(kept["separation"])
+            assert all(0 <= kept["weights"][name] <= 1 for name in names)
+            assert sum(kept["weights"][name] for name in names) == pytest.approx(1.0, abs=1e-5)
+            active = conn.execute("select vera.active_weights(%s)", (group,)).fetchone()[0]  # type: ignore[index]
+            assert all(0 <= active[name] <= 1 for name in names)
+    finally:
+        _forget_votes(world, group)

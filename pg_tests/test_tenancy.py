@@ -375,6 +375,8 @@ ISOLATION_TESTED = {
     "search_version()": "test_snapshots (pure)",
     "default_weights()": "test_search (pure)",
     "lexical_query(text)": "test_search (pure)",
+    "search_stopwords()": "test_bad_input (pure)",
+    "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
     "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,double precision,double precision,integer)": "test_search",
     "record_feedback(vera.item_kind,uuid,text,text,vector,timestamp with time zone,text[],text)": "test_feedback",

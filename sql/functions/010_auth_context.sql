@@ -96,7 +96,7 @@ begin
             when 'member' then vera.writable_groups()
             else vera.administrable_groups() end)
        or (min_role = 'owner' and vera.role_in(target_group) < 'owner') then
-        raise exception 'permission denied: % role required in group %', min_role, coalesce(target_group, '(none)')
+        raise exception 'permission denied: % role required in group %', min_role, coalesce(vera.shown(target_group), '(none)')
             using errcode = '42501';
     end if;
 end

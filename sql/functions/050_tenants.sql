@@ -14,6 +14,21 @@ declare
     personal text := vera.new_group_id('personal');
     principal uuid;
 begin
+    if kind is null then
+        raise exception 'principal kind must be given' using errcode = '22023';
+    end if;
+    if coalesce(btrim(display_name), '') = '' then
+        raise exception 'display_name must not be empty' using errcode = '22023';
+    end if;
+    if char_length(btrim(display_name)) > 200 then
+        raise exception 'display_name is over 200 characters' using errcode = '22001';
+    end if;
+    if char_length(btrim(email)) > 320 then
+        raise exception 'email is over 320 characters' using errcode = '22001';
+    end if;
+    if nullif(btrim(email), '') !~ '^[^@\s]+@[^@\s]+$' then
+        raise exception 'email % is not an address', vera.shown(email) using errcode = '22023';
+    end if;
     insert into vera.groups (group_id, kind, name)
     values (personal, 'personal', 'personal: ' || btrim(display_name));
     insert into vera.principals (kind, display_name, email, personal_group_id)
@@ -68,7 +83,7 @@ declare
     new_id text;
 begin
     perform vera.require_role(create_group.parent_group_id, 'admin');
-    if create_group.kind not in ('workspace', 'project') then
+    if create_group.kind is null or create_group.kind not in ('workspace', 'project') then
         raise exception 'only workspaces and projects can be created inside a group, not %', create_group.kind
             using errcode = '22023';
     end if;
@@ -79,6 +94,9 @@ begin
     end if;
     if coalesce(btrim(create_group.name), '') = '' then
         raise exception 'group name must not be empty' using errcode = '22023';
+    end if;
+    if char_length(btrim(create_group.name)) > 200 then
+        raise exception 'group name is over 200 characters' using errcode = '22001';
     end if;
     new_id := vera.new_group_id(create_group.kind);
     insert into vera.groups (group_id, kind, parent_group_id, name)
@@ -174,6 +192,9 @@ declare
     new_id uuid;
 begin
     perform vera.require_role(create_principal.group_id, 'admin');
+    if role is null then
+        raise exception 'role must be given' using errcode = '22023';
+    end if;
     if role > vera.role_in(create_principal.group_id) then
         raise exception 'cannot grant % in % while holding %', role, create_principal.group_id,
             vera.role_in(create_principal.group_id) using errcode = '42501';
@@ -205,6 +226,9 @@ set search_path = vera, pg_temp
 as $$
 begin
     perform vera.require_role(set_member_role.group_id, 'admin');
+    if role is null then
+        raise exception 'role must be given' using errcode = '22023';
+    end if;
     if role > vera.role_in(set_member_role.group_id) then
         raise exception 'cannot grant % in % while holding %', role, set_member_role.group_id,
             vera.role_in(set_member_role.group_id) using errcode = '42501';

@@ -15,6 +15,9 @@ begin
     if coalesce(btrim(name), '') = '' then
         raise exception 'API key name must not be empty' using errcode = '22023';
     end if;
+    if char_length(btrim(name)) > 200 then
+        raise exception 'API key name is over 200 characters' using errcode = '22001';
+    end if;
     if expires_at is not null and expires_at <= now() then
         raise exception 'API key expiry % is not in the future', expires_at using errcode = '22023';
     end if;
@@ -84,7 +87,7 @@ begin
      where k.prefix = key or k.key_id::text = key
      for update;
     if not found or not vera.may_manage_keys_of(target.principal_id) then
-        raise exception 'API key % not found', key using errcode = 'VN001';
+        raise exception 'API key % not found', vera.shown(key) using errcode = 'VN001';
     end if;
     if target.revoked_at is not null then
         return false;

@@ -50,7 +50,7 @@ declare
 begin
     perform vera.require_role(set_setting.group_id, 'admin');
     if fallback is null then
-        raise exception 'unknown setting %', set_setting.name using errcode = '22023';
+        raise exception 'unknown setting %', vera.shown(set_setting.name) using errcode = '22023';
     end if;
     if value is null then
         delete from vera.group_settings s where s.group_id = set_setting.group_id and s.name = set_setting.name;
@@ -62,7 +62,7 @@ begin
                or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400))
            or (set_setting.name = 'ranking.calibration_min_samples'
                and (value::float8 < 1 or value::float8 > 1000000 or value::float8 <> trunc(value::float8))) then
-            raise exception 'invalid value % for setting % (default %)', value, set_setting.name, fallback
+            raise exception 'invalid value % for setting % (default %)', vera.shown(value::text), set_setting.name, fallback
                 using errcode = '22023';
         end if;
         insert into vera.group_settings as s (group_id, name, value, updated_by)

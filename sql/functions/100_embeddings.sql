@@ -53,7 +53,7 @@ begin
         perform vera.ensure_vector_indexes(dim);
     elsif pinned.embedding_model <> model or pinned.embedding_dim <> dim then
         raise exception 'group % is pinned to embedding model % (% dimensions); got % (% dimensions)',
-            target_group, pinned.embedding_model, pinned.embedding_dim, model, dim using errcode = 'VE001';
+            target_group, pinned.embedding_model, pinned.embedding_dim, vera.shown(model), dim using errcode = 'VE001';
     end if;
 end
 $$;
@@ -79,11 +79,15 @@ begin
           into parsed, dims
           from jsonb_array_elements(vectors) with ordinality as e(v, i);
     exception when data_exception or invalid_text_representation then
-        raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, sqlerrm
+        raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, vera.shown(sqlerrm)
             using errcode = 'VE002';
     end;
     if cardinality(dims) > 1 then
-        raise exception '% embeddings of different dimensions in one call: %', what, dims using errcode = 'VE001';
+        raise exception '% embeddings of different dimensions in one call: %', what, vera.shown(dims::text) using errcode = 'VE001';
+    end if;
+    if exists (select from unnest(parsed) p where p is not null and public.vector_norm(p) = 0) then
+        raise exception 'an all-zero % embedding has no direction (cosine distance is undefined)', what
+            using errcode = 'VE002';
     end if;
     dim := dims[1];
 end

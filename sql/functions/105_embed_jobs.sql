@@ -61,7 +61,11 @@ begin
         raise exception 'every fact needs a vector (got null)' using errcode = '22023';
     end if;
     if cardinality(dims) > 1 then
-        raise exception 'fact embeddings of different dimensions in one call: %', dims using errcode = 'VE001';
+        raise exception 'fact embeddings of different dimensions in one call: %', vera.shown(dims::text) using errcode = 'VE001';
+    end if;
+    if exists (select from unnest(embeddings) e where public.vector_norm(e) = 0) then
+        raise exception 'an all-zero fact embedding has no direction (cosine distance is undefined)'
+            using errcode = 'VE002';
     end if;
     perform vera.pin_embedding(set_fact_embeddings.group_id, embedding_model, dims[1]);
     -- the writers' lock order: histories before fact rows (a retraction of the same episode

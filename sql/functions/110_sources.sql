@@ -16,13 +16,14 @@ declare
     registered uuid;
 begin
     perform vera.require_role(register_source.group_id, 'admin');
+    perform vera.check_length(register_source.uri, 'uri', 2000);
     if register_source.trust_tier is null or register_source.trust_tier not between 1 and 4 then
         raise exception 'trust_tier must be 1 (authoritative), 2 (curated), 3 (informational) or 4 (unverified), not %',
             coalesce(register_source.trust_tier::text, 'null') using errcode = '22023';
     end if;
     if register_source.kind is null or register_source.kind !~ '^[a-z][a-z0-9_]{0,39}$' then
         raise exception 'source kind must be a lower-case identifier (markdown, jira, ...), not %',
-            coalesce(register_source.kind, 'null') using errcode = '22023';
+            coalesce(vera.shown(register_source.kind), 'null') using errcode = '22023';
     end if;
     if coalesce(btrim(register_source.name), '') = '' or char_length(register_source.name) > 200 then
         raise exception 'source name must be 1 to 200 characters' using errcode = '22023';
@@ -63,7 +64,7 @@ begin
     select * into found_source from vera.sources s
      where s.group_id = target_group and s.source_id = target_source;
     if not found then
-        raise exception 'unknown source % in group %', target_source, target_group using errcode = 'VN001';
+        raise exception 'unknown source % in group %', target_source, vera.shown(target_group) using errcode = 'VN001';
     end if;
     return found_source;
 end
@@ -93,9 +94,18 @@ begin
         raise exception 'source % was retracted at %; register it again to ingest from it', src.name, src.retracted_at
             using errcode = '22023';
     end if;
-    if coalesce(record_episode.external_id, '') = '' or char_length(record_episode.external_id) > 2000 then
-        raise exception 'external_id must be 1 to 2000 characters' using errcode = '22023';
+    if coalesce(btrim(record_episode.external_id), '') = '' or char_length(record_episode.external_id) > 2000 then
+        raise exception 'external_id must be 1 to 2000 characters, not blank' using errcode = '22023';
     end if;
+    if not isfinite(record_episode.observed_at) or record_episode.observed_at < '1900-01-01 00:00+00'
+       or record_episode.observed_at > now() + interval '100 years' then
+        raise exception 'observed_at must be a finite time from 1900 to 100 years ahead, got %',
+            record_episode.observed_at using errcode = '22023';
+    end if;
+    perform vera.check_length(record_episode.uri, 'uri', 2000);
+    perform vera.check_length(record_episode.title, 'title', 2000);
+    perform vera.check_length(record_episode.object_key, 'object_key', 2000);
+    perform vera.check_length(record_episode.mime, 'mime', 200);
     if record_episode.content_sha256 is null or octet_length(record_episode.content_sha256) <> 32 then
         raise exception 'content_sha256 must be the 32-byte SHA-256 of the record''s content' using errcode = '22023';
     end if;
@@ -137,7 +147,7 @@ begin
     select * into found_episode from vera.episodes e
      where e.group_id = target_group and e.episode_id = target_episode;
     if not found then
-        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
+        raise exception 'unknown episode % in group %', target_episode, vera.shown(target_group) using errcode = 'VN001';
     end if;
     if found_episode.status = 'retracted' then
         raise exception 'episode % was retracted', target_episode using errcode = '22023';
@@ -196,6 +206,7 @@ begin
                when jsonb_typeof(c) <> 'object' then 'not a JSON object'
                when coalesce(btrim(c ->> 'text'), '') = '' then 'text is empty'
                when char_length(c ->> 'text') > 20000 then 'text is over 20000 characters'
+               when char_length(c ->> 'heading') > 2000 then 'heading is over 2000 characters'
                when coalesce(jsonb_typeof(c -> 'char_start'), 'number') not in ('number', 'null')
                     or coalesce(jsonb_typeof(c -> 'char_end'), 'number') not in ('number', 'null')
                     or (c ->> 'char_start') !~ '^[0-9]{1,9}$' or (c ->> 'char_end') !~ '^[0-9]{1,9}$'
@@ -205,7 +216,7 @@ begin
      order by i limit 1;
     if problem is not null then
         raise exception '%', problem
-            using errcode = case when problem like '%over 20000%' then '22001' else '22023' end;
+            using errcode = case when problem like '% is over % characters' then '22001' else '22023' end;
     end if;
     select * into vectors from vera.parse_vectors(
         (select jsonb_agg(coalesce(c -> 'embedding', 'null') order by i)

@@ -18,7 +18,7 @@ as $$
 begin
     perform vera.require_principal();
     if list_sources.of_group is not null and vera.role_in(list_sources.of_group) is null then
-        raise exception 'group % is not readable by the caller', list_sources.of_group using errcode = '42501';
+        raise exception 'group % is not readable by the caller', vera.shown(list_sources.of_group) using errcode = '42501';
     end if;
     return query
     select s.group_id, s.source_id, s.kind, s.name, s.uri, s.trust_tier, s.config, s.created_at, s.retracted_at,

@@ -41,7 +41,7 @@ begin
             when coalesce(btrim(x.subject), '') = '' then 'subject is empty'
             when coalesce(btrim(x.predicate), '') = '' then 'predicate is empty'
             when pr.normalized is null
-                then format('predicate "%s" has no UPPER_SNAKE form (letters, digits, separators; at most 100)', x.predicate)
+                then format('predicate "%s" has no UPPER_SNAKE form (letters, digits, separators; at most 100)', vera.shown(x.predicate))
             when coalesce(btrim(x.object), '') = '' then 'object is empty'
             when char_length(x.subject) > 500 then 'subject is over 500 characters'
             when char_length(x.object) > 2000 then 'object is over 2000 characters'
@@ -49,6 +49,9 @@ begin
             when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
             when x.verification not in ('human_verified', 'auto', 'pending')
                 then 'verification must be human_verified, auto or pending'
+            when not isfinite(x.valid_from) or x.valid_from < '1900-01-01 00:00+00'
+                or not isfinite(x.valid_to) or x.valid_to < '1900-01-01 00:00+00'
+                then 'valid_from and valid_to must be finite times from 1900 (null: open)'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
              then '22001' else '22023' end as code) checks
@@ -58,7 +61,7 @@ begin
 exception when invalid_parameter_value or invalid_text_representation or invalid_datetime_format
                or datetime_field_overflow or numeric_value_out_of_range then
     -- a non-object element, or a field of the wrong type
-    return query select format('claims must be JSON objects with fields of the right types: %s', sqlerrm), '22023'::text;
+    return query select format('claims must be JSON objects with fields of the right types: %s', vera.shown(sqlerrm, 200)), '22023'::text;
 end
 $$;
 comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid claim of a batch, or nothing';
@@ -207,7 +210,7 @@ begin
         select w.claim, publish_claims.claims -> w.claim ->> 'chunk' as chunk into first_problem
           from unnest(work) w where w.chunk_id = '00000000-0000-0000-0000-000000000000' order by w.claim limit 1;
         if found then
-            raise exception 'claim %: chunk % is not a chunk of episode %', first_problem.claim, first_problem.chunk,
+            raise exception 'claim %: chunk % is not a chunk of episode %', first_problem.claim, vera.shown(first_problem.chunk),
                 publish_claims.episode_id using errcode = '22023';
         end if;
     end if;

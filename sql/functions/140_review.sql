@@ -47,8 +47,9 @@ declare
     same_scope boolean;
 begin
     perform vera.require_role(review_claim.group_id, 'admin');
+    perform vera.check_length(review_claim.note, 'note', 2000);
     if review_claim.decision is null or review_claim.decision not in ('approve', 'reject') then
-        raise exception 'decision must be approve or reject, not %', coalesce(review_claim.decision, 'null')
+        raise exception 'decision must be approve or reject, not %', coalesce(vera.shown(review_claim.decision), 'null')
             using errcode = '22023';
     end if;
     select * into claim from vera.facts f
@@ -91,7 +92,7 @@ begin
             or (f.proposed_for = review_claim.group_id and f.lifecycle = 'proposal'))
      for update;
     if not found then
-        raise exception 'no claim % is waiting for review in %', review_claim.fact_id, review_claim.group_id
+        raise exception 'no claim % is waiting for review in %', review_claim.fact_id, vera.shown(review_claim.group_id)
             using errcode = 'VN001';
     end if;
 
@@ -210,8 +211,9 @@ declare
     passage vera.chunks;
 begin
     perform vera.require_role(review_passage.group_id, 'admin');
+    perform vera.check_length(review_passage.note, 'note', 2000);
     if review_passage.decision is null or review_passage.decision not in ('approve', 'reject') then
-        raise exception 'decision must be approve or reject, not %', coalesce(review_passage.decision, 'null')
+        raise exception 'decision must be approve or reject, not %', coalesce(vera.shown(review_passage.decision), 'null')
             using errcode = '22023';
     end if;
     select * into passage from vera.chunks c
@@ -219,7 +221,7 @@ begin
        and vera.passage_waiting(c.group_id, c.chunk_id)
      for update;
     if not found then
-        raise exception 'no passage % is waiting for review in %', review_passage.chunk_id, review_passage.group_id
+        raise exception 'no passage % is waiting for review in %', review_passage.chunk_id, vera.shown(review_passage.group_id)
             using errcode = 'VN001';
     end if;
     update vera.chunks c

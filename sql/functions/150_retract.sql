@@ -26,6 +26,7 @@ declare
     erased record;
     cleanup_job bigint;
 begin
+    perform vera.check_length(reason, 'reason', 2000);
     -- lock order: the histories of every fact drawn from the episodes, all at once
     -- before any fact row is touched (as publishing does), so that retraction and
     -- publishing never wait on each other's rows (READ COMMITTED, VT001 otherwise)
@@ -113,7 +114,7 @@ as $$
 begin
     perform vera.require_role(target_group, 'admin');
     if not exists (select from vera.episodes e where e.group_id = target_group and e.episode_id = target_episode) then
-        raise exception 'unknown episode % in group %', target_episode, target_group using errcode = 'VN001';
+        raise exception 'unknown episode % in group %', target_episode, vera.shown(target_group) using errcode = 'VN001';
     end if;
     return vera.withdraw_episodes(target_group, array[target_episode], erase,
                                   case when erase then 'episode.erase' else 'episode.retract' end,

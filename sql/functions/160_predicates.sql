@@ -16,8 +16,9 @@ declare
     affected record;
 begin
     perform vera.require_role(declare_predicate.group_id, 'admin');
+    perform vera.check_length(declare_predicate.description, 'description', 2000);
     if normalized is null then
-        raise exception 'predicate % has no UPPER_SNAKE form', coalesce(declare_predicate.name, 'null')
+        raise exception 'predicate % has no UPPER_SNAKE form', coalesce(vera.shown(declare_predicate.name), 'null')
             using errcode = '22023';
     end if;
     insert into vera.predicates as p (group_id, name, cardinality, description)

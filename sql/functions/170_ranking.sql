@@ -45,12 +45,12 @@ begin
     end if;
     select k into unknown from jsonb_object_keys(weights) k where not k = any (signal_names || 'half_life'::text) limit 1;
     if unknown is not null then
-        raise exception 'unknown weight "%": the signals are %, plus half_life', unknown, array_to_string(signal_names, ', ')
+        raise exception 'unknown weight "%": the signals are %, plus half_life', vera.shown(unknown), array_to_string(signal_names, ', ')
             using errcode = '22023';
     end if;
     foreach signal in array signal_names loop
         if weights ? signal and (jsonb_typeof(weights -> signal) <> 'number' or (weights ->> signal)::float8 < 0) then
-            raise exception 'weight % must be a non-negative number, got %', signal, weights -> signal using errcode = '22023';
+            raise exception 'weight % must be a non-negative number, got %', signal, vera.shown((weights -> signal)::text) using errcode = '22023';
         end if;
         total := total + coalesce((weights ->> signal)::float8, 0);
     end loop;
@@ -63,7 +63,7 @@ begin
     begin
         half_life := coalesce(weights ->> 'half_life', '30 days')::interval;
     exception when others then
-        raise exception 'half_life must be an interval such as "30 days", got %', weights -> 'half_life'
+        raise exception 'half_life must be an interval such as "30 days", got %', vera.shown((weights -> 'half_life')::text)
             using errcode = '22023';
     end;
     if half_life < interval '1 second' then

@@ -485,7 +485,7 @@ begin
     end if;
     select g into unreadable from unnest(groups) g where g is null or not g = any (readable) limit 1;
     if found then
-        raise exception 'permission denied: cannot read group %', coalesce(unreadable, '(null)') using errcode = '42501';
+        raise exception 'permission denied: cannot read group %', coalesce(vera.shown(unreadable), '(null)') using errcode = '42501';
     end if;
     return array(select distinct g from unnest(groups) g);
 end
@@ -504,6 +504,10 @@ as $$
 begin
     if coalesce(btrim(query), '') = '' and query_embedding is null then
         raise exception 'search needs a query text or a query embedding' using errcode = '22023';
+    end if;
+    if public.vector_norm(query_embedding) = 0 then
+        raise exception 'an all-zero query embedding has no direction (cosine distance is undefined)'
+            using errcode = '22023';
     end if;
     if char_length(query) > 4000 then
         raise exception 'query is % characters; at most 4000', char_length(query) using errcode = '22001';
@@ -562,7 +566,7 @@ begin
      where g.group_id = any (targets) and g.embedding_dim is not null;
     if pins is not null and matching is null then
         raise exception 'query embedding is % (% dimensions), but the groups searched are pinned to %',
-            coalesce(vector_targets.embedding_model, 'of no named model'), dim, pins using errcode = 'VE001';
+            coalesce(vera.shown(vector_targets.embedding_model), 'of no named model'), dim, pins using errcode = 'VE001';
     end if;
     return coalesce(matching, '{}');
 end

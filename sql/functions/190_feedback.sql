@@ -25,7 +25,7 @@ begin
     end if;
     vote_sign := case lower(btrim(coalesce(vote, ''))) when 'up' then 1 when 'down' then -1 end;
     if vote_sign is null then
-        raise exception 'vote must be ''up'' or ''down'', got %', coalesce(quote_literal(vote), 'null')
+        raise exception 'vote must be ''up'' or ''down'', got %', coalesce(vera.shown(quote_literal(vote)), 'null')
             using errcode = '22023';
     end if;
     normalised_query := regexp_replace(lower(btrim(coalesce(query, ''))), '\s+', ' ', 'g');
@@ -77,8 +77,11 @@ declare
     signal_names constant text[] := array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence'];
     needed integer;
     stats record;
-    gap float8;
-    positive_total float8 := 0;
+    gap numeric;
+    positive_total numeric := 0;
+    share numeric;
+    shares numeric[] := '{}';
+    largest integer := 1;
     new_weights jsonb := '{}';
     gaps jsonb := '{}';
     i integer;
@@ -111,9 +114,12 @@ begin
         return next;
         return;
     end if;
+    -- the weights are computed from the rounded gaps they are shown with, in
+    -- numeric, and rounded to 6 digits; what rounding leaves over goes to the
+    -- largest, so they sum to exactly 1 and none leaves [0, 1]
     for i in 1 .. 6 loop
-        gap := stats.up_means[i] - stats.down_means[i];
-        gaps := gaps || jsonb_build_object(signal_names[i], round(gap::numeric, 6));
+        gap := round((stats.up_means[i] - stats.down_means[i])::numeric, 6);
+        gaps := gaps || jsonb_build_object(signal_names[i], gap);
         positive_total := positive_total + greatest(gap, 0);
     end loop;
     separation := gaps;
@@ -122,8 +128,15 @@ begin
         return;
     end if;
     for i in 1 .. 6 loop
-        new_weights := new_weights || jsonb_build_object(
-            signal_names[i], round((greatest((gaps ->> signal_names[i])::float8, 0) / positive_total)::numeric, 6));
+        shares := shares || round(greatest((gaps ->> signal_names[i])::numeric, 0) / positive_total, 6);
+        if shares[i] > shares[largest] then
+            largest := i;
+        end if;
+    end loop;
+    share := 1 - (select sum(x) from unnest(shares) x);
+    shares[largest] := shares[largest] + share;
+    for i in 1 .. 6 loop
+        new_weights := new_weights || jsonb_build_object(signal_names[i], shares[i]);
     end loop;
     weights := new_weights || jsonb_build_object(
         'half_life', vera.active_weights(calibrate_weights.group_id) ->> 'half_life');

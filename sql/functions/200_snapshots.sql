@@ -32,7 +32,7 @@ begin
         raise exception 'snapshot name must be 1 to 200 characters' using errcode = '22023';
     end if;
     if exists (select from vera.snapshots s where s.group_id = create_snapshot.group_id and s.name = btrim(create_snapshot.name)) then
-        raise exception 'group % already has a snapshot named %', create_snapshot.group_id, btrim(name)
+        raise exception 'group % already has a snapshot named %', create_snapshot.group_id, vera.shown(btrim(name))
             using errcode = '23505';
     end if;
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
@@ -41,7 +41,7 @@ begin
 
     insert into vera.snapshots as s (group_id, name, embedding_model, embedding_dim, search_version, weight_set_id,
                                      weights, created_at, created_by)
-    values (create_snapshot.group_id, btrim(name), pinned.embedding_model, pinned.embedding_dim, vera.search_version(),
+    values (create_snapshot.group_id, vera.shown(btrim(name)), pinned.embedding_model, pinned.embedding_dim, vera.search_version(),
             (weights ->> 'weight_set_id')::uuid, weights - 'weight_set_id', reference, caller)
     returning s.snapshot_id into snapshot;
 
@@ -142,7 +142,7 @@ begin
     delete from vera.snapshots s where s.group_id = drop_snapshot.group_id and s.name = btrim(drop_snapshot.name)
     returning s.snapshot_id into dropped;
     if dropped is null then
-        raise exception 'group % has no snapshot named %', drop_snapshot.group_id, name using errcode = 'VN001';
+        raise exception 'group % has no snapshot named %', drop_snapshot.group_id, vera.shown(name) using errcode = 'VN001';
     end if;
     perform vera.audit(drop_snapshot.group_id, 'snapshot.drop', 'snapshot', dropped::text,
                        jsonb_build_object('name', btrim(name)));
@@ -163,7 +163,7 @@ set search_path = vera, public, pg_temp
 as $$
 begin
     if not snapshot_candidates.group_id = any (vera.readable_groups()) then
-        raise exception 'permission denied: cannot read group %', snapshot_candidates.group_id using errcode = '42501';
+        raise exception 'permission denied: cannot read group %', vera.shown(snapshot_candidates.group_id) using errcode = '42501';
     end if;
     return query
         with lexical_list as (
@@ -228,7 +228,7 @@ begin
     select * into frozen from vera.snapshots s
      where s.group_id = search_snapshot.snapshot_group and s.name = btrim(search_snapshot.snapshot);
     if not found then
-        raise exception 'group % has no snapshot named %', search_snapshot.snapshot_group, snapshot using errcode = 'VN001';
+        raise exception 'group % has no snapshot named %', vera.shown(search_snapshot.snapshot_group), vera.shown(snapshot) using errcode = 'VN001';
     end if;
     if frozen.sealed_at is null then
         raise exception 'snapshot % is not sealed: its copy never completed; create it again', frozen.name
@@ -251,7 +251,7 @@ begin
        and (public.vector_dims(query_embedding) <> frozen.embedding_dim
             or (embedding_model is not null and embedding_model <> frozen.embedding_model)) then
         raise exception 'query embedding is % (% dimensions), but snapshot % is pinned to % (% dimensions)',
-            coalesce(embedding_model, 'of no named model'), public.vector_dims(query_embedding), frozen.name,
+            coalesce(vera.shown(embedding_model), 'of no named model'), public.vector_dims(query_embedding), frozen.name,
             frozen.embedding_model, frozen.embedding_dim using errcode = 'VE001';
     end if;
     lexical := vera.lexical_query(query);

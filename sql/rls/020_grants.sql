@@ -64,6 +64,7 @@ grant execute on function
     vera.search_version(),
     vera.default_weights(),
     vera.active_weights(text),
+    vera.search_stopwords(),
     vera.lexical_query(text),
     vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
                 double precision, integer),

@@ -1,0 +1,37 @@
+-- Error messages: a value the caller passed is shown cut short, so a huge
+-- argument never makes a huge message (or a huge log line).
+set role vera_owner;
+
+-- The first max_chars (100) characters of a value for an error message,
+-- with an ellipsis and the full length when it was longer; null for null.
+create or replace function vera.shown(value text, max_chars integer default 100)
+returns text
+language sql immutable strict parallel safe
+set search_path = vera, pg_temp
+as $$
+    select case
+        when char_length(value) <= max_chars then value
+        else left(value, max_chars) || '… (' || char_length(value) || ' characters)'
+    end
+$$;
+comment on function vera.shown(text, integer) is
+    'A caller''s value for an error message: at most max_chars (100) characters, then an ellipsis and the length';
+
+grant execute on function vera.shown(text, integer) to public;
+
+-- Refuses a text over its documented limit with 22001, naming the argument.
+create or replace function vera.check_length(value text, what text, max_chars integer)
+returns void
+language plpgsql immutable parallel safe
+set search_path = vera, pg_temp
+as $$
+begin
+    if char_length(value) > max_chars then
+        raise exception '% is % characters; at most %', what, char_length(value), max_chars using errcode = '22001';
+    end if;
+end
+$$;
+comment on function vera.check_length(text, text, integer) is
+    'Internal: refuses a text over its limit (22001)';
+
+reset role;
