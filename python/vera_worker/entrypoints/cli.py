@@ -241,5 +241,6 @@ def demo() -> None:
     click.echo(f"  VERA_API_KEY={key} {command} eval {example / 'golden.toml'}")
     click.echo(f"  VERA_API_KEY={key} {command} source list")
     click.echo(f"  {shlex.quote(psql)} {shlex.quote(database.app_dsn)}   # then, in one transaction:")
-    click.echo(f"    begin; select vera.authenticate('{key}');")
+    click.echo("    begin;  -- the key travels as a parameter, never in the SQL text:")
+    click.echo(f"    select vera.authenticate($1) \\bind {key} \\g")
     click.echo("    select rank, kind, text from vera.search('who owns ledger-db?'); commit;")
