@@ -154,6 +154,10 @@ class WorkerSettings(BaseModel):
     # tenant names a source's root freely, so a multi-tenant operator lists each tenant's
     # share here; the default is the home folder of the user the worker runs as.
     source_roots: tuple[Path, ...] = Field(default_factory=lambda: (Path.home(),), min_length=1)
+    # A job left `doing` by a worker that has sent no heartbeat for this many seconds (killed,
+    # its machine lost) is queued again by another worker, which checks every half of it;
+    # workers send a heartbeat every third of it. VERA_WORKER__STALLED_AFTER.
+    stalled_after: float = Field(default=30.0, ge=1.0, le=3600.0)
 
 
 class VeraSettings(BaseSettings):

@@ -5,10 +5,16 @@ defers jobs into it from the same transactions as the writes they follow
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import procrastinate
+import psycopg
+from procrastinate import exceptions as procrastinate_exceptions
+from procrastinate import sql as procrastinate_sql
 
 from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
@@ -23,6 +29,9 @@ logger = logging.getLogger(__name__)
 # The worker serves every queue SQL defers into (pg_tests/test_jobs.py runs one job of each kind
 # through a real worker process).
 SERVED_QUEUES = tuple(job.queue for job in JobName)
+
+# Procrastinate's SQL uses unqualified names; its objects live in their own schema
+_PROCRASTINATE_PATH = "-c search_path=procrastinate"
 
 _RETRY_WHEN_AWAY = procrastinate.RetryStrategy(
     max_attempts=10, exponential_wait=2, retry_exceptions={ProviderUnavailableError, DatabaseUnavailableError}
@@ -40,8 +49,7 @@ def build_app(
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker)."""
     connector = procrastinate.PsycopgConnector(
         conninfo=dsn,
-        # Procrastinate's SQL uses unqualified names; its objects live in their own schema
-        kwargs={"options": "-c search_path=procrastinate"},
+        kwargs={"options": _PROCRASTINATE_PATH},
     )
     app = procrastinate.App(connector=connector)
 
@@ -104,8 +112,99 @@ def build_app(
 POLL = {"listen_notify": False, "fetch_job_polling_interval": 1.0}
 
 
-def drain(app: procrastinate.App) -> None:
+def worker_options(stalled_after: float) -> dict[str, Any]:
+    """How a worker of this app runs: polling (above), and a heartbeat well inside stalled_after,
+    so that only a worker that is gone (killed, its machine lost) looks stalled."""
+    return {**POLL, "update_heartbeat_interval": stalled_after / 3, "stalled_worker_timeout": stalled_after}
+
+
+def drain(app: procrastinate.App, *, stalled_after: float = 30.0) -> None:
     """Run every due job of the served queues in this process, then return (one-shot runs)."""
     app.run_worker(
-        queues=list(SERVED_QUEUES), wait=False, concurrency=1, install_signal_handlers=False, **POLL
+        queues=list(SERVED_QUEUES),
+        wait=False,
+        concurrency=1,
+        install_signal_handlers=False,
+        **worker_options(stalled_after),
     )
+
+
+async def retry_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: float) -> list[int]:
+    """Queue again every job left `doing` by a worker that has sent no heartbeat for
+    stalled_after seconds (Procrastinate's get_stalled_jobs); the ids of the jobs retried.
+
+    Every worker checks, so two may find the same job: each retries it in a transaction that
+    first locks the job row and checks that it is still `doing` for the worker that left it
+    (SKIP LOCKED: a job another worker is retrying is left to it). A job retried and picked
+    up again names its new worker, so it is never retried twice. The tasks are idempotent
+    (ingestion by its cursor and content hashes), so a job run again ends in the state one
+    clean run would have left."""
+    stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after))
+    if not stalled:
+        return []
+    retried: list[int] = []
+    async with await psycopg.AsyncConnection.connect(dsn, options=_PROCRASTINATE_PATH) as conn:
+        for job in stalled:
+            async with conn.transaction():
+                still = await conn.execute(
+                    "select 1 from procrastinate_jobs where id = %s and status = 'doing'"
+                    " and worker_id is not distinct from %s for update skip locked",
+                    (job.id, job.worker_id),
+                )
+                if await still.fetchone() is None:
+                    continue
+                unchanged = {"new_priority": None, "new_queue_name": None, "new_lock": None}
+                retry = {"job_id": job.id, "retry_at": datetime.now(UTC), **unchanged}
+                await conn.execute(procrastinate_sql.queries["retry_job"], retry)
+            retried.append(job.id)  # type: ignore[arg-type]
+            logger.warning(
+                "job %s (%s) was left doing by a worker silent for over %gs: queued again",
+                job.id, job.task_name, stalled_after,
+            )  # fmt: skip
+    return retried
+
+
+async def _watch_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: float) -> None:
+    while True:
+        try:
+            await retry_stalled_jobs(app, dsn, stalled_after)
+        except (psycopg.Error, procrastinate_exceptions.ConnectorException) as error:
+            # the database away for a moment: the next check tries again
+            logger.warning("could not check for stalled jobs: %s", error)
+        except Exception:
+            # never let the watch end quietly while the worker goes on
+            logger.exception("could not check for stalled jobs")
+        await asyncio.sleep(stalled_after / 2)
+
+
+def serve(
+    app: procrastinate.App,
+    dsn: str,
+    *,
+    queues: Sequence[str],
+    once: bool,
+    concurrency: int,
+    stalled_after: float,
+) -> None:
+    """Run a worker on queues (`vera worker`). Besides its jobs it watches for jobs of workers
+    that are gone (stalled_after seconds without a heartbeat) and queues them again: once at
+    the start with once, every stalled_after / 2 seconds otherwise."""
+
+    async def run() -> None:
+        async with app.open_async():
+            if once:
+                await retry_stalled_jobs(app, dsn, stalled_after)
+                await app.run_worker_async(
+                    queues=list(queues), wait=False, concurrency=concurrency, **worker_options(stalled_after)
+                )
+                return
+            watcher = asyncio.create_task(_watch_stalled_jobs(app, dsn, stalled_after), name="stalled jobs")
+            try:
+                await app.run_worker_async(
+                    queues=list(queues), wait=True, concurrency=concurrency, **worker_options(stalled_after)
+                )
+            finally:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+
+    asyncio.run(run())

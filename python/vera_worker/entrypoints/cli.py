@@ -34,7 +34,7 @@ from vera_worker.adapters.ingestion import (
     summarize,
 )
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
-from vera_worker.adapters.queue import POLL, SERVED_QUEUES, build_app, drain
+from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain, serve
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
         on_failure=failed,
         extra_roots=extra_roots,
     )
-    drain(app)
+    drain(app, stalled_after=database.settings.worker.stalled_after)
     if failures:
         for line in failures[:-1]:
             click.echo(f"vera: error: {line}", err=True)
@@ -149,7 +149,14 @@ def worker_command(once: bool, queues: tuple[str, ...]) -> None:
     concurrency = database.settings.worker.concurrency
     until = "until idle" if once else "Ctrl+C stops"
     click.echo(f"vera worker: queues {', '.join(queues or SERVED_QUEUES)}; {until}")
-    app.run_worker(queues=list(queues or SERVED_QUEUES), wait=not once, concurrency=concurrency, **POLL)
+    serve(
+        app,
+        database.worker_dsn,
+        queues=queues or SERVED_QUEUES,
+        once=once,
+        concurrency=concurrency,
+        stalled_after=database.settings.worker.stalled_after,
+    )
 
 
 @commands.command("ingest")
