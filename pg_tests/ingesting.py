@@ -3,6 +3,8 @@ runs through the SQL API, and drain the Procrastinate queue in-process."""
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -42,3 +44,21 @@ def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[
         registered = register_manifest(vera, group, manifest)
         request_all(vera, registered)
     return registered
+
+
+def worker_process_env(db: Database, objects: Path, **settings: str) -> dict[str, str]:
+    """The environment of a real `vera worker` process on db: the test server, the
+    deterministic embedder, objects under `objects`, sources below the temporary directory;
+    settings adds VERA_* variables (e.g. VERA_WORKER__STALLED_AFTER="2")."""
+    return {
+        **os.environ,
+        "VERA_DB__DATA_DIR": str(db.server.data_dir),
+        "VERA_DB__PORT": str(db.server.port),
+        "VERA_DB__DATABASE": db.name,
+        "VERA_DB__DSN": "",
+        "VERA_DB__ADMIN_DSN": "",
+        "VERA_EMBEDDER__PROVIDER": "deterministic",
+        "VERA_OBJECTS__ROOT": str(objects),
+        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
+        **settings,
+    }

@@ -6,18 +6,15 @@ without a vector gets one)."""
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from pg_tests.databases import Database
+from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
@@ -45,20 +42,6 @@ def test_sql_and_python_name_the_same_jobs(tmp_path: Path) -> None:
     app = build_app("postgresql://unused@/x", objects=LocalObjectStore(tmp_path))
     assert {name for name in app.tasks if name.startswith("vera.")} == {job.value for job in JobName}
     assert set(SERVED_QUEUES) == {job.queue for job in JobName}
-
-
-def _worker_env(db: Database, objects: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "VERA_DB__DATA_DIR": str(db.server.data_dir),
-        "VERA_DB__PORT": str(db.server.port),
-        "VERA_DB__DATABASE": db.name,
-        "VERA_DB__DSN": "",
-        "VERA_DB__ADMIN_DSN": "",
-        "VERA_EMBEDDER__PROVIDER": "deterministic",
-        "VERA_OBJECTS__ROOT": str(objects),
-        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
-    }
 
 
 def test_a_real_worker_process_runs_every_kind_of_job_sql_defers(world: World, tmp_path: Path) -> None:
@@ -109,7 +92,7 @@ def test_a_real_worker_process_runs_every_kind_of_job_sql_defers(world: World, t
 
     vera_command = Path(sys.executable).with_name("vera")
     worker = subprocess.run(  # noqa: S603
-        [str(vera_command), "worker", "--once"], env=_worker_env(world.db, tmp_path / "objects"),
+        [str(vera_command), "worker", "--once"], env=worker_process_env(world.db, tmp_path / "objects"),
         capture_output=True, text=True, timeout=180, check=False,
     )  # fmt: skip
     assert worker.returncode == 0, worker.stderr

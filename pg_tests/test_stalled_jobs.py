@@ -6,18 +6,16 @@ and the source ends exactly as a clean run of the same folder leaves it."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from pg_tests.databases import Database
+from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
@@ -25,22 +23,6 @@ from vera_worker.adapters.queue import build_app, retry_stalled_jobs
 
 FILES = 400
 STALLED_AFTER = "2"  # seconds without a heartbeat (VERA_WORKER__STALLED_AFTER); default 30
-
-
-def _worker_env(db: Database, objects: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "VERA_DB__DATA_DIR": str(db.server.data_dir),
-        "VERA_DB__PORT": str(db.server.port),
-        "VERA_DB__DATABASE": db.name,
-        "VERA_DB__DSN": "",
-        "VERA_DB__ADMIN_DSN": "",
-        "VERA_EMBEDDER__PROVIDER": "deterministic",
-        "VERA_OBJECTS__ROOT": str(objects),
-        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
-        "VERA_WORKER__STALLED_AFTER": STALLED_AFTER,
-        "VERA_WORKER__CONCURRENCY": "1",
-    }
 
 
 def _write_folder(folder: Path) -> None:
@@ -139,7 +121,9 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
         crashed_source = vera.register_folder(crashed, "services", crashed_folder, tier=2)
         clean_source = vera.register_folder(clean, "services", clean_folder, tier=2)
         job = vera.request_ingest(crashed, crashed_source.source_id)
-    env = _worker_env(world.db, tmp_path / "objects")
+    env = worker_process_env(
+        world.db, tmp_path / "objects", VERA_WORKER__STALLED_AFTER=STALLED_AFTER, VERA_WORKER__CONCURRENCY="1"
+    )
     vera_command = Path(sys.executable).with_name("vera")
 
     # the first worker is killed with SIGKILL while its ingestion job is `doing`, part way through:
