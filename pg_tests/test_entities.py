@@ -141,3 +141,16 @@ def test_thresholds_are_settings(world: World) -> None:
         [sibling] = publish(conn, group, episode, [claim("payments-worker", "runs on", "blue")])
         # a threshold that low merges siblings: which is why the default is high
         assert sibling["subject_entity_id"] == known["subject_entity_id"]
+
+
+def test_resolution_on_a_reused_connection_restores_the_trigram_threshold(world: World) -> None:
+    """A transaction-local setting of pg_trgm's threshold made before the module is loaded in a
+    backend leaves an empty placeholder behind; the next resolution must not 'restore' that
+    empty value (22023 invalid value for parameter) on the same pooled connection."""
+    with world.db.connect() as conn:  # a fresh backend: pg_trgm's module not loaded yet
+        conn.execute("select set_config('pg_trgm.similarity_threshold', '0.5', true)")
+        conn.commit()
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        [row] = publish(conn, world.a.organisation, None, [claim("reused-connection-api", "runs on", "blue")])
+        assert row["lifecycle"] in {"published", "proposal"}
+        conn.rollback()

@@ -71,7 +71,9 @@ set search_path = vera, public, pg_temp
 as $$
 declare
     work vera.entity_resolution[];
-    previous_threshold text := coalesce(current_setting('pg_trgm.similarity_threshold', true), '0.3');
+    -- a transaction-local set before pg_trgm's module was loaded in this backend leaves an
+    -- empty placeholder behind, which is no value to restore
+    previous_threshold text := coalesce(nullif(current_setting('pg_trgm.similarity_threshold', true), ''), '0.3');
     threshold float8;
     pending vera.entity_resolution;
     nearest record;
