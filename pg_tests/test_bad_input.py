@@ -155,6 +155,15 @@ NONSENSE = {
         f"select * from vera.record_episode(%(group)s, %(source)s, 'e', {SHA}, observed_at => '1899-12-31')",
         "22023",
     ),
+    "create_api_key/expires_at infinity": (
+        "select * from vera.create_api_key('forever', 'infinity')",
+        "22023",
+    ),
+    "register_source/config of a megabyte": (
+        "select vera.register_source(%(group)s, 'markdown', 'huge config', 2, null,"
+        " jsonb_build_object('root', %(big)s::text))",
+        "22001",
+    ),
     "record_episode/blank external_id": (
         f"select * from vera.record_episode(%(group)s, %(source)s, '   ', {SHA})",
         "22023",

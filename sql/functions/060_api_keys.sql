@@ -18,6 +18,10 @@ begin
     if char_length(btrim(name)) > 200 then
         raise exception 'API key name is over 200 characters' using errcode = '22001';
     end if;
+    if expires_at is not null and not isfinite(expires_at) then
+        raise exception 'API key expiry must be a finite time (leave it null for a key that does not expire)'
+            using errcode = '22023';
+    end if;
     if expires_at is not null and expires_at <= now() then
         raise exception 'API key expiry % is not in the future', expires_at using errcode = '22023';
     end if;

@@ -35,6 +35,10 @@ begin
     if jsonb_typeof(coalesce(register_source.config, '{}')) <> 'object' then
         raise exception 'config must be a JSON object' using errcode = '22023';
     end if;
+    -- a connector's settings, not a place for data (it is read on every run)
+    if pg_catalog.octet_length(register_source.config::text) > 65536 then
+        raise exception 'config is over 65,536 bytes' using errcode = '22001';
+    end if;
     insert into vera.sources as s (group_id, kind, name, trust_tier, token_env, config, uri, created_by)
     values (register_source.group_id, register_source.kind, btrim(register_source.name), register_source.trust_tier,
             register_source.token_env, coalesce(register_source.config, '{}'), register_source.uri,
