@@ -85,6 +85,7 @@ class Shared:
     # for a while saves every search a round trip (a group pinned meanwhile is searched
     # by words alone until then)
     PINS_TTL_SECONDS = 30.0
+    PINS_MAX_ENTRIES = 10_000  # callers x group sets remembered at once
 
     def __init__(self, providers: Providers | None) -> None:
         self.providers = providers
@@ -104,9 +105,16 @@ class Shared:
     def remember_pins(
         self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]
     ) -> None:
-        if pins:  # a group without a pin yet may get one with its next write
-            with self._lock:
-                self._pins[self._key(caller, groups)] = (time.monotonic() + self.PINS_TTL_SECONDS, pins)
+        if not pins:  # a group without a pin yet may get one with its next write
+            return
+        now = time.monotonic()
+        with self._lock:
+            if len(self._pins) >= self.PINS_MAX_ENTRIES:
+                # a server sees many callers: forget the expired, and if that is not enough, all
+                self._pins = {k: v for k, v in self._pins.items() if v[0] > now}
+                if len(self._pins) >= self.PINS_MAX_ENTRIES:
+                    self._pins.clear()
+            self._pins[self._key(caller, groups)] = (now + self.PINS_TTL_SECONDS, pins)
 
     @staticmethod
     def _key(caller: Caller, groups: Sequence[str] | None) -> tuple[str, tuple[str, ...] | None]:

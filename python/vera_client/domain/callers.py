@@ -39,6 +39,15 @@ class Principal:
 
     principal_id: UUID
 
+    def __post_init__(self) -> None:
+        value: object = self.principal_id
+        if isinstance(value, UUID):
+            return
+        try:  # an id as text (from a token's claims, a job's args) is accepted once it parses
+            object.__setattr__(self, "principal_id", UUID(str(value)))
+        except ValueError:
+            raise ConfigurationError(f"not a principal id: {str(value)[:100]!r}") from None
+
     @property
     def identity(self) -> str:
         return f"principal:{self.principal_id}"
