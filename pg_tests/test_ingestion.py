@@ -27,6 +27,7 @@ from vera_client.domain.errors import (
 )
 from vera_client.domain.models import Source
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
+from vera_worker.adapters.queue import build_app, drain
 
 
 def _project(world: World, name: str) -> str:
@@ -427,3 +428,31 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: Worl
     report = ingestion.run(IngestRequest(group_id=inside, source_id=source.source_id, principal_id=principal))
     assert report.ingested == 1  # secret.md; the link inside leads out and is not followed
     assert _texts(world, inside, "launch code") == ["The launch code is 0000."]
+
+
+def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_is_not(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    """Through the worker's queue: an outage (the embedder's circuit open) schedules the run
+    again with a growing wait; a run that failed for its own reasons fails for good."""
+    outage = _project(world, "ingest-retry-outage")
+    gone = _project(world, "ingest-retry-gone")
+    missing = tmp_path / "missing"
+    missing.mkdir()
+    out_source, gone_source = _register(world, outage, folder), _register(world, gone, missing)
+    missing.rmdir()
+    _request(world, world.a.owner_key, out_source)
+    _request(world, world.a.owner_key, gone_source)
+    ingestion = SourceIngestion(
+        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        embedder_for_model=lambda _: _FailingEmbedder(ProviderUnavailableError("embedder: the circuit breaker is open")),
+    )  # fmt: skip
+    drain(
+        build_app(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), ingestion=ingestion)
+    )
+    with world.db.admin() as admin:
+        states = dict(admin.execute(
+            "select args ->> 'group_id', status::text || '/' || attempts || '/' || coalesce((scheduled_at > now())::text, 'now')"
+            " from procrastinate.procrastinate_jobs where task_name = 'vera.ingest_source'"
+            " and args ->> 'group_id' = any (%s)", ([outage, gone],)).fetchall())  # fmt: skip
+    assert states == {outage: "todo/1/true", gone: "failed/1/now"}

@@ -64,10 +64,15 @@ def build_app(
             report.objects_already_gone,
         )
 
-    @app.task(name=JobName.INGEST_SOURCE.value, queue=JobName.INGEST_SOURCE.queue, pass_context=False)
+    # A run that stopped because the database or the embedder was away is retried like an
+    # embed job (the cursor makes a second run read only what the first did not finish);
+    # one that failed for its own reasons (a missing folder, a refused root) is not.
+    @app.task(
+        name=JobName.INGEST_SOURCE.value, queue=JobName.INGEST_SOURCE.queue, pass_context=False,
+        retry=_RETRY_WHEN_AWAY,
+    )  # fmt: skip
     def ingest_source(**args: Any) -> None:
-        if ingestion is None:
-            # raising keeps the job for a worker that can read sources
+        if ingestion is None:  # the job fails: this worker was built to run other queues only
             raise RuntimeError("this worker was started without a source reader")
         ingestion.run(IngestRequest.from_job_args(args))
 
