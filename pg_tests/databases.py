@@ -155,10 +155,29 @@ def leftover_clones(server: EmbeddedPostgres) -> list[str]:
     return [row[0] for row in rows]
 
 
+# A test-only login: the application role's privileges (it calls the SQL API
+# exactly as an application does) plus SELECT on the tables, which
+# applications do not have, so that a test can look at the rows its calls
+# wrote in its own open transaction. Row-level security still binds it.
+INSPECTOR = "vera_test_inspector"
+
+
+def _add_inspector(database_url: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        exists = conn.execute("select from pg_roles where rolname = %s", (INSPECTOR,)).fetchone()
+        if exists is None:
+            conn.execute(sql.SQL("create role {} login").format(sql.Identifier(INSPECTOR)))
+        conn.execute(sql.SQL("grant vera_app to {}").format(sql.Identifier(INSPECTOR)))
+        conn.execute(
+            sql.SQL("grant select on all tables in schema vera to {}").format(sql.Identifier(INSPECTOR))
+        )
+
+
 def build_template(server: EmbeddedPostgres) -> str:
-    """The schema built once through the migration runner, as TEMPLATE."""
+    """The schema built once through the migration runner, as TEMPLATE, with the inspector login."""
     create_database(server, "template1", TEMPLATE)
     MigrationRunner(server.admin_url(TEMPLATE)).migrate()
+    _add_inspector(server.admin_url(TEMPLATE))
     return TEMPLATE
 
 

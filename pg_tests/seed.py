@@ -10,7 +10,7 @@ from uuid import UUID
 
 import psycopg
 
-from pg_tests.databases import Database
+from pg_tests.databases import INSPECTOR, Database
 
 # Tables whose rows belong to a group, and so to a tenant.
 KNOWLEDGE_TABLES = (
@@ -196,8 +196,12 @@ def seed_world(db: Database) -> World:
 
 
 @contextmanager
-def caller(database: Database, key: str | None, role: str = "vera_app") -> Iterator[psycopg.Connection]:
-    """A connection of `role`, in a transaction authenticated with `key`, rolled back after."""
+def caller(database: Database, key: str | None, role: str = INSPECTOR) -> Iterator[psycopg.Connection]:
+    """A connection of `role`, in a transaction authenticated with `key`, rolled back after.
+
+    By default the inspector: the application's privileges, plus reading the
+    tables to check what the calls wrote (see databases.INSPECTOR).
+    """
     with database.connect(role) as conn:
         if key is not None:
             conn.execute("select vera.authenticate(%s)", (key,))

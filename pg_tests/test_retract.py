@@ -7,16 +7,19 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.seed import World, caller
-from pg_tests.writes import SQL_ERRORS, claim, facts_of, publish, record_episode, register_source
+from pg_tests.writes import (
+    SQL_ERRORS,
+    claim,
+    facts_of,
+    functional_project,
+    publish,
+    record_episode,
+    register_source,
+)
 
 
 def _project(conn: psycopg.Connection, world: World, name: str) -> str:
-    group = conn.execute(
-        "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
-    ).fetchone()
-    assert group is not None
-    conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group[0],))
-    return str(group[0])
+    return functional_project(conn, world.a.organisation, name)
 
 
 def _job(world: World, job_id: int) -> tuple[str, str, dict[str, object], object]:

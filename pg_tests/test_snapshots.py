@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from pg_tests.databases import INSPECTOR
 from pg_tests.searching import MODEL, embed, vector_literal
 from pg_tests.searching import search as live_search
 from pg_tests.seed import World
@@ -63,7 +64,7 @@ def _authenticated(conn: psycopg.Connection, key: str, isolation: str = "read co
 
 
 def test_a_snapshot_answers_as_search_did_when_it_was_taken(world: World, group: str) -> None:
-    with world.db.connect(autocommit=True) as conn:
+    with world.db.connect(INSPECTOR, autocommit=True) as conn:
         _authenticated(conn, world.a.owner_key, "repeatable read")
         live = live_search(conn, QUERY, embedding=embed(QUERY), groups=[group])
         created = _rows(conn.execute("select * from vera.create_snapshot(%s, 'before-migration')", (group,)))[

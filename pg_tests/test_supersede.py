@@ -12,18 +12,14 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from pg_tests.seed import World, caller
-from pg_tests.writes import claim, facts_of, publish, record_episode, register_source
+from pg_tests.writes import claim, facts_of, functional_project, publish, record_episode, register_source
 
 
 def _setup(conn: psycopg.Connection, world: World, name: str) -> tuple[str, object]:
-    group = conn.execute(
-        "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
-    ).fetchone()
-    assert group is not None
-    conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group[0],))
-    source = register_source(conn, group[0], "cmdb", 1, kind="cmdb")
-    episode, _, _ = record_episode(conn, group[0], source, "export", "x")
-    return group[0], episode
+    group = functional_project(conn, world.a.organisation, name)
+    source = register_source(conn, group, "cmdb", 1, kind="cmdb")
+    episode, _, _ = record_episode(conn, group, source, "export", "x")
+    return group, episode
 
 
 def _history(conn: psycopg.Connection, group: str) -> list[tuple[str, str, str | None, str | None]]:

@@ -1,6 +1,11 @@
 """Tenant isolation through the application, worker and gateway roles:
 two tenants with overlapping data; reads, writes, updates, deletes and every
-SQL function; unauthenticated connections; bad, revoked and expired keys."""
+SQL function; unauthenticated connections; bad, revoked and expired keys.
+
+Row-level security over the tables is read through the test inspector (the
+application's privileges plus SELECT, see databases.INSPECTOR) and the
+worker: the application roles themselves may not select any table
+(test_side_channels)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
+from pg_tests.databases import INSPECTOR
 from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, World, caller
 
 
@@ -58,7 +64,8 @@ def test_membership_reaches_descendant_groups(world: World) -> None:
         assert world.a.workspace in _groups_seen(conn, "facts")
     with world.db.connect("vera_gateway") as conn:
         conn.execute("select vera.authenticate_principal(%s)", (world.a.service,))
-        assert _groups_seen(conn, "facts") == {world.a.workspace}
+        seen = {row[0] for row in conn.execute("select group_id from vera.read_facts(max_rows => 1000)")}
+        assert seen == {world.a.workspace}
         conn.rollback()
 
 
@@ -171,7 +178,7 @@ def test_viewer_cannot_write_even_as_worker(world: World) -> None:
 
 
 def test_context_is_transaction_local(world: World) -> None:
-    with world.db.connect() as conn:
+    with world.db.connect(INSPECTOR) as conn:
         conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
         assert _groups_seen(conn, "facts")
         conn.commit()
@@ -180,7 +187,7 @@ def test_context_is_transaction_local(world: World) -> None:
 
 
 def test_context_does_not_outlive_an_autocommit_statement(world: World) -> None:
-    with world.db.connect(autocommit=True) as conn:
+    with world.db.connect(INSPECTOR, autocommit=True) as conn:
         conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
         assert _groups_seen(conn, "facts") == set()
 
@@ -197,7 +204,7 @@ def _simple_query(conn: psycopg.Connection, query: sql.Composable) -> str | None
 def test_context_ends_at_commit_within_one_simple_query(world: World) -> None:
     """The statements after COMMIT in one query string share the statement start
     time (and so transaction_timestamp()) with the transaction before it."""
-    with world.db.connect(autocommit=True) as conn:
+    with world.db.connect(INSPECTOR, autocommit=True) as conn:
         answer = _simple_query(
             conn,
             sql.SQL(
@@ -253,7 +260,7 @@ def test_context_ends_with_a_rolled_back_savepoint(world: World) -> None:
 
 
 def test_context_cannot_be_forged(world: World) -> None:
-    with world.db.connect() as conn:
+    with world.db.connect(INSPECTOR) as conn:
         with pytest.raises(errors.InsufficientPrivilege):
             conn.execute(
                 "insert into vera.auth_context values (pg_backend_pid(), pg_current_xact_id(), %s, null, %s, %s, %s)",
@@ -378,6 +385,8 @@ ISOLATION_TESTED = {
     "search_stopwords()": "test_bad_input (pure)",
     "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
+    "pinned_models(text[])": "test_tenancy",
+    "read_facts(text,text,text[],timestamp with time zone,integer)": "test_tenancy",
     "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,double precision,double precision,integer)": "test_search",
     "record_feedback(vera.item_kind,uuid,text,text,vector,timestamp with time zone,text[],text)": "test_feedback",
     "calibrate_weights(text,integer)": "test_feedback",
@@ -443,3 +452,44 @@ def test_writers_still_serialise_on_their_advisory_locks(world: World) -> None:
         )
         assert held.fetchone()[0] > 0  # type: ignore[index]
         conn.rollback()
+
+
+def test_read_facts_answers_from_the_callers_groups_only(world: World) -> None:
+    for tenant, other in ((world.a, world.b), (world.b, world.a)):
+        with caller(world.db, tenant.owner_key, role="vera_app") as conn:
+            seen = {row[0] for row in conn.execute("select group_id from vera.read_facts(max_rows => 1000)")}
+            texts = [
+                row[0]
+                for row in conn.execute(
+                    "select fact_text from vera.read_facts(of_predicate => 'runs on', max_rows => 1000)"
+                )
+            ]
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute("select * from vera.read_facts(groups => %s)", ([other.organisation],))
+        assert seen and seen <= set(tenant.groups)
+        assert texts == ["payments-api runs on cluster blue"] * len(texts) and len(texts) == len(seen)
+
+
+def test_pinned_models_of_another_tenant_are_not_seen(world: World) -> None:
+    with world.db.admin() as conn:
+        conn.execute(
+            "update vera.groups set embedding_model = 'probe-model', embedding_dim = 7 where group_id = %s",
+            (world.b.organisation,),
+        )
+    try:
+        with caller(world.db, world.a.owner_key, role="vera_app") as conn:
+            assert (
+                conn.execute("select * from vera.pinned_models(%s)", ([world.b.organisation],)).fetchall()
+                == []
+            )
+            assert ("probe-model", 7) not in conn.execute("select * from vera.pinned_models()").fetchall()
+        with caller(world.db, world.b.owner_key, role="vera_app") as conn:
+            assert conn.execute(
+                "select * from vera.pinned_models(%s)", ([world.b.organisation],)
+            ).fetchall() == [("probe-model", 7)]
+    finally:
+        with world.db.admin() as conn:
+            conn.execute(
+                "update vera.groups set embedding_model = null, embedding_dim = null where group_id = %s",
+                (world.b.organisation,),
+            )

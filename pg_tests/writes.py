@@ -20,6 +20,14 @@ from vera_client.domain.errors import VeraError
 SQL_ERRORS = (psycopg.Error, VeraError)
 
 
+def functional_project(conn: psycopg.Connection, organisation: str, name: str) -> str:
+    """A new project under the organisation, where 'runs on' is functional (one value at a time)."""
+    group = conn.execute("select vera.create_group(%s, 'project', %s)", (organisation, name)).fetchone()
+    assert group is not None
+    conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group[0],))
+    return str(group[0])
+
+
 def register_source(
     conn: psycopg.Connection, group: str, name: str, tier: int, kind: str = "markdown"
 ) -> UUID:

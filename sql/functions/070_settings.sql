@@ -29,7 +29,7 @@ comment on function vera.setting_default(text) is 'Default value of a setting; n
 -- Contract: a setting's value in a group (its override, else the default).
 create or replace function vera.setting(group_id text, name text)
 returns jsonb
-language sql stable
+language sql stable security definer
 set search_path = vera, pg_temp
 as $$
     select coalesce(

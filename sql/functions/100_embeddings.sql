@@ -94,4 +94,22 @@ end
 $$;
 comment on function vera.parse_vectors(jsonb, text) is 'Internal: JSON arrays of numbers to vectors of one dimension';
 
+-- Contract: the embedding models (and dimensions) pinned by the named groups,
+-- or by every group the caller reads; a query vector must come from one of
+-- them. Groups the caller cannot read are not seen.
+create or replace function vera.pinned_models(groups text[] default null)
+returns table (embedding_model text, embedding_dim integer)
+language sql stable security definer
+set search_path = vera, pg_temp
+as $$
+    select distinct g.embedding_model, g.embedding_dim
+      from vera.groups g
+     where g.group_id = any (vera.readable_groups())  -- vera_owner's policy on groups admits every row
+       and (pinned_models.groups is null or g.group_id = any (pinned_models.groups))
+       and g.embedding_model is not null
+     order by 1, 2
+$$;
+comment on function vera.pinned_models(text[]) is
+    'The embedding models and dimensions pinned by the named (default: all readable) groups';
+
 reset role;

@@ -80,7 +80,7 @@ comment on function vera.checked_weights(jsonb) is
 -- effect at once.
 create or replace function vera.active_weights(group_id text)
 returns jsonb
-language sql stable
+language sql stable security definer
 set search_path = vera, pg_temp
 as $$
     select coalesce(

@@ -1,16 +1,29 @@
 -- Grants: what each role may touch. Idempotent (grant is a no-op when held).
 --
--- vera_app     reads knowledge through RLS; writes only through the SQL API,
---              so curation rules (tiers, contamination guard) cannot be skipped.
--- vera_worker  also updates rows in place (embeddings, statuses) through RLS.
+-- vera_app     the SQL API only: no table at all. Reads and writes go through
+--              definer functions, so curation rules (tiers, contamination guard)
+--              cannot be skipped, and a plan never shows another tenant's rows
+--              (see below).
+-- vera_worker  reads and updates rows in place (embeddings, statuses) through RLS;
+--              a trusted server process, never a tenant's login.
 -- vera_gateway an HTTP/MCP server: the SQL API plus authenticate_principal.
 -- vera_operator provisions tenants.
 set role vera_owner;
 
+-- Why the application roles may not select tables even under row-level
+-- security: RLS filters rows after the planner chose how to find them, so
+-- EXPLAIN ANALYZE ("Rows Removed by Filter") and even plain EXPLAIN (row
+-- estimates from a leakproof "group_id = '...'" against the column
+-- statistics) count other tenants' rows, and an index probe on a shared
+-- index (entity-name HNSW) visits them. A definer function's plan is not
+-- shown to its caller. Revoked explicitly, since an older database granted it.
+revoke all on all tables in schema vera from vera_app, vera_gateway;
+revoke all on all sequences in schema vera from vera_app, vera_gateway;
+
 grant select on vera.sources, vera.episodes, vera.chunks, vera.entities, vera.entity_aliases,
     vera.predicates, vera.facts, vera.feedback, vera.ranking_weights, vera.snapshots,
     vera.snapshot_items, vera.groups, vera.memberships, vera.principals, vera.audit_log, vera.group_settings
-    to vera_app, vera_worker, vera_gateway;
+    to vera_worker;
 
 grant insert, update, delete on vera.sources, vera.episodes, vera.chunks, vera.entities,
     vera.entity_aliases, vera.predicates, vera.facts, vera.snapshot_items
@@ -52,6 +65,7 @@ grant execute on function
     vera.publish_claims(text, uuid, jsonb, text),
     vera.facts_to_embed(text, uuid[]),
     vera.set_fact_embeddings(text, uuid[], public.vector[], text),
+    vera.pinned_models(text[]),
     vera.pending_reviews(text),
     vera.review_claim(text, uuid, text, text),
     vera.pending_passages(text),
@@ -66,6 +80,7 @@ grant execute on function
     vera.active_weights(text),
     vera.search_stopwords(),
     vera.lexical_query(text),
+    vera.read_facts(text, text, text[], timestamptz, integer),
     vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
                 double precision, integer),
     vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text),

@@ -39,10 +39,7 @@ select vera.authenticate(%(key)s);
 
 -- name: pinned_models
 -- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
-select distinct embedding_model, embedding_dim
-from vera.groups
-where group_id = any (coalesce(%(groups)s::text[], vera.readable_groups())) and embedding_model is not null
-order by 1;
+select embedding_model, embedding_dim from vera.pinned_models(%(groups)s::text[]);
 
 -- name: calibrate_weights
 -- Weights derived from a group's votes; kept as the active set above the minimum sample count.
@@ -196,7 +193,7 @@ from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector,
 
 -- name: snapshot_pin
 -- The embedding model a snapshot was taken with (its query must use it).
-select s.embedding_model, s.embedding_dim from vera.snapshots s where s.group_id = %(group)s and s.name = %(name)s;
+select embedding_model, embedding_dim from vera.list_snapshots(%(group)s) where name = btrim(%(name)s);
 
 -- name: facts_to_embed
 -- The facts among the ids that still have no vector, with the text to embed (the embed job).
