@@ -10,7 +10,7 @@ from uuid import UUID
 
 import psycopg
 
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN, Database
 
 # Tables whose rows belong to a group, and so to a tenant.
 KNOWLEDGE_TABLES = (
@@ -196,7 +196,7 @@ def seed_world(db: Database) -> World:
 
 
 @contextmanager
-def caller(database: Database, key: str | None, role: str = "vera_app") -> Iterator[psycopg.Connection]:
+def caller(database: Database, key: str | None, role: str = APP_LOGIN) -> Iterator[psycopg.Connection]:
     """A connection of `role`, in a transaction authenticated with `key`, rolled back after."""
     with database.connect(role) as conn:
         if key is not None:

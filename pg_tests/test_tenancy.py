@@ -8,6 +8,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
+from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, World, caller
 
 
@@ -411,7 +412,7 @@ def test_declare_predicate_needs_admin_in_the_group(world: World, key_of: str) -
         conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (world.a.organisation,))
 
 
-@pytest.mark.parametrize("role", ["vera_app", "vera_worker", "vera_gateway"])
+@pytest.mark.parametrize("role", [APP_LOGIN, "vera_worker", "vera_gateway"])
 @pytest.mark.parametrize(
     "call",
     [
