@@ -269,6 +269,8 @@ def test_the_password_is_stored_as_the_scram_verifier_postgres_computes(world: W
         ("postgresql://admin:pw@db.internal:5433/vera?sslmode=require",
          "postgresql://vera_app_x:p%2Fw@db.internal:5433/vera?sslmode=require"),
         ("postgresql:///vera?host=/run/pg", "postgresql://vera_app_x:p%2Fw@/vera?host=/run/pg"),
+        ("postgresql:///vera?user=admin&password=pw&host=/run/pg&port=5433",
+         "postgresql://vera_app_x:p%2Fw@/vera?host=/run/pg&port=5433"),
     ],
 )  # fmt: skip
 def test_the_dsn_names_the_login(dsn: str, expected: str) -> None:

@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import conninfo, sql
@@ -200,7 +200,10 @@ def login_dsn(dsn: str, role: str, password: str | None) -> str:
         parts = urlsplit(dsn)
         host = parts.netloc.rsplit("@", 1)[-1]
         user = quote(role, safe="") + (f":{quote(password, safe='')}" if password is not None else "")
-        return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
+        # a user or password given as a parameter would win over the ones in front of the host
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        kept = [(key, value) for key, value in query if key not in {"user", "password"}]
+        return urlunsplit(parts._replace(netloc=f"{user}@{host}", query=urlencode(kept, safe="/")))
     params = conninfo.conninfo_to_dict(dsn)
     params.pop("password", None)
     params["user"] = role
