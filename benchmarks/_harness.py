@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import psycopg
 
-from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres.embedded import APP_LIMITS, APP_ROLE, EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
 
 
@@ -50,6 +51,7 @@ def start(name: str, *, fresh: bool = True) -> Bench:
         if not exists:
             conn.execute(f'create database "{name}"')
     MigrationRunner(server.admin_url(name)).migrate()
+    provisioning.create_app_login(server.admin_url(name), APP_ROLE, APP_LIMITS, exists_ok=True)
     with psycopg.connect(server.admin_url(name), autocommit=True) as conn:
         row = conn.execute(
             "select g.group_id, p.personal_group_id, p.principal_id from vera.groups g "

@@ -33,8 +33,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from vera_client.adapters.postgres import provisioning
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
+from vera_client.domain.models import LoginLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = "vera_template"
@@ -45,6 +47,12 @@ NON_DURABLE = {"fsync": "off", "full_page_writes": "off", "synchronous_commit": 
 MEMORY = Path("/dev/shm")  # noqa: S108
 DISK = Path("/tmp")  # noqa: S108
 SCRATCH_MIN_FREE = 1 << 30
+# The tests' SQL application: a login of its own (vera_app cannot log in), made
+# by the provisioning function like any application's, with roomy limits.
+APP_LOGIN = "vera_app_test"
+APP_LOGIN_LIMITS = LoginLimits(
+    connection_limit=50, statement_timeout="2min", idle_in_transaction_timeout="10min"
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ class Database:
     def admin(self, *, autocommit: bool = True) -> psycopg.Connection:
         return psycopg.connect(self.admin_dsn, autocommit=autocommit)
 
-    def connect(self, role: str = "vera_app", *, autocommit: bool = False) -> psycopg.Connection:
+    def connect(self, role: str = APP_LOGIN, *, autocommit: bool = False) -> psycopg.Connection:
         return psycopg.connect(self.dsn(role), autocommit=autocommit)
 
 
@@ -174,9 +182,12 @@ def _add_inspector(database_url: str) -> None:
 
 
 def build_template(server: EmbeddedPostgres) -> str:
-    """The schema built once through the migration runner, as TEMPLATE, with the inspector login."""
+    """The schema built once through the migration runner, as TEMPLATE, the
+    tests' application login and the inspector (roles belong to the cluster:
+    every clone has them)."""
     create_database(server, "template1", TEMPLATE)
     MigrationRunner(server.admin_url(TEMPLATE)).migrate()
+    provisioning.create_app_login(server.admin_url(TEMPLATE), APP_LOGIN, APP_LOGIN_LIMITS, exists_ok=True)
     _add_inspector(server.admin_url(TEMPLATE))
     return TEMPLATE
 

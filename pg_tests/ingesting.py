@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN, Database
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
@@ -40,7 +40,7 @@ def run_worker(
 
 def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
     """Register the manifest's sources and queue one run each (committed)."""
-    with VeraClient(db.dsn("vera_app"), key) as vera:
+    with VeraClient(db.dsn(APP_LOGIN), key) as vera:
         registered = register_manifest(vera, group, manifest)
         request_all(vera, registered)
     return registered

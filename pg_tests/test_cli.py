@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pg_tests.catalogs import pre_baseline
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN, Database
 from vera_cli.main import main
 from vera_client.adapters.postgres import deployment
-from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres.embedded import APP_ROLE, EmbeddedPostgres
 
 KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
 
@@ -74,7 +74,7 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     assert "6 files: 0 ingested, 6 unchanged" in second.output
     second_key = KEY.search(second.output)
     assert first_key and second_key and first_key[0] != second_key[0]
-    with psycopg.connect(demo_db.dsn("vera_app")) as conn:
+    with psycopg.connect(demo_db.dsn(APP_ROLE)) as conn:
         conn.execute("select vera.authenticate(%s)", (second_key[0],))
         organisations = conn.execute(
             "select group_name from vera.whoami() where group_kind = 'organisation'"
@@ -101,7 +101,7 @@ def test_db_status_migrate_and_url(demo_db: Database) -> None:
     assert "job queue (procrastinate)" in after
     assert "not installed" not in after
     url = _run(["db", "url"], env)
-    assert url.output.strip() == demo_db.dsn("vera_app")
+    assert url.output.strip() == demo_db.dsn(APP_ROLE)
 
 
 def test_tenant_create_prints_the_key_once(demo_db: Database) -> None:
@@ -127,7 +127,7 @@ def test_unreachable_database_is_one_line(demo_db: Database, tmp_path: Path) -> 
 
 
 def test_embedded_commands_with_an_external_dsn_are_refused(demo_db: Database) -> None:
-    env = _env(demo_db.server, demo_db.name) | {"VERA_DB__DSN": demo_db.dsn("vera_app")}
+    env = _env(demo_db.server, demo_db.name) | {"VERA_DB__DSN": demo_db.dsn(APP_LOGIN)}
     line = _one_line_error(_run(["db", "stop"], env))
     assert "external PostgreSQL" in line
 

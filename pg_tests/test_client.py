@@ -17,6 +17,7 @@ import pytest
 from pydantic import SecretStr
 from tests.standins import API_KEY, StandinServer, running_standin
 
+from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World
 from vera_client.adapters.embedders.cache import CachedEmbedder
 from vera_client.bootstrap import Providers, build_providers
@@ -67,7 +68,7 @@ def providers(standin: StandinServer, tmp_path_factory: pytest.TempPathFactory) 
 
 @pytest.fixture(scope="module")
 def vera(world: World, providers: Providers) -> Iterator[VeraClient]:
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key, providers=providers) as client:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key, providers=providers) as client:
         yield client
 
 
@@ -175,11 +176,11 @@ def test_review_retract_and_erase(vera: VeraClient, world: World) -> None:
 
 def test_errors_are_typed_by_sqlstate(vera: VeraClient, world: World, providers: Providers) -> None:
     with (
-        VeraClient(world.db.dsn("vera_app"), "vera_000000000000_" + "x" * 43) as stranger,
+        VeraClient(world.db.dsn(APP_LOGIN), "vera_000000000000_" + "x" * 43) as stranger,
         pytest.raises(UnknownApiKeyError),
     ):
         stranger.whoami()
-    with VeraClient(world.db.dsn("vera_app"), world.a.viewer_key, providers=providers) as viewer:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.viewer_key, providers=providers) as viewer:
         with pytest.raises(PermissionDeniedError):
             viewer.register_source(world.a.organisation, "markdown", "nope", 1)
         with pytest.raises(PermissionDeniedError):
@@ -201,7 +202,7 @@ def test_stage_three_reranks_the_top_hits(
     group, _ = loaded
     settings = _settings(tmp_path, standin, rerank=True)
     with VeraClient(
-        world.db.dsn("vera_app"), world.a.owner_key, providers=build_providers(settings)
+        world.db.dsn(APP_LOGIN), world.a.owner_key, providers=build_providers(settings)
     ) as client:
         blended = client.search("Restart billing-api kubectl", groups=[group], k=4, rerank=False)
         reranked = client.search("Restart billing-api kubectl", groups=[group], k=4)
@@ -224,7 +225,7 @@ def test_the_async_client_does_the_same(world: World, loaded: tuple[str, UUID], 
 
     async def scenario() -> None:
         client = await AsyncVeraClient.connect(
-            world.db.dsn("vera_app"), world.a.owner_key, providers=providers
+            world.db.dsn(APP_LOGIN), world.a.owner_key, providers=providers
         )
         async with client:
             hits, memberships = await asyncio.gather(
@@ -252,7 +253,7 @@ def test_a_query_the_pinned_model_cannot_read_is_searched_by_its_words(world: Wo
         db=DbSettings(data_dir=tmp_path / "pg"), embedder=EmbedderSettings(provider="local")
     )
     providers = build_providers(settings)
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key, providers=providers) as client:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key, providers=providers) as client:
         group = client.create_group(world.a.organisation, "project", "client-languages")
         source = client.register_source(group, "markdown", "handbook", 2)
         episode = client.record_episode(group, source, "vi.md", hashlib.sha256(b"vi").digest())
@@ -299,7 +300,7 @@ def test_one_client_serves_many_callers_through_cheap_views(world: World, provid
 
 def test_only_trusted_roles_may_vouch_for_a_principal(world: World) -> None:
     with (
-        VeraClient(world.db.dsn("vera_app"), Principal(world.a.owner)) as app,
+        VeraClient(world.db.dsn(APP_LOGIN), Principal(world.a.owner)) as app,
         pytest.raises(PermissionDeniedError),
     ):
         app.whoami()
@@ -333,7 +334,7 @@ def test_both_faces_have_the_same_operations() -> None:
 def test_waiting_passages_are_reviewed_through_the_client(world: World) -> None:
     """A tier-3 source's text waits for review: hidden from the group's search, listed to its
     admins, searchable once approved."""
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as owner:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as owner:
         group = owner.create_group(world.a.organisation, "project", "client-passage-review")
         source = owner.register_source(group, "markdown", "forum", 3)
         episode = owner.record_episode(group, source, "thread.md", hashlib.sha256(b"thread").digest())
@@ -349,7 +350,7 @@ def test_waiting_passages_are_reviewed_through_the_client(world: World) -> None:
         assert hit.item_id == stored.chunk_id and hit.signals.verification == pytest.approx(1.0)
         assert owner.pending_passages(group) == []
     with (
-        VeraClient(world.db.dsn("vera_app"), world.a.viewer_key) as viewer,
+        VeraClient(world.db.dsn(APP_LOGIN), world.a.viewer_key) as viewer,
         pytest.raises(PermissionDeniedError),
     ):
         viewer.pending_passages(world.a.organisation)

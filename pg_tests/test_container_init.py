@@ -12,6 +12,7 @@ import psycopg
 
 from pg_tests.catalogs import assert_same, bookkeeping, snapshot, write_script
 from pg_tests.databases import ROOT, Database
+from vera_client.adapters.postgres import provisioning
 from vera_client.adapters.postgres.migrations import MigrationRunner
 
 SCRIPT = ROOT / "docker" / "initdb" / "10-vera-migrate.sh"
@@ -26,6 +27,7 @@ def _run_script(database: Database, sql_script: Path, **extra: str) -> subproces
         "POSTGRES_USER": "postgres",
         "POSTGRES_DB": database.name,
         "VERA_SQL_SCRIPT": str(sql_script),
+        "VERA_APP_LOGIN_SCRIPT": str(sql_script.with_name("app-login.sql")),
         **extra,
     }
     return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, check=False)  # noqa: S603, S607
@@ -34,6 +36,8 @@ def _run_script(database: Database, sql_script: Path, **extra: str) -> subproces
 def test_init_script_migrates_and_records_like_the_runner(make_database, tmp_path: Path) -> None:
     database: Database = make_database(template="template0")
     sql_script = write_script(tmp_path)
+    # what the image's build stage writes beside vera.sql
+    sql_script.with_name("app-login.sql").write_text(provisioning.app_login_script("main"))
     result = _run_script(database, sql_script, VERA_APP_PASSWORD="app's secret")
     assert result.returncode == 0, result.stderr
     runner = MigrationRunner(database.admin_dsn)
@@ -46,13 +50,20 @@ def test_init_script_migrates_and_records_like_the_runner(make_database, tmp_pat
     assert_same(snapshot(by_runner), before[0], "container init vs runner")
     assert bookkeeping(by_runner) == before[1]
     with psycopg.connect(database.admin_dsn) as conn:
-        has_password = conn.execute(
-            "select rolpassword is not null from pg_authid where rolname = 'vera_app'"
+        login = conn.execute(
+            "select rolcanlogin, rolpassword is not null, pg_has_role(oid, 'vera_app', 'usage') "
+            "from pg_authid where rolname = 'vera_app_main'"
         )
-        assert has_password.fetchone() == (True,)
-        conn.execute("alter role vera_app password null")  # roles are cluster-wide: leave it as found
+        assert login.fetchone() == (True, True, True)
+        assert conn.execute("select rolcanlogin from pg_roles where rolname = 'vera_app'").fetchone() == (
+            False,
+        )
         queue = conn.execute("select to_regclass('procrastinate.procrastinate_jobs') is not null").fetchone()
         assert queue == (True,)
-    again = _run_script(database, sql_script)
+    again = _run_script(database, sql_script, VERA_APP_PASSWORD="another secret")
     assert again.returncode == 0, again.stderr
     assert "applying" not in again.stdout
+    assert [login.role for login in provisioning.list_app_logins(database.admin_dsn)].count(
+        "vera_app_main"
+    ) == 1
+    provisioning.drop_app_login(database.admin_dsn, "main")  # roles are cluster-wide: leave none behind

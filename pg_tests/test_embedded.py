@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres.embedded import APP_ROLE, EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.domain.errors import MissingExtensionError
 
@@ -22,7 +22,7 @@ def test_start_is_idempotent_and_status_reports_urls(pg_server: EmbeddedPostgres
     assert before.running and before.pid
     again = pg_server.start()
     assert again.pid == before.pid
-    assert again.app_url is not None and "vera_app@" in again.app_url
+    assert again.app_url is not None and f"{APP_ROLE}@" in again.app_url
     assert again.tcp_address is None  # TCP only when asked
 
 

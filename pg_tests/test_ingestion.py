@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import run_worker
 from pg_tests.seed import World, caller
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
@@ -53,12 +54,12 @@ def _member_key(world: World, group: str) -> str:
 
 
 def _register(world: World, group: str, folder: Path, tier: int = 2) -> Source:
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         return vera.register_folder(group, f"docs {group}", folder, tier=tier, functional=["runs on"])
 
 
 def _request(world: World, key: str, source: Source, path: str | None = None) -> int:
-    with VeraClient(world.db.dsn("vera_app"), key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), key) as vera:
         return vera.request_ingest(source.group_id, source.source_id, path)
 
 

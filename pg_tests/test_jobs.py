@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
@@ -49,7 +50,7 @@ def test_a_real_worker_process_runs_every_kind_of_job_sql_defers(world: World, t
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "queues.md").write_text("# Queues\n\nScale parcel-router when the queue backs up.\n")
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         plain = vera.create_group(org, "project", "jobs-plain")
         judged = vera.create_group(org, "project", "jobs-judged")
         vera.set_setting(plain, "judge.contradiction", True)
@@ -114,7 +115,7 @@ def test_a_real_worker_process_runs_every_kind_of_job_sql_defers(world: World, t
 
 
 def test_set_fact_embeddings_is_for_members_of_the_group_and_idempotent(world: World) -> None:
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         group = vera.create_group(world.a.organisation, "project", "jobs-embed")
         source = vera.register_source(group, "cmdb", "cmdb", 1)
         export = vera.record_episode(group, source, "export.csv", hashlib.sha256(b"e").digest())
@@ -147,7 +148,7 @@ def test_set_fact_embeddings_is_for_members_of_the_group_and_idempotent(world: W
 def test_an_embed_job_no_embedder_here_can_serve_is_retried_later(world: World, tmp_path: Path) -> None:
     """A group pinned to a model this worker lacks (or a hosted model that is down): the job
     is scheduled again with a growing wait instead of failing, so its facts get vectors later."""
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         group = vera.create_group(world.a.organisation, "project", "jobs-retry")
         source = vera.register_source(group, "cmdb", "cmdb", 1)
         export = vera.record_episode(group, source, "export.csv", hashlib.sha256(b"r").digest())

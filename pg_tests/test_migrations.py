@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from pg_tests.catalogs import assert_same, everything, pre_baseline, snapshot
-from pg_tests.databases import ROOT, Database
+from pg_tests.databases import APP_LOGIN, ROOT, Database
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.domain.errors import (
@@ -287,7 +287,7 @@ def test_migrated_database_is_usable_by_the_application_role(fresh: Database) ->
     MigrationRunner(fresh.admin_dsn).migrate()
     with fresh.admin() as admin:
         key = admin.execute("select api_key from vera.create_tenant('T', 'O')").fetchone()[0]  # type: ignore[index]
-    with psycopg.connect(fresh.dsn("vera_app")) as conn:
+    with psycopg.connect(fresh.dsn(APP_LOGIN)) as conn:
         conn.execute("select vera.authenticate(%s)", (key,))
         assert conn.execute("select count(*) from vera.whoami()").fetchone() == (2,)
 

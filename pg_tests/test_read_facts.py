@@ -8,10 +8,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
 from pg_tests.writes import claim, functional_project, publish, record_episode, register_source
 
-APPLICATION = "vera_app"
+APPLICATION = APP_LOGIN
 
 
 def _read(conn: psycopg.Connection, **arguments: Any) -> list[dict[str, Any]]:

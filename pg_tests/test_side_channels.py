@@ -20,14 +20,16 @@ import psycopg
 import pytest
 from psycopg import errors
 
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN, Database
 from pg_tests.searching import embed, vector_literal
 from pg_tests.seed import World, caller, seed_world
 from pg_tests.writes import claim, publish
 
-# The roles whose connections a tenant's code controls: SQL applications and the
+# The roles whose connections a tenant's code controls: SQL applications (the
+# vera_app group and the tests' application login, a member of it) and the
 # gateway (an MCP/HTTP server answers untrusted agents, so treat it alike).
-TENANT_FACING_ROLES = ("vera_app", "vera_gateway")
+TENANT_FACING_ROLES = ("vera_app", APP_LOGIN, "vera_gateway")
+LOGIN_ROLES = (APP_LOGIN, "vera_gateway")
 
 
 def test_tenant_facing_roles_hold_no_privilege_on_any_relation(world: World) -> None:
@@ -77,7 +79,7 @@ def _probes(world: World) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("authenticated", [False, True], ids=["unauthenticated", "as tenant A"])
-@pytest.mark.parametrize("role", TENANT_FACING_ROLES)
+@pytest.mark.parametrize("role", LOGIN_ROLES)
 def test_plans_of_other_tenants_rows_are_refused(world: World, role: str, authenticated: bool) -> None:
     refused = []
     with world.db.connect(role) as conn:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN, Database
 from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World
 from vera_client.adapters.objects.local import LocalObjectStore
@@ -115,7 +115,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
     crashed_folder, clean_folder = tmp_path / "crashed", tmp_path / "clean"
     _write_folder(crashed_folder)
     shutil.copytree(crashed_folder, clean_folder)  # copy2: same times and sizes
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         crashed = vera.create_group(world.a.organisation, "project", "stalled-crashed")
         clean = vera.create_group(world.a.organisation, "project", "stalled-clean")
         crashed_source = vera.register_folder(crashed, "services", crashed_folder, tier=2)
@@ -179,7 +179,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
     ]
 
     # a clean run of the same folder in another group
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         clean_job = vera.request_ingest(clean, clean_source.source_id)
     once = subprocess.run(  # noqa: S603
         [str(vera_command), "worker", "--once"],
@@ -204,7 +204,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
 def test_only_the_jobs_of_a_silent_worker_are_queued_again_and_only_once(
     world: World, tmp_path: Path
 ) -> None:
-    with VeraClient(world.db.dsn("vera_app"), world.a.owner_key) as vera:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         group = vera.create_group(world.a.organisation, "project", "stalled-check")
         for name in ("left", "running"):
             (tmp_path / name).mkdir()

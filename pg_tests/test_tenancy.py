@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import errors, sql
 
-from pg_tests.databases import INSPECTOR
+from pg_tests.databases import APP_LOGIN, INSPECTOR
 from pg_tests.seed import KNOWLEDGE_TABLES, READABLE_TABLES, World, caller
 
 
@@ -420,7 +420,7 @@ def test_declare_predicate_needs_admin_in_the_group(world: World, key_of: str) -
         conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (world.a.organisation,))
 
 
-@pytest.mark.parametrize("role", ["vera_app", "vera_worker", "vera_gateway"])
+@pytest.mark.parametrize("role", [APP_LOGIN, "vera_worker", "vera_gateway"])
 @pytest.mark.parametrize(
     "call",
     [
@@ -456,7 +456,7 @@ def test_writers_still_serialise_on_their_advisory_locks(world: World) -> None:
 
 def test_read_facts_answers_from_the_callers_groups_only(world: World) -> None:
     for tenant, other in ((world.a, world.b), (world.b, world.a)):
-        with caller(world.db, tenant.owner_key, role="vera_app") as conn:
+        with caller(world.db, tenant.owner_key, role=APP_LOGIN) as conn:
             seen = {row[0] for row in conn.execute("select group_id from vera.read_facts(max_rows => 1000)")}
             texts = [
                 row[0]
@@ -477,13 +477,13 @@ def test_pinned_models_of_another_tenant_are_not_seen(world: World) -> None:
             (world.b.organisation,),
         )
     try:
-        with caller(world.db, world.a.owner_key, role="vera_app") as conn:
+        with caller(world.db, world.a.owner_key, role=APP_LOGIN) as conn:
             assert (
                 conn.execute("select * from vera.pinned_models(%s)", ([world.b.organisation],)).fetchall()
                 == []
             )
             assert ("probe-model", 7) not in conn.execute("select * from vera.pinned_models()").fetchall()
-        with caller(world.db, world.b.owner_key, role="vera_app") as conn:
+        with caller(world.db, world.b.owner_key, role=APP_LOGIN) as conn:
             assert conn.execute(
                 "select * from vera.pinned_models(%s)", ([world.b.organisation],)
             ).fetchall() == [("probe-model", 7)]

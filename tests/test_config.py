@@ -33,7 +33,7 @@ def test_embedded_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     monkeypatch.setenv("VERA_DB__DATA_DIR", str(tmp_path / "pg"))
     database = build_database(VeraSettings())
     assert database.server is not None
-    assert database.app_dsn.startswith("postgresql://vera_app@/vera?host=")
+    assert database.app_dsn.startswith("postgresql://vera_app_local@/vera?host=")
 
 
 def test_empty_dsn_means_embedded(monkeypatch: pytest.MonkeyPatch) -> None:

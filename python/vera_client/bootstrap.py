@@ -58,7 +58,7 @@ class Database:
             raise ConfigurationError(
                 "VERA_DB__ADMIN_DSN is set but VERA_DB__DSN is not: the application will not connect as "
                 "the administrator (row-level security would not apply); "
-                "set VERA_DB__DSN to the vera_app role's DSN"
+                "set VERA_DB__DSN to this application's login (vera tenant login create NAME prints it)"
             )
         return db.dsn
 

@@ -1,6 +1,6 @@
 """Configuration, read from the environment: prefix VERA_, nesting '__'.
 
-    VERA_DB__DSN=postgresql://vera_app@db.internal/vera    # use an external PostgreSQL
+    VERA_DB__DSN=postgresql://vera_app_billing:…@db.internal/vera  # external: an application login
     VERA_DB__ADMIN_DSN=postgresql://dba@db.internal/vera   # who runs migrations
     VERA_DB__DATA_DIR=/srv/vera/postgres                   # embedded server's data
     VERA_DB__TCP=true                                      # embedded: also listen on 127.0.0.1
@@ -43,7 +43,9 @@ class DbSettings(BaseModel):
     """Where the database is. Without a DSN, VERA runs its embedded PostgreSQL."""
 
     dsn: str | None = Field(
-        default=None, description="Application DSN of an external PostgreSQL (role vera_app)"
+        default=None,
+        description="Application DSN of an external PostgreSQL: this application's own login "
+        "(vera tenant login create NAME; a member of vera_app, which cannot log in itself)",
     )
     admin_dsn: str | None = Field(
         default=None, description="DSN used for migrations and provisioning; defaults to dsn"

@@ -45,8 +45,11 @@ begin
         select * from (values
             -- owns every vera object; definer functions run as it; nobody logs in as it
             ('vera_owner',    'nologin nosuperuser nocreatedb nocreaterole nobypassrls noinherit'),
-            -- applications: read through RLS, write only through the SQL API
-            ('vera_app',      'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
+            -- applications: read through RLS, write only through the SQL API. A
+            -- group: each SQL application logs in as a role of its own that is a
+            -- member (provisioning.create_app_login), so that no application sees
+            -- another's statements in pg_stat_activity nor may signal its backends
+            ('vera_app',      'nologin nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
             -- Procrastinate workers: row DML inside RLS (embeddings, projections, cleanup)
             ('vera_worker',   'login nosuperuser nocreatedb nocreaterole nobypassrls inherit'),
             -- HTTP/MCP servers that verify callers themselves (OAuth) and vouch for a principal

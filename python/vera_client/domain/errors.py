@@ -103,6 +103,18 @@ class ConflictError(VeraError):
     """The change conflicts with existing data."""
 
 
+class InvalidAppLoginError(InvalidArgumentError):
+    """An application login's name or limits are invalid."""
+
+
+class AppLoginExistsError(ConflictError):
+    """An application login of that name exists already."""
+
+
+class AppLoginNotFoundError(NotFoundError):
+    """There is no application login of that name."""
+
+
 class EmbeddingMismatchError(InvalidArgumentError):
     """The embedding's model or dimension differs from the one pinned by the group."""
 

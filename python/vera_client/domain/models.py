@@ -275,3 +275,24 @@ class VectorIndexBuild:
     vector_rows: int
     index_name: str
     statements: list[str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoginLimits:
+    """What one SQL application's login may use: connections at once, and how
+    long a statement may run and a transaction may sit idle before the server
+    ends it ("30s", "500ms", "2min", "1h"; "0" turns a limit off)."""
+
+    connection_limit: int = 20
+    statement_timeout: str = "30s"
+    idle_in_transaction_timeout: str = "60s"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AppLogin:
+    """A login role of one SQL application: a member of vera_app, with its limits."""
+
+    role: str
+    limits: LoginLimits
+    can_login: bool
+    sessions: int

@@ -17,7 +17,7 @@ from uuid import UUID
 import click
 import pydantic
 
-from vera_client.adapters.postgres import deployment, provisioning
+from vera_client.adapters.postgres import deployment, embedded, provisioning
 from vera_client.adapters.postgres.errors import redact
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
@@ -27,7 +27,7 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
-from vera_client.domain.models import Hit, ServerStatus
+from vera_client.domain.models import Hit, LoginLimits, ServerStatus
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -152,6 +152,7 @@ def migrate() -> None:
     if database.server is not None:
         database.server.start()
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"applied {m.name}"))
+    ensure_local_app_login(database)
     if not applied:
         click.echo("nothing to migrate: the database is up to date")
     click.echo("functions and row-level security re-applied")
@@ -339,6 +340,96 @@ def tenant_create(organisation: str, owner: str, email: str | None) -> None:
     click.echo(f"organisation: {created.group_id}")
     click.echo(f"owner:        {created.owner_principal_id}")
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
+
+
+@tenant.group("login")
+def tenant_login() -> None:
+    """Login roles of SQL applications: one per application, a member of vera_app, with limits."""
+
+
+@tenant_login.command("create")
+@click.argument("name")
+@click.option("--connection-limit", default=LoginLimits().connection_limit, show_default=True,
+              type=int, help="Sessions the application may hold at once.")  # fmt: skip
+@click.option("--statement-timeout", default=LoginLimits().statement_timeout, show_default=True,
+              help="Longest statement (500ms, 30s, 2min, ...; 0 = none).")  # fmt: skip
+@click.option("--idle-timeout", default=LoginLimits().idle_in_transaction_timeout, show_default=True,
+              help="Longest idle time inside a transaction before its session ends (0 = none).")  # fmt: skip
+@click.option("--password/--no-password", default=True, show_default=True,
+              help="Generate a password (--no-password: for trust, peer or certificate auth).")  # fmt: skip
+@friendly_errors
+def tenant_login_create(
+    name: str, connection_limit: int, statement_timeout: str, idle_timeout: str, password: bool
+) -> None:
+    """Create the login role vera_app_NAME of one SQL application and print its DSN.
+
+    An existing login of that name is refused (drop it first): a new password
+    is never handed out silently.
+    """
+    database = database_from_env()
+    start_if_embedded(database)
+    limits = LoginLimits(
+        connection_limit=connection_limit,
+        statement_timeout=statement_timeout,
+        idle_in_transaction_timeout=idle_timeout,
+    )
+    secret = provisioning.generate_password() if password else None
+    role = provisioning.create_app_login(database.admin_dsn, name, limits, password=secret)
+    click.echo(f"login:    {role} (member of {provisioning.APP_GROUP})")
+    click.echo(
+        f"limits:   {limits.connection_limit} connections, statement_timeout {limits.statement_timeout}, "
+        f"idle_in_transaction_session_timeout {limits.idle_in_transaction_timeout}"
+    )
+    if database.server is not None:
+        click.echo(f"dsn:      {database.server.url(role)}")
+        click.echo("          (embedded server: its Unix socket trusts the OS user, no password is asked)")
+        if secret is not None:
+            click.echo(f"password: {secret}   (shown once; needed over TCP, vera db start --tcp)")
+        return
+    base = database.settings.db.dsn or database.admin_dsn
+    click.echo(f"dsn:      {provisioning.login_dsn(base, role, secret)}")
+    if secret is not None:
+        click.echo("          (password shown once: store it now; the server keeps only its SCRAM verifier)")
+    else:
+        click.echo("          (no password: the server must authenticate this role another way, e.g. cert)")
+
+
+@tenant_login.command("list")
+@friendly_errors
+def tenant_login_list() -> None:
+    """The application logins, their limits and sessions now."""
+    database = database_from_env()
+    start_if_embedded(database)
+    logins = provisioning.list_app_logins(database.admin_dsn)
+    if not logins:
+        click.echo("no application logins: create one with vera tenant login create NAME")
+    for login in logins:
+        limits = login.limits
+        state = "" if login.can_login else "  (cannot log in)"
+        click.echo(
+            f"{login.role:<32} {limits.connection_limit:>5} connections  "
+            f"statement {limits.statement_timeout:<6} idle {limits.idle_in_transaction_timeout:<6} "
+            f"{login.sessions:>3} sessions now{state}"
+        )
+
+
+@tenant_login.command("drop")
+@click.argument("name")
+@friendly_errors
+def tenant_login_drop(name: str) -> None:
+    """Drop application login NAME, ending its sessions first."""
+    database = database_from_env()
+    start_if_embedded(database)
+    ended = provisioning.drop_app_login(database.admin_dsn, name)
+    click.echo(f"dropped {provisioning.app_login_role(name)} ({ended} sessions ended)")
+
+
+def ensure_local_app_login(database: Database) -> None:
+    """The embedded server's application login, created (or given its limits) after a migrate."""
+    if database.server is not None:
+        provisioning.create_app_login(
+            database.admin_dsn, embedded.APP_ROLE, embedded.APP_LIMITS, exists_ok=True
+        )
 
 
 def client_from_env(api_key: str) -> VeraClient:

@@ -20,6 +20,7 @@ from vera_client.client import VeraClient
 from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
     database_from_env,
+    ensure_local_app_login,
     fail,
     friendly_errors,
     print_hits,
@@ -215,6 +216,7 @@ def demo() -> None:
         click.echo(f"  running, data in {server_status.data_dir}")
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
     click.echo(f"migrations: {len(applied)} applied now, database up to date")
+    ensure_local_app_login(database)
     demo_tenant = provisioning.ensure_tenant(database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME)
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")

@@ -23,11 +23,15 @@ from importlib import metadata
 from pathlib import Path
 
 from vera_client.domain.errors import EmbeddedServerError
-from vera_client.domain.models import ServerStatus
+from vera_client.domain.models import LoginLimits, ServerStatus
 
 SERVER_OS_USER = "vera_postgres"
 SUPERUSER = "postgres"
-APP_ROLE = "vera_app"
+# The application login of the embedded server (a member of vera_app, made by
+# provisioning.create_app_login after each migrate); vera_app itself cannot log in.
+APP_ROLE = "vera_app_local"
+# Roomier than an application's defaults: someone at psql, in a transaction, thinks.
+APP_LIMITS = LoginLimits(connection_limit=50, statement_timeout="5min", idle_in_transaction_timeout="15min")
 WORKER_ROLE = "vera_worker"
 # Unix socket paths are limited to 107 bytes; leave room for "/.s.PGSQL.NNNNN".
 _MAX_SOCKET_DIR = 90
@@ -84,7 +88,11 @@ class EmbeddedPostgres:
         )
 
     def app_url(self, database: str | None = None) -> str:
-        return f"postgresql://{APP_ROLE}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
+        return self.url(APP_ROLE, database)
+
+    def url(self, role: str, database: str | None = None) -> str:
+        """The Unix-socket URL of `role` (trust authentication: no password is asked)."""
+        return f"postgresql://{role}@/{database or self.database}?host={self.socket_dir}&port={self.port}"
 
     def worker_url(self, database: str | None = None) -> str:
         return (

@@ -1,7 +1,8 @@
 """Operator tasks on the admin connection: tenants and their first keys,
-and the per-group vector indexes search relies on. They run their calls
-through the executor as the operator (no caller: row-level security does not
-bind the admin connection)."""
+the login roles of SQL applications (logins.py: one per application, a
+member of vera_app), and the per-group vector indexes search relies on. The
+tenant tasks run their calls through the executor as the operator (no
+caller: row-level security does not bind the admin connection)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,37 @@ from collections.abc import Callable
 from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect, translated_errors
 from vera_client.adapters.postgres.executor import begin
+from vera_client.adapters.postgres.logins import (
+    APP_GROUP,
+    APP_LOGIN_PREFIX,
+    app_login_role,
+    app_login_script,
+    create_app_login,
+    drop_app_login,
+    generate_password,
+    list_app_logins,
+    login_dsn,
+)
 from vera_client.domain.callers import Operator
 from vera_client.domain.models import Tenant, VectorIndexBuild
+
+# The application logins are made here too (logins.py imports psycopg alone,
+# so that the container image's build stage can render app_login_script).
+__all__ = [
+    "APP_GROUP",
+    "APP_LOGIN_PREFIX",
+    "app_login_role",
+    "app_login_script",
+    "build_missing_vector_indexes",
+    "create_app_login",
+    "create_tenant",
+    "drop_app_login",
+    "ensure_tenant",
+    "generate_password",
+    "list_app_logins",
+    "login_dsn",
+    "missing_vector_indexes",
+]
 
 
 def create_tenant(admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None) -> Tenant:

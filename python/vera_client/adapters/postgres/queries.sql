@@ -202,3 +202,29 @@ select fact_id, fact_text from vera.facts_to_embed(%(group)s, %(fact_ids)s::uuid
 -- name: set_fact_embeddings
 -- Stores the vectors of facts that had none, pinning the group's model.
 select vera.set_fact_embeddings(%(group)s, %(fact_ids)s::uuid[], %(embeddings)s::vector[], %(embedding_model)s);
+
+-- name: app_login_exists
+-- Operator: one row when a role of that name exists, saying whether it is an application login (a member of vera_app).
+select exists (select from pg_catalog.pg_auth_members m
+                where m.member = r.oid and m.roleid = 'vera_app'::regrole) as app_login
+from pg_catalog.pg_roles r
+where r.rolname = %(role)s;
+
+-- name: app_logins
+-- Operator: every application login (a direct member of vera_app), its limits and its sessions now.
+select r.rolname, r.rolcanlogin, r.rolconnlimit,
+       (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+         where d.setrole = r.oid and d.setdatabase = 0 and s.setting like 'statement\_timeout=%%') as statement_timeout,
+       (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+         where d.setrole = r.oid and d.setdatabase = 0
+           and s.setting like 'idle\_in\_transaction\_session\_timeout=%%') as idle_timeout,
+       (select count(*) from pg_catalog.pg_stat_activity a where a.usesysid = r.oid) as sessions
+from pg_catalog.pg_roles r
+join pg_catalog.pg_auth_members m on m.member = r.oid and m.roleid = 'vera_app'::regrole
+order by r.rolname;
+
+-- name: end_app_login_sessions
+-- Operator: ends every session of an application login, waiting up to 5 s for each; how many were ended.
+select count(*) filter (where pg_catalog.pg_terminate_backend(a.pid, 5000))
+from pg_catalog.pg_stat_activity a
+where a.usename = %(role)s and a.pid <> pg_catalog.pg_backend_pid();
