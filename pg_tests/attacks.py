@@ -29,7 +29,7 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pg_tests.adversary import Arena, Tenant, leaked
+from pg_tests.adversary import SHARED_QUERY, Arena, Tenant, leaked
 
 # docs/sql-api.md, "Error codes"
 DOCUMENTED_SQLSTATES = frozenset({
@@ -83,6 +83,11 @@ class Attempt:
     # run the ghost twin and compare (off for attempts that are not about one foreign value)
     twin: bool = True
     isolation: str = "read committed"
+    # the twins must return the same rows, not only as many (counts, row counts of writes)
+    compare_rows: bool = False
+    # the SQLSTATEs a refusal may have: VERA's documented ones for its functions; PostgreSQL's own
+    # privilege errors for direct access to tables, roles and settings
+    allowed: frozenset[str] = DOCUMENTED_SQLSTATES
 
     @property
     def foreign(self) -> list[Foreign]:
@@ -132,8 +137,12 @@ def _normalised(message: str, attempt: Attempt, *, ghost: bool) -> str:
     return message
 
 
-def execute(conn: psycopg.Connection, query: str, params: dict[str, Any]) -> Outcome:
+def execute(conn: psycopg.Connection, query: str, params: dict[str, Any] | None = None) -> Outcome:
     try:
+        if query.lstrip().lower().startswith("copy"):
+            with conn.cursor() as cursor, cursor.copy(query) as copy:  # type: ignore[arg-type]
+                data = b"".join(bytes(block) for block in copy)
+            return Outcome(None, "", [(data.decode(errors="replace"),)], data.count(b"\n"))
         cursor = conn.execute(query, params)  # type: ignore[arg-type]
         rows = cursor.fetchall() if cursor.description else []
         return Outcome(None, "", rows, cursor.rowcount)
@@ -180,6 +189,39 @@ class Attacker:
         self.check(attempt, outcome, twin)
         return outcome
 
+    def forge(self, attempt: Attempt) -> Outcome:
+        """The attempt inside the caller's authenticated transaction (a savepoint around it);
+        then the caller must still be itself, reaching its own groups only."""
+        self.tally.attempts[(attempt.channel, self.role, attempt.label)] += 1
+        conn = self.conn
+        conn.execute("begin")
+        try:
+            conn.execute("select vera.authenticate(%s)", (self.key,))
+            conn.execute("savepoint forge")
+            outcome = execute(conn, attempt.query, materialise(attempt.params, ghost=False))
+            if outcome.sqlstate is not None:
+                conn.execute("rollback to savepoint forge")
+            self.check(attempt, outcome)
+            self.check_identity(attempt)
+        finally:
+            conn.execute("rollback")
+        return outcome
+
+    def check_identity(self, attempt: Attempt) -> None:
+        """Who the transaction is and what it reaches, through the functions (table privileges may go)."""
+        where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
+        me = self.tenant.principals[self.role]
+        identity = execute(self.conn, "select vera.current_principal(), vera.readable_groups()")
+        if identity.sqlstate is not None or identity.rows[0][0] != me:
+            self.tally.findings.append(f"{where}: the caller is no longer itself: {identity}")
+            return
+        reach = set(identity.rows[0][1]) & set(self.forbidden)
+        hits = execute(self.conn, "select group_id, text from vera.search(%(q)s, k => 100)", {"q": SHARED_QUERY})
+        found = leaked(hits.text, self.forbidden)
+        # a setting such as row_security = off may make search refuse (42501): refused is not leaked
+        if reach or found or hits.sqlstate not in {None, "42501"}:
+            self.tally.findings.append(f"{where}: after the attempt the caller reaches {reach or found or hits.message}")
+
     def check(self, attempt: Attempt, outcome: Outcome, twin: Outcome | None = None) -> None:
         self.tally.outcomes[outcome.sqlstate or "ok"] += 1
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
@@ -187,11 +229,14 @@ class Attacker:
         found = leaked(outcome.text, self.forbidden - passed)
         if found:
             self.tally.findings.append(f"{where}: another tenant's {found[:3]} in {outcome.text[:300]!r}")
-        if outcome.sqlstate is not None and outcome.sqlstate not in DOCUMENTED_SQLSTATES:
+        if outcome.sqlstate is not None and outcome.sqlstate not in attempt.allowed:
             self.tally.findings.append(f"{where}: undocumented SQLSTATE {outcome.sqlstate}: {outcome.message[:300]}")
         if twin is not None:
             real = (outcome.sqlstate, _normalised(outcome.message, attempt, ghost=False), len(outcome.rows))
             ghostly = (twin.sqlstate, _normalised(twin.message, attempt, ghost=True), len(twin.rows))
+            if attempt.compare_rows:
+                real += (repr(outcome.rows), outcome.rowcount)
+                ghostly += (repr(twin.rows), twin.rowcount)
             if real != ghostly:
                 self.tally.findings.append(
                     f"{where}: another tenant's value answers unlike a value that exists nowhere: {real} vs {ghostly}"
@@ -281,7 +326,7 @@ class Draw:
         return Foreign(str(self.rng.choice(foe.ids["key"])), str(self.ghost_uuid()))
 
     def job(self) -> Foreign:
-        return Foreign(self.rng.choice(self.foe().jobs), 10**12 + self.rng.randint(0, 10**6))
+        return Foreign(self.rng.choice(self.foe().jobs), 10**9 + self.rng.randint(0, 10**6))
 
 
 # -- the SQL API, as the catalog lists it ----------------------------------------------------

@@ -20,8 +20,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pg_tests.adversary import ROLES, Arena, Tenant, build_arena, fingerprint
-from pg_tests.attacks import Attacker, Draw, Tally, callable_functions, function_attempt
+from pg_tests.adversary import ROLES, SHARED_QUERY, Arena, Tenant, build_arena, fingerprint, table_columns
+from pg_tests.attacks import (
+    Attacker,
+    Attempt,
+    Draw,
+    Foreign,
+    Tally,
+    call_sql,
+    callable_functions,
+    function_attempt,
+)
 from pg_tests.databases import Database
 
 SEED = 20261201
@@ -75,10 +84,72 @@ def test_every_function_of_the_sql_api(arena: Arena) -> None:
     assert TALLY.total("functions") >= len(functions) * len(ROLES) * len(arena.tenants)
 
 
-def test_zz_debug(arena: Arena) -> None:
-    from collections import Counter
-    print(TALLY.total(), TALLY.outcomes)
-    per = Counter()
-    for (c, r, l), n in TALLY.attempts.items():
-        per[l] += n
-    print(per)
+
+# PostgreSQL's own refusals of direct access: no privilege (42501); COPY FROM a table under RLS (0A000)
+TABLE_REFUSALS = frozenset({"42501", "0A000"})
+# attempts per (role, table): the select of everything, plus this many drawn operations
+PER_TABLE = 3
+TABLE_OPERATIONS = {
+    "select foreign": "select * from {table} t where strpos(t::text, %(value)s::text) > 0",
+    "count foreign": "select count(*) from {table} t where strpos(t::text, %(value)s::text) > 0",
+    "copy query": "copy (select * from {table}) to stdout",
+    "copy table": "copy {table} to stdout",
+    # the value is cast when the row is built, after the privilege check (a parameter of the column's type
+    # would be parsed when bound, before it)
+    "insert": "insert into {table} ({column}) select cast(%(value)s::text as {type})",
+    "insert copy": "insert into {table} ({column}) select {column} from {table}",
+    "update foreign": "update {table} t set {column} = {column} where strpos(t::text, %(value)s::text) > 0",
+    "delete foreign": "delete from {table} t where strpos(t::text, %(value)s::text) > 0",
+    "truncate": "truncate {table}",
+    "lock": "lock table {table} in access exclusive mode nowait",
+    "select for update": "select * from {table} for update nowait",
+}
+
+
+def _foreign_value(draw: Draw, table: str) -> Foreign:
+    """What identifies another tenant's row of this table."""
+    rng = draw.rng
+    kind = {
+        "principals": "principal", "api_keys": "key", "api_key_usage": "key", "auth_context": "principal",
+        "sources": "source", "episodes": "episode", "chunks": "chunk", "facts": "fact", "entities": "entity",
+        "snapshots": "snapshot", "feedback": "feedback",
+    }.get(table)  # fmt: skip
+    choice = rng.random()
+    if kind is not None and choice < 0.4:
+        return draw.foreign_id(kind)
+    if choice < 0.8:
+        return draw.foreign_group()
+    return draw.marker()
+
+
+def test_every_table_directly(arena: Arena) -> None:
+    with arena.db.admin() as conn:
+        tables = {f"vera.{name}": columns for name, columns in table_columns(conn).items()}
+        tables |= {f"procrastinate.{name}": columns for name, columns in table_columns(conn, "procrastinate").items()}
+        types = dict(
+            conn.execute(
+                """select attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod)
+                     from pg_attribute where attnum = 1 or attname = 'group_id'"""
+            ).fetchall()
+        )
+    assert len(tables) >= 20
+
+    def plan(draw: Draw, attacker: Attacker) -> None:
+        for table, columns in tables.items():
+            column = "group_id" if "group_id" in columns else columns[0]
+            attacker.attempt(Attempt("tables", f"{table} select all", f"select * from {table}", allowed=TABLE_REFUSALS))
+            for operation in draw.rng.sample(sorted(TABLE_OPERATIONS), PER_TABLE):
+                kind = types[f"{table}.{column}"]
+                query = TABLE_OPERATIONS[operation].format(table=table, column=column, type=kind)
+                value = _foreign_value(draw, table.split(".")[1])
+                if operation == "insert" and kind == "uuid":
+                    value = draw.foreign_id("key" if "key" in table else "principal")
+                elif operation == "insert" and kind in {"integer", "bigint"}:
+                    value = draw.job()
+                params = {"value": value} if "%(value)s" in query else {}
+                attempt = Attempt("tables", f"{table} {operation}", query, params, compare_rows=True, allowed=TABLE_REFUSALS)
+                outcome = attacker.attempt(attempt)
+                if operation.startswith(("insert", "truncate", "lock", "update", "delete")) and outcome.sqlstate is None:
+                    assert outcome.rowcount <= 0, f"{attacker.tenant.name}/{attacker.role}: {query} wrote {outcome.rowcount} rows"
+
+    _attack(arena, "tables", plan)
