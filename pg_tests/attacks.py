@@ -29,7 +29,7 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pg_tests.adversary import SHARED_QUERY, Arena, Tenant, leaked
+from pg_tests.adversary import Arena, Tenant, leaked
 
 # docs/sql-api.md, "Error codes"
 DOCUMENTED_SQLSTATES = frozenset({
@@ -126,6 +126,7 @@ def _tokens_of(values: list[Any]) -> set[str]:
         # a marker inside a longer text passed in (a query, a claim) is the caller's own input
         found.update(re.findall(r"zq[0-9a-f]{10}", text))
         found.update(re.findall(r"[owpu]:[0-9a-f]{16}", text))
+        found.update(re.findall(r"vera_([0-9a-f]{12})_", text))
         found.update(re.findall(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text))
     return found
 
@@ -212,18 +213,21 @@ class Attacker:
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
         me = self.tenant.principals[self.role]
         identity = execute(self.conn, "select vera.current_principal(), vera.readable_groups()")
+        if identity.sqlstate == "42501":
+            return  # a setting such as row_security = off makes every read refuse: refused is not leaked
         if identity.sqlstate is not None or identity.rows[0][0] != me:
             self.tally.findings.append(f"{where}: the caller is no longer itself: {identity}")
             return
         reach = set(identity.rows[0][1]) & set(self.forbidden)
-        hits = execute(self.conn, "select group_id, text from vera.search(%(q)s, k => 100)", {"q": SHARED_QUERY})
+        hits = execute(self.conn, "select * from vera.list_sources() union all select null, null, null, group_id,"
+                       " null, null, null, null, null, null from vera.whoami()")
         found = leaked(hits.text, self.forbidden)
-        # a setting such as row_security = off may make search refuse (42501): refused is not leaked
-        if reach or found or hits.sqlstate not in {None, "42501"}:
+        if reach or found or hits.sqlstate is not None:
             self.tally.findings.append(f"{where}: after the attempt the caller reaches {reach or found or hits.message}")
 
     def check(self, attempt: Attempt, outcome: Outcome, twin: Outcome | None = None) -> None:
         self.tally.outcomes[outcome.sqlstate or "ok"] += 1
+        self.tally.outcomes[f"{attempt.label}:{outcome.sqlstate or 'ok'}"] += 1
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
         passed = _tokens_of([value.real for value in attempt.foreign])
         found = leaked(outcome.text, self.forbidden - passed)

@@ -153,3 +153,109 @@ def test_every_table_directly(arena: Arena) -> None:
                     assert outcome.rowcount <= 0, f"{attacker.tenant.name}/{attacker.role}: {query} wrote {outcome.rowcount} rows"
 
     _attack(arena, "tables", plan)
+
+
+# -- the authentication context ------------------------------------------------------------
+
+# The roles of a VERA database, and whoever else an attacker might become.
+OTHER_ROLES = ("vera_owner", "vera_worker", "vera_gateway", "vera_searcher", "vera_resolver", "vera_operator",
+               "pg_read_all_data", "pg_write_all_data", "pg_signal_backend", "pg_read_all_stats")  # fmt: skip
+# Settings a forger might hope the functions read (they read none: the context is a table row).
+FORGED_SETTINGS = ("vera.principal", "vera.principal_id", "vera.current_principal", "vera.readable_groups",
+                   "vera.groups", "vera.auth_context", "vera.tenant", "request.jwt.claims", "app.current_tenant")  # fmt: skip
+# Settings that change how the functions run, not who the caller is.
+SESSION_SETTINGS = (
+    "set row_security = off", "set search_path = pg_temp, public, vera", "set pg_trgm.similarity_threshold = 0.01",
+    "set enable_seqscan = off", "set enable_indexscan = off", "set hnsw.ef_search = 1000",
+    "set default_transaction_isolation = 'serializable'", "set session_replication_role = replica",
+    "set jit = off", "set plan_cache_mode = force_generic_plan",
+)  # fmt: skip
+# PostgreSQL's refusals (42501 privilege, 22023 a setting's value, 55P02 a setting not changeable now,
+# 42704 a role or object that does not exist), VERA's (VA*), and a DO block's failure to run a forbidden statement.
+AUTH_REFUSALS = frozenset({"42501", "22023", "55P02", "42704", "VA001", "VA002", "VA003", "VA004", "VA005", "VA006",
+                           "0A000", "22004", "25001", "25006"})  # fmt: skip
+
+
+STALE_KEY_HOLDERS = {"revoked": "member", "expired": "viewer", "disabled": "disabled", "removed_member": "leaver"}
+
+
+def _auth_attempts(draw: Draw, superuser: str, internal: list[str]) -> Iterator[Attempt]:
+    foe = draw.foe()
+    rng = draw.rng
+    foe_principal = Foreign(foe.principals[rng.choice(ROLES)], draw.ghost_uuid())
+    foe_groups = [draw.foreign_group(foe) for _ in range(2)]
+
+    def attempt(label: str, query: str, **params: object) -> Attempt:
+        return Attempt("auth", label, query, dict(params), twin=False, allowed=AUTH_REFUSALS)
+
+    yield attempt(
+        "insert auth_context",
+        "insert into vera.auth_context values (pg_backend_pid(), pg_current_xact_id(), %(p)s, null, %(g)s, %(g)s, %(g)s)",
+        p=foe_principal, g=foe_groups,
+    )  # fmt: skip
+    yield attempt(
+        "update auth_context",
+        "update vera.auth_context set principal_id = %(p)s, readable = %(g)s, writable = %(g)s, administrable = %(g)s",
+        p=foe_principal, g=foe_groups,
+    )  # fmt: skip
+    yield attempt("delete auth_context", "delete from vera.auth_context")
+    yield attempt("read auth_context", "select * from vera.auth_context")
+    yield attempt("copy auth_context", "copy vera.auth_context to stdout")
+    for name in rng.sample(FORGED_SETTINGS, 3):
+        group = foe_groups[0]
+        value = rng.choice([foe_principal, Foreign("{" + group.real + "}", "{" + group.ghost + "}")])
+        yield attempt(f"set_config {name}", "select set_config(%(n)s, %(v)s::text, %(l)s)", n=name, v=value, l=rng.random() < 0.5)
+    yield attempt("set a setting", f"set {rng.choice(FORGED_SETTINGS)} = '{foe.principals['owner']}'")
+    yield attempt("session setting", rng.choice(SESSION_SETTINGS))
+    for role in (*rng.sample(OTHER_ROLES, 3), superuser):
+        yield attempt(f"set role {role}", f"set role {role}")
+        yield attempt(f"set session authorization {role}", f"set session authorization {role}")
+    yield attempt("set_config role", "select set_config('role', %(r)s, false)", r=rng.choice(OTHER_ROLES))
+    yield attempt("authenticate_principal", "select vera.authenticate_principal(%(p)s)", p=foe_principal)
+    for signature in rng.sample(internal, 6):
+        yield attempt(f"not granted {signature}", signature)
+    yield attempt(
+        "DO block",
+        "do $$ begin execute 'set role vera_owner'; insert into vera.auth_context values "
+        f"(pg_backend_pid(), pg_current_xact_id(), '{foe.principals['owner']}', null, '{{{foe.org}}}', '{{}}', '{{}}'); end $$",
+    )
+    yield attempt(
+        "temp shadow",
+        "create temp table auth_context as select * from (values (pg_backend_pid(), pg_current_xact_id(),"
+        f" '{foe.principals['owner']}'::uuid, null::uuid, '{{{foe.org}}}'::text[], '{{{foe.org}}}'::text[],"
+        f" '{{{foe.org}}}'::text[])) v(backend_pid, xact_id, principal_id, key_id, readable, writable, administrable)",
+    )
+    yield attempt(
+        "temp function",
+        f"create function pg_temp.readable_groups() returns text[] language sql as $f$ select array['{foe.org}'] $f$",
+    )
+    yield attempt("create in public", "create function public.readable_groups() returns text[] language sql as $f$ select '{}'::text[] $f$")
+    yield attempt("create schema", "create schema vera_shadow")
+    yield attempt("grant", "grant vera_owner to vera_app")
+    # refused inside the transaction: the savepoint around it is rolled back, the caller stays itself
+    # (whoever holds a key knows whose it is: the refusal may name its prefix and principal)
+    stale = rng.choice(["revoked", "expired", "disabled"])
+    yield attempt("authenticate a stale key inside", "select vera.authenticate(%(k)s)",
+                  k=Foreign(foe.stale_keys[stale], "vera_000000000000_" + "A" * 43),
+                  holder=Foreign(foe.principals[STALE_KEY_HOLDERS[stale]], draw.ghost_uuid()))
+
+
+def test_the_authentication_context_cannot_be_forged(arena: Arena) -> None:
+    with arena.db.admin() as conn:
+        superuser = conn.execute("select current_user").fetchone()[0]  # type: ignore[index]
+        internal = [
+            call_sql(function, []).replace("()", "(" + ", ".join(f"null::{kind}" for _, kind in function.arguments) + ")")
+            for function in callable_functions(conn, executable=False)
+        ]
+    assert "vera.authenticate_principal" in " ".join(internal)
+
+    def plan(draw: Draw, attacker: Attacker) -> None:
+        for attempt in _auth_attempts(draw, superuser, internal):
+            attacker.forge(attempt)
+
+    _attack(arena, "auth", plan)
+
+
+def test_zz_debug(arena: Arena) -> None:
+    for k, v in sorted(TALLY.outcomes.items()):
+        print(k, v)
