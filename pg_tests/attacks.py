@@ -88,6 +88,16 @@ class Attempt:
     # the SQLSTATEs a refusal may have: VERA's documented ones for its functions; PostgreSQL's own
     # privilege errors for direct access to tables, roles and settings
     allowed: frozenset[str] = DOCUMENTED_SQLSTATES
+    # statements run first in the same transaction (another key's authentication, say)
+    prelude: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # authenticate with the attacker's own key first
+    as_caller: bool = True
+    # tokens forbidden besides the other tenants' (the caller's own tenant, when it acts with another's key)
+    forbid: frozenset[str] = frozenset()
+    # tokens of another tenant the caller may see (it holds that tenant's key)
+    permit: frozenset[str] = frozenset()
+    # when given, the attempt must be refused with one of these
+    refused: frozenset[str] | None = None
 
     @property
     def foreign(self) -> list[Foreign]:
@@ -116,6 +126,16 @@ class Tally:
 
     def total(self, channel: str | None = None) -> int:
         return sum(n for (c, _, _), n in self.attempts.items() if channel is None or c == channel)
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, list | tuple):
+        return [leaf for item in value for leaf in _flat(item)]
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _flat(item)]
+    if isinstance(value, Jsonb):
+        return _flat(value.obj)
+    return [value]
 
 
 def _tokens_of(values: list[Any]) -> set[str]:
@@ -171,8 +191,15 @@ class Attacker:
         conn = self.conn
         conn.execute(f"begin isolation level {attempt.isolation}")  # type: ignore[arg-type]
         try:
-            conn.execute("select vera.authenticate(%s)", (self.key,))
-            outcome = execute(conn, attempt.query, materialise(attempt.params, ghost=ghost))
+            if attempt.as_caller:
+                conn.execute("select vera.authenticate(%s)", (self.key,))
+            outcome = Outcome(None, "", [], 0)
+            for statement, params in attempt.prelude:
+                outcome = execute(conn, statement, materialise(params, ghost=ghost))
+                if outcome.sqlstate is not None:
+                    break
+            else:
+                outcome = execute(conn, attempt.query, materialise(attempt.params, ghost=ghost))
         finally:
             if commit and not conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
                 conn.execute("commit")
@@ -229,10 +256,14 @@ class Attacker:
         self.tally.outcomes[outcome.sqlstate or "ok"] += 1
         self.tally.outcomes[f"{attempt.label}:{outcome.sqlstate or 'ok'}"] += 1
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
-        passed = _tokens_of([value.real for value in attempt.foreign])
-        found = leaked(outcome.text, self.forbidden - passed)
+        # whatever the caller passed may come back (an id in "unknown source <id>"): that tells it nothing
+        passed = _tokens_of(_flat([materialise(attempt.params, ghost=False),
+                                   *(materialise(params, ghost=False) for _, params in attempt.prelude)]))
+        found = leaked(outcome.text, ((self.forbidden - attempt.permit) | attempt.forbid) - passed)
         if found:
             self.tally.findings.append(f"{where}: another tenant's {found[:3]} in {outcome.text[:300]!r}")
+        if attempt.refused is not None and outcome.sqlstate not in attempt.refused:
+            self.tally.findings.append(f"{where}: expected a refusal {sorted(attempt.refused)}, got {outcome.sqlstate} {outcome.rows[:3]}")
         if outcome.sqlstate is not None and outcome.sqlstate not in attempt.allowed:
             self.tally.findings.append(f"{where}: undocumented SQLSTATE {outcome.sqlstate}: {outcome.message[:300]}")
         if twin is not None:

@@ -18,6 +18,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
+import psycopg
 import pytest
 
 from pg_tests.adversary import ROLES, SHARED_QUERY, Arena, Tenant, build_arena, fingerprint, table_columns
@@ -254,6 +255,127 @@ def test_the_authentication_context_cannot_be_forged(arena: Arena) -> None:
             attacker.forge(attempt)
 
     _attack(arena, "auth", plan)
+
+
+# -- keys ----------------------------------------------------------------------------------
+
+KEY_REFUSALS = frozenset({"VA001", "VA002", "VA003", "VA004", "VA006"})
+SECRET_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+# what a caller outside a group gets from these (42501), or with no context at all (VA005)
+OWN_GROUP_PROBES = (
+    "select * from vera.list_sources(%(g)s)",
+    "select * from vera.search(%(q)s, groups => array[%(g)s])",
+    "select * from vera.list_snapshots(%(g)s)",
+    "select * from vera.pending_reviews(%(g)s)",
+    "select * from vera.facts_to_embed(%(g)s, %(ids)s)",
+    "select * from vera.search_snapshot(%(g)s, 'nightly', %(q)s)",
+)
+
+
+def _garbage_keys(draw: Draw, me: Tenant) -> Iterator[tuple[str, object]]:
+    rng = draw.rng
+    foe = draw.foe()
+    own = me.keys[draw.role]
+    prefix = rng.choice(foe.key_prefixes)
+    secret = "".join(rng.choice(SECRET_ALPHABET) for _ in range(43))
+    yield "a foreign prefix, a made-up secret", Foreign(f"vera_{prefix}_{secret}", f"vera_{draw.hex(12)}_{secret}")
+    yield "a foreign prefix, the caller's own secret", Foreign(f"vera_{prefix}_{own[18:]}", f"vera_{draw.hex(12)}_{own[18:]}")
+    yield "a foreign key prefix only", Foreign(f"vera_{prefix}", f"vera_{draw.hex(12)}")
+    yield "a bare prefix", Foreign(prefix, draw.hex(12))
+    yield "a foreign key, cut short", Foreign(foe.keys[draw.role][:-1], f"vera_{draw.hex(12)}_{secret[:-1]}")
+    yield "a foreign key, upper case", Foreign(foe.keys[draw.role].upper(), f"VERA_{draw.hex(12).upper()}_{secret.upper()}")
+    yield "a foreign key, padded", Foreign(f" {foe.keys[draw.role]}\n", f" vera_{draw.hex(12)}_{secret}\n")
+    yield "two keys", Foreign(own + foe.keys[draw.role], own + f"vera_{draw.hex(12)}_{secret}")
+    for label, key in (("empty", ""), ("blank", "   "), ("null", None), ("injection", "vera_' or true --"),
+                       ("huge", "vera_" + "a" * 100_000), ("unicode", "vera_０１２３４５６７８９ab_" + "Ａ" * 43),
+                       ("like pattern", "vera_%_%"), ("regex", "vera_.*_.*")):  # fmt: skip
+        yield label, key
+
+
+def _key_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
+    rng = draw.rng
+    role = draw.role
+    own_tokens = frozenset(me.tokens()) - {str(me.principals[role]), me.personal[role]}
+    for label, key in _garbage_keys(draw, me):
+        yield Attempt("keys", f"garbage: {label}", "select vera.authenticate(%(k)s)", {"k": key},
+                      as_caller=False, refused=KEY_REFUSALS, allowed=KEY_REFUSALS)  # fmt: skip
+    for tenant in draw.arena.tenants:
+        for stale in ("revoked", "expired", "disabled"):
+            holder = tenant.principals[STALE_KEY_HOLDERS[stale]]
+            key: object = tenant.stale_keys[stale]
+            params: dict[str, object] = {"k": key}
+            if tenant is not me:
+                params = {"k": Foreign(key, f"vera_{draw.hex(12)}_" + "A" * 43), "holder": Foreign(holder, draw.ghost_uuid())}
+            yield Attempt("keys", f"stale: {stale}", "select vera.authenticate(%(k)s)", params, twin=False,
+                          as_caller=False, refused=KEY_REFUSALS, allowed=KEY_REFUSALS)  # fmt: skip
+    # a member who left: its key still opens its personal scope, and nothing of the organisation
+    leaver = me.stale_keys["removed_member"]
+    for probe in rng.sample(OWN_GROUP_PROBES, 3):
+        yield Attempt("keys", "removed member", probe,
+                      {"g": rng.choice([me.org, me.project]), "q": "payments-api", "ids": me.ids["fact"][:2]},
+                      prelude=[("select vera.authenticate(%(k)s)", {"k": leaver})], as_caller=False,
+                      forbid=own_tokens - {str(me.principals["leaver"]), me.personal["leaver"]},
+                      refused=frozenset({"42501"}))  # fmt: skip
+    yield Attempt("keys", "removed member: whoami", "select group_id from vera.whoami()",
+                  prelude=[("select vera.authenticate(%(k)s)", {"k": leaver})], as_caller=False,
+                  forbid=own_tokens - {str(me.principals["leaver"]), me.personal["leaver"]})  # fmt: skip
+    # another tenant's key (a stolen one, say) with the caller's own groups: it acts as its owner, never as both
+    foe = draw.foe()
+    foe_role = rng.choice(ROLES)
+    stolen = [("select vera.authenticate(%(k)s)", {"k": foe.keys[foe_role]})]
+    for probe in rng.sample(OWN_GROUP_PROBES, 3):
+        yield Attempt("keys", "another tenant's key, own groups", probe,
+                      {"g": rng.choice([me.org, me.project, me.personal[role]]), "q": "payments-api",
+                       "ids": me.ids["fact"][:2]},
+                      prelude=stolen, as_caller=rng.random() < 0.5, forbid=own_tokens | {str(me.principals[role])},
+                      permit=frozenset(foe.tokens()), refused=frozenset({"42501"}))  # fmt: skip
+    yield Attempt("keys", "authenticated twice: the second key only", "select vera.readable_groups(), vera.current_principal()",
+                  prelude=stolen, forbid=own_tokens | {str(me.principals[role]), me.personal[role]},
+                  permit=frozenset(foe.tokens()))  # fmt: skip
+
+
+def _context_lifetimes(attacker: Attacker) -> None:
+    """The context ends with its transaction, however it ends; a holdable cursor keeps only rows it had."""
+    conn, key = attacker.conn, attacker.key
+    steps = {
+        "after commit": ["begin", ("select vera.authenticate(%s)", key), "commit", "begin"],
+        "after rollback": ["begin", ("select vera.authenticate(%s)", key), "rollback", "begin"],
+        "after a rolled back savepoint": ["begin", "savepoint s", ("select vera.authenticate(%s)", key), "rollback to savepoint s"],
+        "after an autocommit statement": [("select vera.authenticate(%s)", key), "begin"],
+        "prepared before commit": ["begin", ("select vera.authenticate(%s)", key),
+                                   "prepare probe as select vera.current_principal()", "commit", "begin"],
+        "in the next transaction of one query string": [],
+    }  # fmt: skip
+    for label, sequence in steps.items():
+        attacker.tally.attempts[("keys", attacker.role, f"context {label}")] += 1
+        try:
+            if label == "in the next transaction of one query string":
+                conn.pgconn.exec_(f"begin; select vera.authenticate('{key}'); rollback; begin".encode())
+            for step in sequence:
+                if isinstance(step, tuple):
+                    conn.execute(step[0], (step[1],))  # type: ignore[arg-type]
+                else:
+                    conn.execute(step)  # type: ignore[arg-type]
+            probe = "execute probe" if label == "prepared before commit" else "select vera.current_principal()"
+            principal = conn.execute(probe).fetchone()  # type: ignore[arg-type]
+            seen = conn.execute("select count(*) from vera.list_sources()").fetchone() if principal == (None,) else None
+        except psycopg.Error as error:
+            principal, seen = (error.sqlstate,), None
+        finally:
+            conn.execute("rollback")
+            conn.execute("deallocate all")
+        if principal != (None,) and principal != ("VA005",):
+            attacker.tally.findings.append(f"{attacker.tenant.name}/{attacker.role}: context survives {label}: {principal}")
+        del seen
+
+
+def test_keys_stale_forged_borrowed_and_the_context_lifetime(arena: Arena) -> None:
+    def plan(draw: Draw, attacker: Attacker) -> None:
+        for attempt in _key_attempts(draw, attacker.tenant):
+            attacker.attempt(attempt)
+        _context_lifetimes(attacker)
+
+    _attack(arena, "keys", plan)
 
 
 def test_zz_debug(arena: Arena) -> None:
