@@ -213,7 +213,6 @@ class Attacker:
         twin = self._run(attempt, ghost=True, commit=False) if attempt.twin and foreign else None
         # committed when it names another tenant's rows, so that a write that reached them would show
         outcome = self._run(attempt, ghost=False, commit=any(value.reference for value in foreign))
-        self.tally.outcomes[f"{attempt.label}:{outcome.sqlstate or 'ok'}"] += 1
         self.check(attempt, outcome, twin)
         return outcome
 
@@ -254,7 +253,6 @@ class Attacker:
 
     def check(self, attempt: Attempt, outcome: Outcome, twin: Outcome | None = None) -> None:
         self.tally.outcomes[outcome.sqlstate or "ok"] += 1
-        self.tally.outcomes[f"{attempt.label}:{outcome.sqlstate or 'ok'}"] += 1
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
         # whatever the caller passed may come back (an id in "unknown source <id>"): that tells it nothing
         passed = _tokens_of(_flat([materialise(attempt.params, ghost=False),
