@@ -151,7 +151,13 @@ def _source(conn: psycopg.Connection, group: str, name: str, tier: int, tenant: 
     return _one(  # type: ignore[no-any-return]
         conn,
         "select vera.register_source(%s, 'markdown', %s, %s, null, %s, %s)",
-        (group, name, tier, Jsonb({"root": f"/srv/{tenant.marker}/{name}"}), f"file:///srv/{tenant.marker}/{name}"),
+        (
+            group,
+            name,
+            tier,
+            Jsonb({"root": f"/srv/{tenant.marker}/{name}"}),
+            f"file:///srv/{tenant.marker}/{name}",
+        ),
     )
 
 
@@ -192,7 +198,9 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
                 admin, "select personal_group_id from vera.principals where principal_id = %s", (principal,)
             )
         tenant.stale_keys["revoked"] = _one(
-            admin, "select api_key from vera.issue_api_key(%s, 'revoked', null)", (tenant.principals["member"],)
+            admin,
+            "select api_key from vera.issue_api_key(%s, 'revoked', null)",
+            (tenant.principals["member"],),
         )
         admin.execute("update vera.api_keys set revoked_at = now() where name = 'revoked'")
         tenant.stale_keys["expired"] = _one(
@@ -206,43 +214,68 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
         )
         tenant.stale_keys["disabled"] = tenant.keys.pop("disabled")
         admin.execute(
-            "update vera.principals set disabled_at = now() where principal_id = %s", (tenant.principals["disabled"],)
+            "update vera.principals set disabled_at = now() where principal_id = %s",
+            (tenant.principals["disabled"],),
         )
 
     # knowledge: as the owner, the same names everywhere
     org, project = tenant.org, tenant.project
     with acting(db, owner_key) as conn:
         conn.execute(
-            "select vera.declare_predicate(%s, 'runs on', 'functional', %s)", (org, f"placement {tenant.marker}")
+            "select vera.declare_predicate(%s, 'runs on', 'functional', %s)",
+            (org, f"placement {tenant.marker}"),
         )
-        conn.execute("select vera.set_setting(%s, 'retract.cleanup_delay_seconds', %s)", (org, Jsonb(100 + tenant.index)))
+        conn.execute(
+            "select vera.set_setting(%s, 'retract.cleanup_delay_seconds', %s)",
+            (org, Jsonb(100 + tenant.index)),
+        )
         for group in (org, project):
             docs = _source(conn, group, "docs", 1, tenant)
             episode = _episode(conn, group, docs, "runbook.md", tenant)
-            conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, episode, _chunks(tenant, group), MODEL))
-            conn.execute("select vera.publish_claims(%s, %s, %s, %s)", (group, episode, _claims(tenant, group), MODEL))
+            conn.execute(
+                "select vera.store_chunks(%s, %s, %s, %s)", (group, episode, _chunks(tenant, group), MODEL)
+            )
+            conn.execute(
+                "select vera.publish_claims(%s, %s, %s, %s)", (group, episode, _claims(tenant, group), MODEL)
+            )
             tickets = _source(conn, group, "tickets", 3, tenant)
             pending = _episode(conn, group, tickets, "runbook.md", tenant)
-            conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, pending, _chunks(tenant, "pending"), MODEL))
             conn.execute(
-                "select vera.publish_claims(%s, %s, %s, %s)", (group, pending, _claims(tenant, "pending"), MODEL)
+                "select vera.store_chunks(%s, %s, %s, %s)",
+                (group, pending, _chunks(tenant, "pending"), MODEL),
+            )
+            conn.execute(
+                "select vera.publish_claims(%s, %s, %s, %s)",
+                (group, pending, _claims(tenant, "pending"), MODEL),
             )
         _source(conn, org, "wiki", 4, tenant)
-        org_docs = _one(conn, "select source_id from vera.sources where group_id = %s and name = 'docs'", (org,))
+        org_docs = _one(
+            conn, "select source_id from vera.sources where group_id = %s and name = 'docs'", (org,)
+        )
         old = _episode(conn, org, org_docs, "old.md", tenant)
-        tenant.jobs.append(_one(conn, "select vera.retract_episode(%s, %s, %s)", (org, old, f"gone {tenant.marker}")))
+        tenant.jobs.append(
+            _one(conn, "select vera.retract_episode(%s, %s, %s)", (org, old, f"gone {tenant.marker}"))
+        )
         owner_personal = tenant.personal["owner"]
         conn.execute(
             "select vera.publish_claims(%s, null, %s, %s)",
-            (owner_personal, Jsonb([{k: v for k, v in c.items() if k != "chunk"} for c in _claims(tenant, "mine").obj]), MODEL),
+            (
+                owner_personal,
+                Jsonb([{k: v for k, v in c.items() if k != "chunk"} for c in _claims(tenant, "mine").obj]),
+                MODEL,
+            ),
         )
 
     # a member proposes (tier 4: a proposal in its u: scope, a proposed passage beside its episode)
     with acting(db, tenant.keys["member"]) as conn:
         wiki = _one(conn, "select source_id from vera.sources where group_id = %s and name = 'wiki'", (org,))
         ideas = _episode(conn, org, wiki, "runbook.md", tenant)
-        conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (org, ideas, _chunks(tenant, "proposed"), MODEL))
-        conn.execute("select vera.publish_claims(%s, %s, %s, %s)", (org, ideas, _claims(tenant, "proposed"), MODEL))
+        conn.execute(
+            "select vera.store_chunks(%s, %s, %s, %s)", (org, ideas, _chunks(tenant, "proposed"), MODEL)
+        )
+        conn.execute(
+            "select vera.publish_claims(%s, %s, %s, %s)", (org, ideas, _claims(tenant, "proposed"), MODEL)
+        )
         docs = _one(conn, "select source_id from vera.sources where group_id = %s and name = 'docs'", (org,))
         tenant.jobs.append(_one(conn, "select vera.request_ingest(%s, %s, null)", (org, docs)))
 
@@ -304,11 +337,17 @@ def fingerprint(db: Database, tenant: Tenant) -> dict[str, str]:
                 continue
             kept = [c for c in columns if c not in VOLATILE_COLUMNS.get(table, set())]
             where = _tenant_rows_filter(table, set(columns))
-            row_text = sql.SQL("({})::text").format(sql.SQL(", ").join(sql.Identifier(c) for c in kept)) if len(kept) > 1 else sql.SQL("({})::text").format(sql.Identifier(kept[0]))
+            row_text = (
+                sql.SQL("({})::text").format(sql.SQL(", ").join(sql.Identifier(c) for c in kept))
+                if len(kept) > 1
+                else sql.SQL("({})::text").format(sql.Identifier(kept[0]))
+            )
             query = sql.SQL(
                 "select count(*), md5(coalesce(string_agg({row}, E'\\n' order by {row}), '')) from vera.{table} where {where}"
             ).format(row=row_text, table=sql.Identifier(table), where=sql.SQL(where))  # type: ignore[arg-type]
-            count, digest = conn.execute(query, {"groups": tenant.groups, "principals": principals}).fetchone()  # type: ignore[misc]
+            count, digest = conn.execute(
+                query, {"groups": tenant.groups, "principals": principals}
+            ).fetchone()  # type: ignore[misc]
             digests[table] = f"{count}:{digest}"
         jobs = conn.execute(
             "select count(*), md5(coalesce(string_agg((id, status, args)::text, ',' order by id), ''))"
@@ -321,6 +360,7 @@ def fingerprint(db: Database, tenant: Tenant) -> dict[str, str]:
 
 def _collect_ids(db: Database, tenant: Tenant) -> None:
     with db.admin() as conn:
+
         def ids(query: str) -> list[UUID]:
             return [row[0] for row in conn.execute(query, {"g": tenant.groups})]  # type: ignore[arg-type]
 
@@ -328,8 +368,12 @@ def _collect_ids(db: Database, tenant: Tenant) -> None:
             "source": ids("select source_id from vera.sources where group_id = any(%(g)s)"),
             "episode": ids("select episode_id from vera.episodes where group_id = any(%(g)s)"),
             "chunk": ids("select chunk_id from vera.chunks where group_id = any(%(g)s)"),
-            "fact": ids("select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle <> 'proposal'"),
-            "proposal": ids("select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle = 'proposal'"),
+            "fact": ids(
+                "select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle <> 'proposal'"
+            ),
+            "proposal": ids(
+                "select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle = 'proposal'"
+            ),
             "entity": ids("select entity_id from vera.entities where group_id = any(%(g)s)"),
             "snapshot": ids("select snapshot_id from vera.snapshots where group_id = any(%(g)s)"),
             "weight_set": ids("select weight_set_id from vera.ranking_weights where group_id = any(%(g)s)"),
@@ -337,7 +381,8 @@ def _collect_ids(db: Database, tenant: Tenant) -> None:
             "key": [
                 row[0]
                 for row in conn.execute(
-                    "select key_id from vera.api_keys where principal_id = any(%s)", (list(tenant.principals.values()),)
+                    "select key_id from vera.api_keys where principal_id = any(%s)",
+                    (list(tenant.principals.values()),),
                 )
             ],
             "principal": list(tenant.principals.values()),
@@ -345,7 +390,8 @@ def _collect_ids(db: Database, tenant: Tenant) -> None:
         tenant.key_prefixes = [
             row[0]
             for row in conn.execute(
-                "select prefix from vera.api_keys where principal_id = any(%s)", (list(tenant.principals.values()),)
+                "select prefix from vera.api_keys where principal_id = any(%s)",
+                (list(tenant.principals.values()),),
             )
         ]
         tenant.jobs = [

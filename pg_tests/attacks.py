@@ -201,7 +201,7 @@ class Attacker:
             else:
                 outcome = execute(conn, attempt.query, materialise(attempt.params, ghost=ghost))
         finally:
-            if commit and not conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            if commit and conn.info.transaction_status != psycopg.pq.TransactionStatus.INERROR:
                 conn.execute("commit")
             else:
                 conn.execute("rollback")
@@ -245,25 +245,40 @@ class Attacker:
             self.tally.findings.append(f"{where}: the caller is no longer itself: {identity}")
             return
         reach = set(identity.rows[0][1]) & set(self.forbidden)
-        hits = execute(self.conn, "select * from vera.list_sources() union all select null, null, null, group_id,"
-                       " null, null, null, null, null, null from vera.whoami()")
+        hits = execute(
+            self.conn,
+            "select * from vera.list_sources() union all select null, null, null, group_id,"
+            " null, null, null, null, null, null from vera.whoami()",
+        )
         found = leaked(hits.text, self.forbidden)
         if reach or found or hits.sqlstate is not None:
-            self.tally.findings.append(f"{where}: after the attempt the caller reaches {reach or found or hits.message}")
+            self.tally.findings.append(
+                f"{where}: after the attempt the caller reaches {reach or found or hits.message}"
+            )
 
     def check(self, attempt: Attempt, outcome: Outcome, twin: Outcome | None = None) -> None:
         self.tally.outcomes[outcome.sqlstate or "ok"] += 1
         where = f"{self.tenant.name}/{self.role} {attempt.channel} {attempt.label}"
         # whatever the caller passed may come back (an id in "unknown source <id>"): that tells it nothing
-        passed = _tokens_of(_flat([materialise(attempt.params, ghost=False),
-                                   *(materialise(params, ghost=False) for _, params in attempt.prelude)]))
+        passed = _tokens_of(
+            _flat(
+                [
+                    materialise(attempt.params, ghost=False),
+                    *(materialise(params, ghost=False) for _, params in attempt.prelude),
+                ]
+            )
+        )
         found = leaked(outcome.text, ((self.forbidden - attempt.permit) | attempt.forbid) - passed)
         if found:
             self.tally.findings.append(f"{where}: another tenant's {found[:3]} in {outcome.text[:300]!r}")
         if attempt.refused is not None and outcome.sqlstate not in attempt.refused:
-            self.tally.findings.append(f"{where}: expected a refusal {sorted(attempt.refused)}, got {outcome.sqlstate} {outcome.rows[:3]}")
+            self.tally.findings.append(
+                f"{where}: expected a refusal {sorted(attempt.refused)}, got {outcome.sqlstate} {outcome.rows[:3]}"
+            )
         if outcome.sqlstate is not None and outcome.sqlstate not in attempt.allowed:
-            self.tally.findings.append(f"{where}: undocumented SQLSTATE {outcome.sqlstate}: {outcome.message[:300]}")
+            self.tally.findings.append(
+                f"{where}: undocumented SQLSTATE {outcome.sqlstate}: {outcome.message[:300]}"
+            )
         if twin is not None:
             real = (outcome.sqlstate, _normalised(outcome.message, attempt, ghost=False), len(outcome.rows))
             ghostly = (twin.sqlstate, _normalised(twin.message, attempt, ghost=True), len(twin.rows))
@@ -372,7 +387,9 @@ class Function:
     arguments: tuple[tuple[str, str], ...]  # (name, type)
 
 
-def callable_functions(conn: psycopg.Connection, role: str = "vera_app", *, executable: bool = True) -> list[Function]:
+def callable_functions(
+    conn: psycopg.Connection, role: str = "vera_app", *, executable: bool = True
+) -> list[Function]:
     """Functions of schema vera the role may (or may not) execute, from the catalog."""
     rows = conn.execute(
         """select p.proname, p.oid::regprocedure::text, (coalesce(p.proargnames, '{}'))[1:p.pronargs],
@@ -383,11 +400,16 @@ def callable_functions(conn: psycopg.Connection, role: str = "vera_app", *, exec
             order by 2""",
         (role, executable),
     ).fetchall()
-    return [Function(name, signature, tuple(zip(names, types, strict=True))) for name, signature, names, types in rows]
+    return [
+        Function(name, signature, tuple(zip(names, types, strict=True)))
+        for name, signature, names, types in rows
+    ]
 
 
 def call_sql(function: Function, arguments: list[str]) -> str:
-    named = ", ".join(f"{name} => %({name})s::{kind}" for name, kind in function.arguments if name in arguments)
+    named = ", ".join(
+        f"{name} => %({name})s::{kind}" for name, kind in function.arguments if name in arguments
+    )
     return f"select * from vera.{function.name}({named})"
 
 
@@ -409,7 +431,7 @@ def _claims(draw: Draw, with_chunk: bool) -> Jsonb:
     return Jsonb([claim])
 
 
-def argument_value(draw: Draw, function: Function, name: str, kind: str) -> Any:  # noqa: PLR0911, PLR0912, C901
+def argument_value(draw: Draw, function: Function, name: str, kind: str) -> Any:  # noqa: PLR0911, PLR0912
     """A value an attacker would pass: another tenant's id where an id goes, plausible otherwise."""
     rng, fn = draw.rng, function.name
     from pg_tests.searching import MODEL, embed  # noqa: PLC0415
@@ -435,7 +457,9 @@ def argument_value(draw: Draw, function: Function, name: str, kind: str) -> Any:
     if name == "api_key":
         foe = draw.foe()
         prefix = rng.choice(foe.key_prefixes)
-        secret = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") for _ in range(43))
+        secret = "".join(
+            rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") for _ in range(43)
+        )
         return Foreign(f"vera_{prefix}_{secret}", f"vera_{draw.hex(12)}_{secret}")
     if name in {"snapshot"} or (name == "name" and fn in {"create_snapshot", "drop_snapshot"}):
         return draw.snapshot_name()
@@ -446,7 +470,9 @@ def argument_value(draw: Draw, function: Function, name: str, kind: str) -> Any:
             "set_setting": "retract.cleanup_delay_seconds", "setting_default": "er.candidate_limit",
         }.get(fn, draw.text_with_marker("payments-api {}"))  # fmt: skip
     if name in {"query", "value"} and kind == "text":
-        return rng.choice(["payments-api cluster blue", draw.text_with_marker("payments-api runs on cluster {}")])
+        return rng.choice(
+            ["payments-api cluster blue", draw.text_with_marker("payments-api runs on cluster {}")]
+        )
     if name == "query_embedding":
         foe = draw.foe()
         return rng.choice([None, _vector(embed(f"payments-api runs on cluster blue {foe.marker} {foe.org}"))])
@@ -484,7 +510,7 @@ def argument_value(draw: Draw, function: Function, name: str, kind: str) -> Any:
         return bytes(rng.getrandbits(8) for _ in range(32))
     if name == "external_id":
         return "runbook.md"
-    if name == "trust_tier" or name == "tier":
+    if name in {"trust_tier", "tier"}:
         return rng.randint(1, 4)
     if name in {"k", "candidates"}:
         return rng.choice([10, 100])
@@ -517,5 +543,9 @@ def function_attempt(draw: Draw, function: Function) -> Attempt:
             params["embeddings"] = "{" + ",".join(f'"{_vector(embed(str(i)))}"' for i in range(count)) + "}"
         if foreign_values(params) or not function.arguments:
             break
-    isolation = "repeatable read" if function.name == "create_snapshot" and draw.rng.random() < 0.7 else "read committed"
+    isolation = (
+        "repeatable read"
+        if function.name == "create_snapshot" and draw.rng.random() < 0.7
+        else "read committed"
+    )
     return Attempt("functions", function.name, call_sql(function, list(params)), params, isolation=isolation)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from pg_tests.adversary import (
     ROLES,
@@ -33,7 +34,6 @@ from pg_tests.adversary import (
     leaked,
     table_columns,
 )
-from psycopg.types.json import Jsonb
 from pg_tests.attacks import (
     Attacker,
     Attempt,
@@ -63,10 +63,13 @@ def _rng(channel: str) -> random.Random:
     return random.Random(f"{SEED}/{channel}")  # noqa: S311 (reproducible on purpose)
 
 
-def _attack(arena: Arena, channel: str, plan: Callable[[Draw, Attacker], None]) -> None:
-    """Every role of every tenant runs `plan`; the other tenants' rows must not change."""
+def _attack(arena: Arena, channel: str, plan: Callable[[Draw, Attacker], None], floor: int) -> None:
+    """Every role of every tenant runs `plan`; the other tenants' rows must not change; at least
+    `floor` attempts are made."""
     rng = _rng(channel)
     started = len(TALLY.findings)
+    attempts = TALLY.total()
+    clock = time.monotonic()
     for tenant in arena.tenants:
         before = {other.name: fingerprint(arena.db, other) for other in arena.others(tenant)}
         for role in ROLES:
@@ -79,7 +82,15 @@ def _attack(arena: Arena, channel: str, plan: Callable[[Draw, Attacker], None]) 
             after = fingerprint(arena.db, other)
             changed = sorted(t for t in after if after[t] != before[other.name][t])
             if changed:
-                TALLY.findings.append(f"{tenant.name}'s attackers changed {other.name}'s rows in {changed} ({channel})")
+                TALLY.findings.append(
+                    f"{tenant.name}'s attackers changed {other.name}'s rows in {changed} ({channel})"
+                )
+    made = TALLY.total() - attempts
+    print(
+        f"adversary {channel}: {made} attempts by {len(ROLES)} roles of {len(arena.tenants)} tenants"
+        f" in {time.monotonic() - clock:.1f}s"
+    )
+    assert made >= floor, f"{channel}: only {made} attempts"
     findings = TALLY.findings[started:]
     assert not findings, "\n".join(findings[:40])
 
@@ -94,9 +105,7 @@ def test_every_function_of_the_sql_api(arena: Arena) -> None:
             for _ in range(PER_FUNCTION if function.arguments else 1):
                 attacker.attempt(function_attempt(draw, function))
 
-    _attack(arena, "functions", plan)
-    assert TALLY.total("functions") >= len(functions) * len(ROLES) * len(arena.tenants)
-
+    _attack(arena, "functions", plan, floor=len(functions) * len(ROLES) * len(arena.tenants) * 2)
 
 
 # PostgreSQL's own refusals of direct access: no privilege (42501); COPY FROM a table under RLS (0A000)
@@ -139,7 +148,9 @@ def _foreign_value(draw: Draw, table: str) -> Foreign:
 def test_every_table_directly(arena: Arena) -> None:
     with arena.db.admin() as conn:
         tables = {f"vera.{name}": columns for name, columns in table_columns(conn).items()}
-        tables |= {f"procrastinate.{name}": columns for name, columns in table_columns(conn, "procrastinate").items()}
+        tables |= {
+            f"procrastinate.{name}": columns for name, columns in table_columns(conn, "procrastinate").items()
+        }
         types = dict(
             conn.execute(
                 """select attrelid::regclass::text || '.' || attname, format_type(atttypid, atttypmod)
@@ -151,7 +162,9 @@ def test_every_table_directly(arena: Arena) -> None:
     def plan(draw: Draw, attacker: Attacker) -> None:
         for table, columns in tables.items():
             column = "group_id" if "group_id" in columns else columns[0]
-            attacker.attempt(Attempt("tables", f"{table} select all", f"select * from {table}", allowed=TABLE_REFUSALS))
+            attacker.attempt(
+                Attempt("tables", f"{table} select all", f"select * from {table}", allowed=TABLE_REFUSALS)
+            )
             for operation in draw.rng.sample(sorted(TABLE_OPERATIONS), PER_TABLE):
                 kind = types[f"{table}.{column}"]
                 query = TABLE_OPERATIONS[operation].format(table=table, column=column, type=kind)
@@ -161,12 +174,19 @@ def test_every_table_directly(arena: Arena) -> None:
                 elif operation == "insert" and kind in {"integer", "bigint"}:
                     value = draw.job()
                 params = {"value": value} if "%(value)s" in query else {}
-                attempt = Attempt("tables", f"{table} {operation}", query, params, compare_rows=True, allowed=TABLE_REFUSALS)
+                attempt = Attempt(
+                    "tables", f"{table} {operation}", query, params, compare_rows=True, allowed=TABLE_REFUSALS
+                )
                 outcome = attacker.attempt(attempt)
-                if operation.startswith(("insert", "truncate", "lock", "update", "delete")) and outcome.sqlstate is None:
-                    assert outcome.rowcount <= 0, f"{attacker.tenant.name}/{attacker.role}: {query} wrote {outcome.rowcount} rows"
+                if (
+                    operation.startswith(("insert", "truncate", "lock", "update", "delete"))
+                    and outcome.sqlstate is None
+                ):
+                    assert outcome.rowcount <= 0, (
+                        f"{attacker.tenant.name}/{attacker.role}: {query} wrote {outcome.rowcount} rows"
+                    )
 
-    _attack(arena, "tables", plan)
+    _attack(arena, "tables", plan, floor=len(tables) * (1 + PER_TABLE) * len(ROLES) * len(arena.tenants))
 
 
 # -- the authentication context ------------------------------------------------------------
@@ -190,7 +210,12 @@ AUTH_REFUSALS = frozenset({"42501", "22023", "55P02", "42704", "VA001", "VA002",
                            "0A000", "22004", "25001", "25006"})  # fmt: skip
 
 
-STALE_KEY_HOLDERS = {"revoked": "member", "expired": "viewer", "disabled": "disabled", "removed_member": "leaver"}
+STALE_KEY_HOLDERS = {
+    "revoked": "member",
+    "expired": "viewer",
+    "disabled": "disabled",
+    "removed_member": "leaver",
+}
 
 
 def _auth_attempts(draw: Draw, superuser: str, internal: list[str]) -> Iterator[Attempt]:
@@ -218,7 +243,13 @@ def _auth_attempts(draw: Draw, superuser: str, internal: list[str]) -> Iterator[
     for name in rng.sample(FORGED_SETTINGS, 3):
         group = foe_groups[0]
         value = rng.choice([foe_principal, Foreign("{" + group.real + "}", "{" + group.ghost + "}")])
-        yield attempt(f"set_config {name}", "select set_config(%(n)s, %(v)s::text, %(l)s)", n=name, v=value, l=rng.random() < 0.5)
+        yield attempt(
+            f"set_config {name}",
+            "select set_config(%(n)s, %(v)s::text, %(l)s)",
+            n=name,
+            v=value,
+            l=rng.random() < 0.5,
+        )
     yield attempt("set a setting", f"set {rng.choice(FORGED_SETTINGS)} = '{foe.principals['owner']}'")
     yield attempt("session setting", rng.choice(SESSION_SETTINGS))
     for role in (*rng.sample(OTHER_ROLES, 3), superuser):
@@ -243,22 +274,30 @@ def _auth_attempts(draw: Draw, superuser: str, internal: list[str]) -> Iterator[
         "temp function",
         f"create function pg_temp.readable_groups() returns text[] language sql as $f$ select array['{foe.org}'] $f$",
     )
-    yield attempt("create in public", "create function public.readable_groups() returns text[] language sql as $f$ select '{}'::text[] $f$")
+    yield attempt(
+        "create in public",
+        "create function public.readable_groups() returns text[] language sql as $f$ select '{}'::text[] $f$",
+    )
     yield attempt("create schema", "create schema vera_shadow")
     yield attempt("grant", "grant vera_owner to vera_app")
     # refused inside the transaction: the savepoint around it is rolled back, the caller stays itself
     # (whoever holds a key knows whose it is: the refusal may name its prefix and principal)
     stale = rng.choice(["revoked", "expired", "disabled"])
-    yield attempt("authenticate a stale key inside", "select vera.authenticate(%(k)s)",
-                  k=Foreign(foe.stale_keys[stale], "vera_000000000000_" + "A" * 43),
-                  holder=Foreign(foe.principals[STALE_KEY_HOLDERS[stale]], draw.ghost_uuid()))
+    yield attempt(
+        "authenticate a stale key inside",
+        "select vera.authenticate(%(k)s)",
+        k=Foreign(foe.stale_keys[stale], "vera_000000000000_" + "A" * 43),
+        holder=Foreign(foe.principals[STALE_KEY_HOLDERS[stale]], draw.ghost_uuid()),
+    )
 
 
 def test_the_authentication_context_cannot_be_forged(arena: Arena) -> None:
     with arena.db.admin() as conn:
         superuser = conn.execute("select current_user").fetchone()[0]  # type: ignore[index]
         internal = [
-            call_sql(function, []).replace("()", "(" + ", ".join(f"null::{kind}" for _, kind in function.arguments) + ")")
+            call_sql(function, []).replace(
+                "()", "(" + ", ".join(f"null::{kind}" for _, kind in function.arguments) + ")"
+            )
             for function in callable_functions(conn, executable=False)
         ]
     assert "vera.authenticate_principal" in " ".join(internal)
@@ -267,7 +306,7 @@ def test_the_authentication_context_cannot_be_forged(arena: Arena) -> None:
         for attempt in _auth_attempts(draw, superuser, internal):
             attacker.forge(attempt)
 
-    _attack(arena, "auth", plan)
+    _attack(arena, "auth", plan, floor=30 * len(ROLES) * len(arena.tenants))
 
 
 # -- keys ----------------------------------------------------------------------------------
@@ -291,18 +330,33 @@ def _garbage_keys(draw: Draw, me: Tenant) -> Iterator[tuple[str, object]]:
     own = me.keys[draw.role]
     prefix = rng.choice(foe.key_prefixes)
     secret = "".join(rng.choice(SECRET_ALPHABET) for _ in range(43))
-    yield "a foreign prefix, a made-up secret", Foreign(f"vera_{prefix}_{secret}", f"vera_{draw.hex(12)}_{secret}")
-    yield "a foreign prefix, the caller's own secret", Foreign(f"vera_{prefix}_{own[18:]}", f"vera_{draw.hex(12)}_{own[18:]}")
+    yield (
+        "a foreign prefix, a made-up secret",
+        Foreign(f"vera_{prefix}_{secret}", f"vera_{draw.hex(12)}_{secret}"),
+    )
+    yield (
+        "a foreign prefix, the caller's own secret",
+        Foreign(f"vera_{prefix}_{own[18:]}", f"vera_{draw.hex(12)}_{own[18:]}"),
+    )
     yield "a foreign key prefix only", Foreign(f"vera_{prefix}", f"vera_{draw.hex(12)}")
     yield "a bare prefix", Foreign(prefix, draw.hex(12))
     yield "a foreign key, cut short", Foreign(foe.keys[draw.role][:-1], f"vera_{draw.hex(12)}_{secret[:-1]}")
-    yield "a foreign key, upper case", Foreign(foe.keys[draw.role].upper(), f"VERA_{draw.hex(12).upper()}_{secret.upper()}")
+    yield (
+        "a foreign key, upper case",
+        Foreign(foe.keys[draw.role].upper(), f"VERA_{draw.hex(12).upper()}_{secret.upper()}"),
+    )
     yield "a foreign key, padded", Foreign(f" {foe.keys[draw.role]}\n", f" vera_{draw.hex(12)}_{secret}\n")
     yield "two keys", Foreign(own + foe.keys[draw.role], own + f"vera_{draw.hex(12)}_{secret}")
-    for label, key in (("empty", ""), ("blank", "   "), ("null", None), ("injection", "vera_' or true --"),
-                       ("huge", "vera_" + "a" * 100_000), ("unicode", "vera_０１２３４５６７８９ab_" + "Ａ" * 43),
-                       ("like pattern", "vera_%_%"), ("regex", "vera_.*_.*")):  # fmt: skip
-        yield label, key
+    yield from (
+        ("empty", ""),
+        ("blank", "   "),
+        ("null", None),
+        ("injection", "vera_' or true --"),
+        ("huge", "vera_" + "a" * 100_000),
+        ("unicode", "vera_０１２３４５６７８９ab_" + "Ａ" * 43),
+        ("like pattern", "vera_%_%"),
+        ("regex", "vera_.*_.*"),
+    )
 
 
 def _key_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
@@ -318,7 +372,10 @@ def _key_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
             key: object = tenant.stale_keys[stale]
             params: dict[str, object] = {"k": key}
             if tenant is not me:
-                params = {"k": Foreign(key, f"vera_{draw.hex(12)}_" + "A" * 43), "holder": Foreign(holder, draw.ghost_uuid())}
+                params = {
+                    "k": Foreign(key, f"vera_{draw.hex(12)}_" + "A" * 43),
+                    "holder": Foreign(holder, draw.ghost_uuid()),
+                }
             yield Attempt("keys", f"stale: {stale}", "select vera.authenticate(%(k)s)", params, twin=False,
                           as_caller=False, refused=KEY_REFUSALS, allowed=KEY_REFUSALS)  # fmt: skip
     # a member who left: its key still opens its personal scope, and nothing of the organisation
@@ -369,16 +426,24 @@ def _context_lifetimes(attacker: Attacker) -> None:
                     conn.execute(step[0], (step[1],))  # type: ignore[arg-type]
                 else:
                     conn.execute(step)  # type: ignore[arg-type]
-            probe = "execute probe" if label == "prepared before commit" else "select vera.current_principal()"
+            probe = (
+                "execute probe" if label == "prepared before commit" else "select vera.current_principal()"
+            )
             principal = conn.execute(probe).fetchone()  # type: ignore[arg-type]
-            seen = conn.execute("select count(*) from vera.list_sources()").fetchone() if principal == (None,) else None
+            seen = (
+                conn.execute("select count(*) from vera.list_sources()").fetchone()
+                if principal == (None,)
+                else None
+            )
         except psycopg.Error as error:
             principal, seen = (error.sqlstate,), None
         finally:
             conn.execute("rollback")
             conn.execute("deallocate all")
-        if principal != (None,) and principal != ("VA005",):
-            attacker.tally.findings.append(f"{attacker.tenant.name}/{attacker.role}: context survives {label}: {principal}")
+        if principal not in ((None,), ("VA005",)):
+            attacker.tally.findings.append(
+                f"{attacker.tenant.name}/{attacker.role}: context survives {label}: {principal}"
+            )
         del seen
 
 
@@ -388,7 +453,7 @@ def test_keys_stale_forged_borrowed_and_the_context_lifetime(arena: Arena) -> No
             attacker.attempt(attempt)
         _context_lifetimes(attacker)
 
-    _attack(arena, "keys", plan)
+    _attack(arena, "keys", plan, floor=35 * len(ROLES) * len(arena.tenants))
 
 
 # -- as_of and snapshots ---------------------------------------------------------------------
@@ -418,7 +483,9 @@ def _time_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
                       "select * from vera.record_feedback(%(kind)s, %(id)s, %(q)s, 'up', as_of => %(t)s)",
                       {"kind": "fact", "id": draw.foreign_id("fact", foe), "q": SHARED_QUERY, "t": as_of},
                       refused=frozenset({"VN001", "22023"}))  # fmt: skip
-    name = rng.choice([SNAPSHOT, Foreign(f"release {foe.marker}", f"release {draw.marker(foe).ghost}", reference=False)])
+    name = rng.choice(
+        [SNAPSHOT, Foreign(f"release {foe.marker}", f"release {draw.marker(foe).ghost}", reference=False)]
+    )
     yield Attempt("snapshots", "search own snapshot, foreign words",
                   "select * from vera.search_snapshot(%(g)s, %(n)s, %(q)s, %(e)s::vector, k => 100)",
                   {"g": rng.choice([me.org, me.project]), "n": SNAPSHOT, "q": query, "e": embedding})  # fmt: skip
@@ -446,7 +513,7 @@ def test_as_of_and_snapshots(arena: Arena) -> None:
         for attempt in _time_attempts(draw, attacker.tenant):
             attacker.attempt(attempt)
 
-    _attack(arena, "as_of", plan)
+    _attack(arena, "as_of", plan, floor=15 * len(ROLES) * len(arena.tenants))
 
 
 # -- side channels -----------------------------------------------------------------------------
@@ -632,7 +699,10 @@ def test_pg_locks_show_no_tenant_data_and_no_login_role_takes_the_writers_locks(
         # another tenant's write in flight: it holds its entity and history advisory locks
         writer.execute(
             "select vera.publish_claims(%s, null, %s)",
-            (foe.personal["owner"], Jsonb([{"subject": f"locked {foe.marker}", "predicate": "runs on", "object": "x"}])),
+            (
+                foe.personal["owner"],
+                Jsonb([{"subject": f"locked {foe.marker}", "predicate": "runs on", "object": "x"}]),
+            ),
         )
         keys = writer.execute(
             "select classid, objid, objsubid from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()"
@@ -655,10 +725,29 @@ def test_listen_hears_nothing_of_other_tenants_jobs(arena: Arena) -> None:
     another tenant defers a job."""
     me, foe = arena.tenants[0], arena.tenants[1]
     with arena.db.connect(login_role(me), autocommit=True) as listener:
-        for channel in ("procrastinate_any_queue_v1", "procrastinate_queue_v1#default", "procrastinate_queue_v1#vera"):
+        for channel in (
+            "procrastinate_any_queue_v1",
+            "procrastinate_queue_v1#default",
+            "procrastinate_queue_v1#vera",
+        ):
             listener.execute(f'listen "{channel}"')  # type: ignore[arg-type]
         with _caller(arena, foe) as writer:
             writer.execute("select vera.request_ingest(%s, %s, null)", (foe.org, foe.ids["source"][0]))
             writer.commit()
         heard = list(listener.notifies(timeout=0.5, stop_after=1))
     assert heard == []
+
+
+def test_the_attack_was_wide(arena: Arena) -> None:
+    """The counts of the whole module (when its attacking tests ran before this one)."""
+    channels = sorted({channel for channel, _, _ in TALLY.attempts})
+    by_channel = {channel: TALLY.total(channel) for channel in channels}
+    roles = sorted({role for _, role, _ in TALLY.attempts})
+    print(
+        f"adversary: {TALLY.total()} attempts, {len(arena.tenants)} tenants, roles {roles}, channels {by_channel},"
+        f" answers {dict(TALLY.outcomes.most_common())}"
+    )
+    assert not TALLY.findings
+    if {"functions", "tables", "auth", "keys", "as_of", "snapshots"} <= set(channels):
+        assert roles == sorted(ROLES)
+        assert TALLY.total() >= 5000
