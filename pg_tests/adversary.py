@@ -364,24 +364,36 @@ def _collect_ids(db: Database, tenant: Tenant) -> None:
         def ids(query: str) -> list[UUID]:
             return [row[0] for row in conn.execute(query, {"g": tenant.groups})]  # type: ignore[arg-type]
 
+        mine = "where group_id = any(%(g)s)"
+        where_first = "array_position(%(g)s, group_id)"
         tenant.ids = {
-            "source": ids("select source_id from vera.sources where group_id = any(%(g)s)"),
-            "episode": ids("select episode_id from vera.episodes where group_id = any(%(g)s)"),
-            "chunk": ids("select chunk_id from vera.chunks where group_id = any(%(g)s)"),
+            # in an order the data decides (ids are random): the same draws pick the same rows in every run
+            "source": ids(f"select source_id from vera.sources {mine} order by {where_first}, name"),
+            "episode": ids(
+                f"select episode_id from vera.episodes {mine} order by {where_first}, external_id, version, title"
+            ),
+            "chunk": ids(f"select chunk_id from vera.chunks {mine} order by {where_first}, text"),
             "fact": ids(
-                "select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle <> 'proposal'"
+                f"select fact_id from vera.facts {mine} and lifecycle <> 'proposal' order by {where_first}, fact_text"
             ),
             "proposal": ids(
-                "select fact_id from vera.facts where group_id = any(%(g)s) and lifecycle = 'proposal'"
+                f"select fact_id from vera.facts {mine} and lifecycle = 'proposal' order by {where_first}, fact_text"
             ),
-            "entity": ids("select entity_id from vera.entities where group_id = any(%(g)s)"),
-            "snapshot": ids("select snapshot_id from vera.snapshots where group_id = any(%(g)s)"),
-            "weight_set": ids("select weight_set_id from vera.ranking_weights where group_id = any(%(g)s)"),
-            "feedback": ids("select feedback_id from vera.feedback where group_id = any(%(g)s)"),
+            "entity": ids(
+                f"select entity_id from vera.entities {mine} order by {where_first}, canonical_name"
+            ),
+            "snapshot": ids(f"select snapshot_id from vera.snapshots {mine} order by {where_first}, name"),
+            "weight_set": ids(
+                f"select weight_set_id from vera.ranking_weights {mine} order by {where_first}"
+            ),
+            "feedback": ids(
+                f"select feedback_id from vera.feedback {mine} order by {where_first}, query_text"
+            ),
             "key": [
                 row[0]
                 for row in conn.execute(
-                    "select key_id from vera.api_keys where principal_id = any(%s)",
+                    "select k.key_id from vera.api_keys k join vera.principals p using (principal_id)"
+                    " where k.principal_id = any(%s) order by p.display_name, k.name",
                     (list(tenant.principals.values()),),
                 )
             ],
@@ -390,7 +402,8 @@ def _collect_ids(db: Database, tenant: Tenant) -> None:
         tenant.key_prefixes = [
             row[0]
             for row in conn.execute(
-                "select prefix from vera.api_keys where principal_id = any(%s)",
+                "select k.prefix from vera.api_keys k join vera.principals p using (principal_id)"
+                " where k.principal_id = any(%s) order by p.display_name, k.name",
                 (list(tenant.principals.values()),),
             )
         ]
