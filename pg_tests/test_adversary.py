@@ -97,6 +97,32 @@ def _attack(arena: Arena, channel: str, plan: Callable[[Draw, Attacker], None], 
     assert not findings, "\n".join(findings[:40])
 
 
+def test_the_oracle_sees_a_leak_and_a_change(arena: Arena) -> None:
+    """The oracle is not vacuous: a connection that bypasses row-level security (the superuser)
+    leaks, a ghost that answers unlike its real value is an existence oracle, and a change to
+    another tenant's row changes its fingerprint."""
+    me, foe = arena.tenants[0], arena.tenants[1]
+    tally = Tally()
+    attacker = Attacker(arena, me, "viewer", me.keys["viewer"], tally)
+    attacker.conn.close()
+    attacker.conn = arena.db.admin()
+    try:
+        attacker.attempt(Attempt("canary", "superuser reads", "select * from vera.facts"))
+        draw = Draw(_rng("canary"), arena, me, "viewer")
+        attacker.attempt(Attempt("canary", "exists", "select * from vera.sources where source_id = %(s)s",
+                                 {"s": draw.foreign_id("source", foe)}))  # fmt: skip
+    finally:
+        attacker.close()
+    assert any("another tenant's" in finding and foe.marker in finding for finding in tally.findings)
+    assert any("answers unlike a value that exists nowhere" in finding for finding in tally.findings)
+    before = fingerprint(arena.db, foe)
+    with arena.db.admin() as admin:
+        admin.execute("update vera.sources set uri = uri || '#' where group_id = %s", (foe.org,))
+        assert fingerprint(arena.db, foe) != before
+        admin.execute("update vera.sources set uri = left(uri, -1) where group_id = %s", (foe.org,))
+    assert fingerprint(arena.db, foe) == before
+
+
 def test_every_function_of_the_sql_api(arena: Arena) -> None:
     with arena.db.admin() as conn:
         functions = callable_functions(conn)
@@ -210,6 +236,11 @@ SESSION_SETTINGS = (
 AUTH_REFUSALS = frozenset({"42501", "VA001", "VA002", "VA003", "VA004", "VA005", "VA006"})
 
 
+REFUSED_OUTRIGHT = (
+    "insert auth_context", "update auth_context", "delete auth_context", "read auth_context", "copy auth_context",
+    "set role", "set session authorization", "set_config role", "authenticate_principal", "not granted",
+    "DO block", "create in public", "create schema", "server files", "grant",
+)  # fmt: skip
 STALE_KEY_HOLDERS = {
     "revoked": "member",
     "expired": "viewer",
@@ -225,7 +256,10 @@ def _auth_attempts(draw: Draw, superuser: str, internal: list[str]) -> Iterator[
     foe_groups = [draw.foreign_group(foe) for _ in range(2)]
 
     def attempt(label: str, query: str, **params: object) -> Attempt:
-        return Attempt("auth", label, query, dict(params), twin=False, allowed=AUTH_REFUSALS)
+        # what writes the context, reads it, changes the role or reaches past the API must be refused
+        must = label.startswith(REFUSED_OUTRIGHT)
+        return Attempt("auth", label, query, dict(params), twin=False, allowed=AUTH_REFUSALS,
+                       refused=frozenset({"42501"}) if must else None)  # fmt: skip
 
     yield attempt(
         "insert auth_context",
