@@ -110,10 +110,12 @@ class Outcome:
     message: str
     rows: list[tuple[Any, ...]]
     rowcount: int
+    # the whole error: message, DETAIL, HINT, CONTEXT (what a client could log or show)
+    full: str = ""
 
     @property
     def text(self) -> str:
-        return self.message + "\n" + "\n".join(repr(row) for row in self.rows)
+        return (self.full or self.message) + "\n" + "\n".join(repr(row) for row in self.rows)
 
 
 @dataclass
@@ -168,7 +170,17 @@ def execute(conn: psycopg.Connection, query: str, params: dict[str, Any] | None 
         rows = cursor.fetchall() if cursor.description else []
         return Outcome(None, "", rows, cursor.rowcount)
     except psycopg.Error as error:
-        return Outcome(error.sqlstate, str(error).splitlines()[0] if str(error) else "", [], -1)
+        diagnostics = error.diag
+        full = "\n".join(
+            part or ""
+            for part in (
+                str(error),
+                diagnostics.message_detail,
+                diagnostics.message_hint,
+                diagnostics.context,
+            )
+        )
+        return Outcome(error.sqlstate, str(error).splitlines()[0] if str(error) else "", [], -1, full)
 
 
 class Attacker:
