@@ -84,6 +84,12 @@ class Arena:
         return found
 
 
+def login_role(tenant: Tenant) -> str:
+    """The login role a tenant's application connects as: today every tenant shares vera_app
+    (issue 11); with per-application login roles, each its own."""
+    return "vera_app"
+
+
 def _one(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
     row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
     assert row is not None

@@ -29,7 +29,7 @@ from uuid import UUID
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pg_tests.adversary import Arena, Tenant, leaked
+from pg_tests.adversary import Arena, Tenant, leaked, login_role
 
 # docs/sql-api.md, "Error codes"
 DOCUMENTED_SQLSTATES = frozenset({
@@ -184,7 +184,7 @@ def execute(conn: psycopg.Connection, query: str, params: dict[str, Any] | None 
 
 
 class Attacker:
-    """One role of one tenant, on one vera_app connection, one transaction per attempt."""
+    """One role of one tenant, on one connection of its login role, one transaction per attempt."""
 
     def __init__(self, arena: Arena, tenant: Tenant, role: str, key: str, tally: Tally) -> None:
         self.arena = arena
@@ -193,7 +193,7 @@ class Attacker:
         self.key = key
         self.tally = tally
         self.forbidden = arena.foreign_tokens(tenant)
-        self.conn = arena.db.connect(autocommit=True)
+        self.conn = arena.db.connect(login_role(tenant), autocommit=True)
         self.conn.execute(f"set statement_timeout = {STATEMENT_TIMEOUT_MS}")  # type: ignore[arg-type]
 
     def close(self) -> None:
