@@ -23,8 +23,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from pg_tests.databases import Database
+from pg_tests.databases import APP_LOGIN_LIMITS, Database
 from pg_tests.searching import MODEL, embed, vector_literal
+from vera_client.adapters.postgres.logins import app_login_role, create_app_login
 
 TENANT_NAMES = ("Acme", "Bravo", "Corvo")
 # The roles an attacker plays; "project_admin" is admin of the project only (no role in the organisation).
@@ -85,9 +86,8 @@ class Arena:
 
 
 def login_role(tenant: Tenant) -> str:
-    """The login role a tenant's application connects as: today every tenant shares vera_app
-    (issue 11); with per-application login roles, each its own."""
-    return "vera_app"
+    """The login role a tenant's application connects as: each its own (build_arena creates them)."""
+    return app_login_role(f"adversary_{tenant.name.lower()}")
 
 
 def _one(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
@@ -98,7 +98,7 @@ def _one(conn: psycopg.Connection, query: str, params: Any = None) -> Any:
 
 @contextmanager
 def acting(db: Database, key: str, isolation: str = "read committed") -> Iterator[psycopg.Connection]:
-    """A vera_app connection authenticated with `key` in one transaction, committed at the end."""
+    """An application connection authenticated with `key` in one transaction, committed at the end."""
     with db.connect(autocommit=True) as conn:
         conn.execute(f"begin isolation level {isolation}")  # type: ignore[arg-type]
         conn.execute("select vera.authenticate(%s)", (key,))
@@ -256,7 +256,7 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
             )
         _source(conn, org, "wiki", 4, tenant)
         org_docs = _one(
-            conn, "select source_id from vera.sources where group_id = %s and name = 'docs'", (org,)
+            conn, "select source_id from vera.list_sources(%s) where name = 'docs'", (org,)
         )
         old = _episode(conn, org, org_docs, "old.md", tenant)
         tenant.jobs.append(
@@ -274,7 +274,7 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
 
     # a member proposes (tier 4: a proposal in its u: scope, a proposed passage beside its episode)
     with acting(db, tenant.keys["member"]) as conn:
-        wiki = _one(conn, "select source_id from vera.sources where group_id = %s and name = 'wiki'", (org,))
+        wiki = _one(conn, "select source_id from vera.list_sources(%s) where name = 'wiki'", (org,))
         ideas = _episode(conn, org, wiki, "runbook.md", tenant)
         conn.execute(
             "select vera.store_chunks(%s, %s, %s, %s)", (org, ideas, _chunks(tenant, "proposed"), MODEL)
@@ -282,7 +282,7 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
         conn.execute(
             "select vera.publish_claims(%s, %s, %s, %s)", (org, ideas, _claims(tenant, "proposed"), MODEL)
         )
-        docs = _one(conn, "select source_id from vera.sources where group_id = %s and name = 'docs'", (org,))
+        docs = _one(conn, "select source_id from vera.list_sources(%s) where name = 'docs'", (org,))
         tenant.jobs.append(_one(conn, "select vera.request_ingest(%s, %s, null)", (org, docs)))
 
     # a viewer votes; the owner snapshots
@@ -431,6 +431,7 @@ def build_arena(db: Database) -> Arena:
         marker = "zq" + hashlib.sha256(f"marker/{name}".encode()).hexdigest()[:10]
         tenants.append(Tenant(index=index, name=name, marker=marker))
     for tenant in tenants:
+        create_app_login(db.admin_dsn, login_role(tenant), APP_LOGIN_LIMITS, exists_ok=True)
         _seed_tenant(db, tenant)
     with db.admin() as conn:
         # what autovacuum would have done by now: the statistics the planner and pg_stats show

@@ -11,12 +11,15 @@ exists nowhere), and the superuser's fingerprint of every other tenant's
 rows, in every vera table, is the same after each tenant's attackers are
 done as before.
 
-Open findings are strict xfails, so that closing one shows: EXPLAIN counts and
-estimates (issue 11 finding 1), pg_stat_activity and cancel/terminate across
-tenants (finding 2), ALTER ROLE of the shared login role, group ids in the
-names and predicates of per-group HNSW indexes, and authenticate in a READ
-ONLY transaction (25006). Attempts per (role, channel) are bounded: the
-module takes about 25 s on two shared cores.
+Each tenant's application connects with its own login role. The one open
+finding is a strict xfail, so that closing it shows: group ids in the names
+and predicates of per-group HNSW indexes, which every role reads in the
+catalog (docs/sql-api.md, "Security model"). Closed since the suite was
+written: EXPLAIN counts and estimates (issue 11 finding 1), pg_stat_activity,
+cancel/terminate and ALTER ROLE across tenants (finding 2), authenticate in
+a READ ONLY transaction (now 25000 with a clear message, was 25006).
+Attempts per (role, channel) are bounded: the module takes about 25 s on two
+shared cores.
 """
 
 from __future__ import annotations
@@ -562,8 +565,6 @@ def test_as_of_and_snapshots(arena: Arena) -> None:
     _attack(arena, "as_of", plan, floor=15 * len(ROLES) * len(arena.tenants))
 
 
-@pytest.mark.xfail(strict=True, reason="vera.authenticate in a READ ONLY transaction fails with the undocumented "
-                   "SQLSTATE 25006 (it writes vera.auth_context, an unlogged table): finding of the adversarial suite")  # fmt: skip
 @pytest.mark.parametrize(
     "begin", ["begin read only", "begin isolation level serializable read only deferrable"]
 )
@@ -613,7 +614,6 @@ KNOWLEDGE = ("sources", "episodes", "chunks", "entities", "entity_aliases", "pre
              "snapshots", "snapshot_items", "group_settings", "groups", "memberships", "principals", "audit_log")  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="closed when table privileges are revoked (issue 11 finding 1)")
 def test_explain_reveals_no_rows_of_other_tenants(arena: Arena) -> None:
     """EXPLAIN ANALYZE counts the rows row-level security filtered out; EXPLAIN's estimate for a
     foreign group id (from the column's statistics) differs from one for a group that does not exist."""
@@ -694,7 +694,6 @@ def test_catalogs_name_no_group_of_other_tenants(arena: Arena) -> None:
     assert not leaked(repr(rows), arena.foreign_tokens(me))
 
 
-@pytest.mark.xfail(strict=True, reason="all tenants share the login role vera_app (issue 11 finding 2)")
 def test_pg_stat_activity_shows_no_query_text_of_other_tenants(arena: Arena) -> None:
     me, foe = arena.tenants[0], arena.tenants[1]
     with _caller(arena, foe) as busy:
@@ -710,7 +709,6 @@ def test_pg_stat_activity_shows_no_query_text_of_other_tenants(arena: Arena) -> 
     assert not leaked(repr(rows), {foe.marker, *foe.keys.values()})
 
 
-@pytest.mark.xfail(strict=True, reason="all tenants share the login role vera_app (issue 11 finding 2)")
 def test_no_session_can_cancel_or_end_another_tenants(arena: Arena) -> None:
     me, foe = arena.tenants[0], arena.tenants[1]
     with _caller(arena, foe) as victim:
@@ -723,9 +721,6 @@ def test_no_session_can_cancel_or_end_another_tenants(arena: Arena) -> None:
         victim.rollback()
 
 
-@pytest.mark.xfail(strict=True, reason="any tenant's session alters the shared login role vera_app for every tenant "
-                   "(its password, its session defaults: default_transaction_read_only, statement_timeout, "
-                   "row_security): finding of the adversarial suite, closed by per-application login roles (issue 11)")  # fmt: skip
 def test_no_session_alters_the_login_role_of_another_tenant(arena: Arena) -> None:
     """ALTER ROLE is transactional: every attempt is rolled back, whatever it did."""
     me, foe = arena.tenants[0], arena.tenants[1]
