@@ -255,9 +255,7 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
                 (group, pending, _claims(tenant, "pending"), MODEL),
             )
         _source(conn, org, "wiki", 4, tenant)
-        org_docs = _one(
-            conn, "select source_id from vera.list_sources(%s) where name = 'docs'", (org,)
-        )
+        org_docs = _one(conn, "select source_id from vera.list_sources(%s) where name = 'docs'", (org,))
         old = _episode(conn, org, org_docs, "old.md", tenant)
         tenant.jobs.append(
             _one(conn, "select vera.retract_episode(%s, %s, %s)", (org, old, f"gone {tenant.marker}"))
