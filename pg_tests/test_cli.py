@@ -239,6 +239,33 @@ def test_search_mistakes_are_one_line(demo_db: Database, args: list[str], messag
     assert message in result.output and "Traceback" not in result.output
 
 
+def test_search_knobs_from_the_command_line(demo_db: Database) -> None:
+    """--candidates, --k-rrf and --ef-search reach vera.search; a bad value is its one line."""
+    env = _env(demo_db.server, demo_db.name)
+    key = KEY.search(_run(["demo"], env).output)
+    assert key is not None
+    env["VERA_API_KEY"] = key[0]
+    wide = _run(["search", "billing-api runs on", "--json", "-k", "10"], env)
+    assert wide.exit_code == 0, wide.output
+    # one candidate per half: at most the lexical and the vector half's best
+    narrow = _run(["search", "billing-api runs on", "--json", "-k", "10", "--candidates", "1"], env)
+    assert narrow.exit_code == 0, narrow.output
+    assert 1 <= len(narrow.output.splitlines()) <= 2 < len(wide.output.splitlines())
+    tuned = _run(["search", "billing-api runs on", "--json", "--k-rrf", "60", "--ef-search", "200"], env)
+    assert tuned.exit_code == 0, tuned.output
+    # a flatter fusion (1/61, 1/62, ... rather than 1/2, 1/3, ...): other relevance signals
+    relevance = [[json.loads(line)["signals"]["relevance"] for line in run.output.splitlines()]
+                 for run in (wide, tuned)]  # fmt: skip
+    assert len(relevance[1]) == 10 and relevance[0] != relevance[1]
+    for option, value, message in [
+        ("--k-rrf", "-1", "k_rrf must be between 0 and 10000, got -1"),
+        ("--candidates", "0", "candidates must be between 1 and 10000, got 0"),
+        ("--ef-search", "1001", "ef_search must be between 1 and 1000, got 1001"),
+    ]:
+        line = _one_line_error(_run(["search", "billing-api", option, value], env))
+        assert line == f"vera: error: {message}", line
+
+
 def test_feedback_and_calibrate_from_the_command_line(demo_db: Database) -> None:
     env = _env(demo_db.server, demo_db.name)
     key = KEY.search(_run(["demo"], env).output)

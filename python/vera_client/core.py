@@ -391,10 +391,18 @@ class Operations:
         weights: Mapping[str, Any] | None = None,
         lexical_weight: float = 1.0,
         vector_weight: float = 1.0,
+        k_rrf: int = 1,
+        candidates: int | None = None,
+        ef_search: int | None = None,
         rerank: bool = True,
     ) -> Plan[list[Hit]]:
         """Ranked, cited hits: hybrid when a searched group's model runs here and reads the query's
-        language (else by words alone), reranked when configured."""
+        language (else by words alone), reranked when configured.
+
+        k_rrf, candidates and ef_search go to vera.search as they are, with its defaults
+        (None: 4 x the hits asked of it per half; max(100, candidates), at most 1000), and it
+        checks them (InvalidArgumentError). With a reranker, SQL is asked for max(k, top_n)
+        hits so that the reranker sees its whole head, and the default candidates follows."""
         _check_k(k)
         reranking = self.shared.reranking(rerank)
         vector, model = yield from self._query_vector(text, groups)
@@ -408,6 +416,9 @@ class Operations:
             weights=weights,
             lexical_weight=lexical_weight,
             vector_weight=vector_weight,
+            k_rrf=k_rrf,
+            candidates=candidates,
+            ef_search=ef_search,
         )
         blended = yield from ask(call)
         if not (reranking and blended):
@@ -451,8 +462,18 @@ class Operations:
     def drop_snapshot(self, group: str, name: str) -> Plan[None]:
         yield from ask(calls.drop_snapshot(group, name))
 
-    def search_snapshot(self, group: str, name: str, text: str, *, k: int = 10) -> Plan[list[Hit]]:
-        """The snapshot's answer, as search gave it when it was taken."""
+    def search_snapshot(
+        self,
+        group: str,
+        name: str,
+        text: str,
+        *,
+        k: int = 10,
+        k_rrf: int = 1,
+        candidates: int | None = None,
+    ) -> Plan[list[Hit]]:
+        """The snapshot's answer, as search gave it when it was taken (with the same k_rrf and
+        candidates; vera.search_snapshot's defaults and checks, as in search)."""
         _check_k(k)
         pins = yield from ask(calls.snapshot_pin(group, name))
         vector, model = None, None
@@ -460,5 +481,14 @@ class Operations:
         if chosen is not None:
             embedder, model = chosen
             vector = (yield from ask(Work(lambda: embedder.embed([text]))))[0]
-        call = calls.search_snapshot(group, name, text, embedding=vector, embedding_model=model, k=k)
+        call = calls.search_snapshot(
+            group,
+            name,
+            text,
+            embedding=vector,
+            embedding_model=model,
+            k=k,
+            k_rrf=k_rrf,
+            candidates=candidates,
+        )
         return (yield from ask(call))

@@ -44,6 +44,11 @@ as $$
 declare
     roles record;
 begin
+    -- the context is a row of vera.auth_context, which a read-only transaction may not write
+    if current_setting('transaction_read_only')::boolean then
+        raise exception 'authentication records the caller for this transaction, which a READ ONLY transaction cannot: begin it READ WRITE (a read-only standby cannot authenticate)'
+            using errcode = '25000';
+    end if;
     if not exists (select from vera.principals p where p.principal_id = principal and p.disabled_at is null) then
         raise exception 'principal % is unknown or disabled', principal using errcode = 'VA006';
     end if;

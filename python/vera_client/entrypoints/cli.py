@@ -231,6 +231,22 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
     "--as-of", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Instant (UTC) to answer for."
 )
 @click.option("--group", "groups", multiple=True, help="Search only this group (repeatable).")
+# the stage-1 knobs of vera.search, its defaults; vera.search checks them (one line on a bad value)
+@click.option(
+    "--k-rrf", type=int, default=1, show_default=True, help="RRF constant: weight / (k_rrf + rank)."
+)
+@click.option(
+    "--candidates",
+    type=int,
+    default=None,
+    help="Candidates each half retrieves.  [default: 4 x k, or 4 x the reranker's top_n if larger]",
+)
+@click.option(
+    "--ef-search",
+    type=int,
+    default=None,
+    help="HNSW search breadth of the vector half.  [default: max(100, candidates), at most 1000]",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
 @click.option("--explain", is_flag=True, help="Show the six signals of each hit.")
 @friendly_errors
@@ -240,13 +256,22 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     k: int,
     as_of: datetime | None,
     groups: tuple[str, ...],
+    k_rrf: int,
+    candidates: int | None,
+    ef_search: int | None,
     as_json: bool,
     explain: bool,
 ) -> None:
     """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here)."""
     with client_from_env(api_key) as vera:
         hits = vera.search(
-            query, k=k, as_of=as_of.replace(tzinfo=UTC) if as_of else None, groups=groups or None
+            query,
+            k=k,
+            as_of=as_of.replace(tzinfo=UTC) if as_of else None,
+            groups=groups or None,
+            k_rrf=k_rrf,
+            candidates=candidates,
+            ef_search=ef_search,
         )
     if as_json:
         for hit in hits:

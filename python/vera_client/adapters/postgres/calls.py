@@ -301,6 +301,9 @@ def search(
     weights: Mapping[str, Any] | None,
     lexical_weight: float,
     vector_weight: float,
+    k_rrf: int,
+    candidates: int | None,
+    ef_search: int | None,
 ) -> Call[list[Hit]]:
     params = {
         "query": text,
@@ -312,6 +315,9 @@ def search(
         "weights": Jsonb(dict(weights)) if weights is not None else None,
         "lexical_weight": lexical_weight,
         "vector_weight": vector_weight,
+        "k_rrf": k_rrf,
+        "candidates": candidates,
+        "ef_search": ef_search,
     }
     return Call("search", params, hits)
 
@@ -383,6 +389,8 @@ def search_snapshot(
     embedding: Sequence[float] | None,
     embedding_model: str | None,
     k: int,
+    k_rrf: int,
+    candidates: int | None,
 ) -> Call[list[Hit]]:
     params = {
         "group": group,
@@ -391,6 +399,8 @@ def search_snapshot(
         "embedding": _vector(embedding),
         "embedding_model": embedding_model,
         "k": k,
+        "k_rrf": k_rrf,
+        "candidates": candidates,
     }
     return Call("search_snapshot", params, hits)
 

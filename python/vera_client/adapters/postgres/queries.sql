@@ -161,8 +161,9 @@ select rank, kind::text, item_id, group_id, text, subject, predicate, object, sc
        relevance, authority, verification, recency, feedback, confidence, citation
 from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
                  as_of => %(as_of)s, groups => %(groups)s, weights => %(weights)s,
+                 k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
                  embedding_model => %(embedding_model)s, lexical_weight => %(lexical_weight)s,
-                 vector_weight => %(vector_weight)s);
+                 vector_weight => %(vector_weight)s, ef_search => %(ef_search)s::integer);
 
 -- name: record_feedback
 select feedback_id, group_id, signals, created
@@ -189,6 +190,7 @@ select vera.drop_snapshot(%(group)s, %(name)s);
 select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
        relevance, authority, verification, recency, feedback, confidence, citation
 from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector, %(k)s,
+                          k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
                           embedding_model => %(embedding_model)s);
 
 -- name: snapshot_pin
