@@ -552,7 +552,7 @@ def _time_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
                   {"g": draw.foreign_group(foe), "n": rng.choice(["nightly", "stolen"])}, isolation="repeatable read",
                   refused=frozenset({"42501"}))  # fmt: skip
     yield Attempt("snapshots", "a foreign snapshot's id, to its candidate stage",
-                  "select * from vera.snapshot_candidates(%(g)s, %(s)s, vera.lexical_query(%(q)s), null, 10)",
+                  "select * from vera.snapshot_candidates(%(g)s, %(s)s, vera.query_terms(%(q)s), null, 10)",
                   {"g": rng.choice([own, draw.foreign_group(foe)]), "s": draw.foreign_id("snapshot", foe), "q": SHARED_QUERY},
                   refused=frozenset({"42501"}))  # fmt: skip
 

@@ -382,7 +382,7 @@ ISOLATION_TESTED = {
     "search_version()": "test_snapshots (pure)",
     "default_weights()": "test_search (pure)",
     "lexical_query(text)": "test_search (pure)",
-    "search_stopwords()": "test_bad_input (pure)",
+    "query_terms(text)": "test_search (pure)",
     "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
     "pinned_models(text[])": "test_tenancy",
