@@ -36,8 +36,8 @@ begin
      cross join lateral (
            select u.lexeme as term, cardinality(u.positions)::bigint as tokens from unnest(d.tsv) u
            union all
-           -- the corpus row: one document of this length
-           select '', coalesce(sum(cardinality(u.positions)), 0)::bigint from unnest(d.tsv) u) t
+           -- the corpus row: one document of this length (distinct words, see vera.bm25_score)
+           select '', length(d.tsv)::bigint) t
      where d.sign <> 0
      group by d.group_id, t.term
     having sum(d.sign) <> 0 or sum(d.sign * t.tokens) <> 0
@@ -58,6 +58,8 @@ returns void
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
+declare
+    emptied text[];
 begin
     -- key space 2 (publishing's history buckets use 1); one folder per group and kind
     if not pg_try_advisory_xact_lock(2, hashtext(target_group || '/' || target_kind::text)) then
@@ -70,13 +72,18 @@ begin
     ), net as (
         select m.term, sum(m.documents) as documents, sum(m.tokens) as tokens
           from moved m group by m.term order by m.term
+    ), folded as (
+        insert into vera.term_stats as s (group_id, kind, term, documents, tokens)
+        select target_group, target_kind, net.term, net.documents, net.tokens from net
+        on conflict (group_id, kind, term) do update
+           set documents = s.documents + excluded.documents, tokens = s.tokens + excluded.tokens
+        returning s.term, s.documents
     )
-    insert into vera.term_stats as s (group_id, kind, term, documents, tokens)
-    select target_group, target_kind, net.term, net.documents, net.tokens from net
-    on conflict (group_id, kind, term) do update
-       set documents = s.documents + excluded.documents, tokens = s.tokens + excluded.tokens;
-    delete from vera.term_stats s
-     where s.group_id = target_group and s.kind = target_kind and s.term <> '' and s.documents = 0;
+    select array_agg(f.term) into emptied from folded f where f.documents = 0 and f.term <> '';
+    if emptied is not null then
+        delete from vera.term_stats s
+         where s.group_id = target_group and s.kind = target_kind and s.term = any (emptied) and s.documents = 0;
+    end if;
 end
 $$;
 comment on function vera.fold_term_changes(text, vera.item_kind) is

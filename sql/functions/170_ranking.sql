@@ -204,6 +204,16 @@ $$;
 comment on function vera.query_terms(text) is
     'The lexical half''s terms of a query: its words (simple configuration), each once, sorted';
 
+-- Internal: the tsquery matching any of these lexemes; null for none.
+create or replace function vera.any_of(lexemes text[])
+returns tsquery
+language sql immutable
+as $$
+    select nullif(pg_catalog.array_to_string(
+               array(select pg_catalog.quote_literal(t) from pg_catalog.unnest(lexemes) t), ' | '), '')::tsquery
+$$;
+comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
+
 -- Contract: the lexical half's terms as a tsquery, any of them (OR); null
 -- when the query has no word. What a text matches; BM25 decides the order.
 create or replace function vera.lexical_query(query text)
@@ -211,8 +221,7 @@ returns tsquery
 language sql immutable
 set search_path = vera, pg_temp
 as $$
-    select nullif(array_to_string(array(select quote_literal(t) from unnest(vera.query_terms(query)) t), ' | '),
-                  '')::tsquery
+    select vera.any_of(vera.query_terms(query))
 $$;
 comment on function vera.lexical_query(text) is
     'The lexical half''s tsquery: the query''s words (simple configuration), OR-ed; null if none';
@@ -222,8 +231,8 @@ comment on function vera.lexical_query(text) is
 -- most documents (the original log((N - df + 0.5) / (df + 0.5)) turns
 -- negative past half of them), and k1 = 1.2. N, df and the average length
 -- come from the statistics of exactly the groups searched
--- (vera.term_statistics); a document's length is its number of tokens
--- (positions in its tsvector), a term's frequency its positions.
+-- (vera.term_statistics); a document's length is its number of distinct
+-- words, a term's frequency its positions in the tsvector.
 --
 -- b, the weight of length normalisation: 0.75 for passages, the usual
 -- value; 0 for facts. A fact is one statement, subject, predicate and
@@ -276,18 +285,24 @@ $$;
 comment on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]) is
     'Internal: per kind and query term, postings, IDF over facts and passages together, and average length';
 
--- Internal: a document's BM25 score for query terms with their IDFs.
+-- Internal: a document's BM25 score for query terms with their IDFs. A
+-- document's length is its number of distinct words (length(tsv)), so that
+-- scoring reads only the query terms' entries: setweight marks them and
+-- ts_filter keeps them, both in C, and only those few are unnested (their
+-- positions are the term frequencies). Length counted in distinct words
+-- rather than tokens changes each document's length by a similar factor,
+-- which the division by the average mostly cancels.
 create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
                                            average_length double precision)
 returns double precision
 language sql immutable
 as $$
-    select coalesce(sum(m.idf * m.tf * (p.k1 + 1) / (m.tf + p.k1 * (1 - p.b + p.b * d.length / average_length))), 0)
+    select coalesce(sum(q.idf * u.tf * (p.k1 + 1)
+                        / (u.tf + p.k1 * (1 - p.b + p.b * pg_catalog.length(tsv) / average_length))), 0)
       from vera.bm25_parameters(kind) p,
-           (select sum(cardinality(u.positions))::float8 as length from pg_catalog.unnest(tsv) u) d,
-           (select q.idf, cardinality(u.positions)::float8 as tf
-              from pg_catalog.unnest(tsv) u
-              join unnest(terms, idfs) q(term, idf) on q.term = u.lexeme) m
+           (select x.lexeme, pg_catalog.cardinality(x.positions)::float8 as tf
+              from pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(tsv, 'A', terms), '{a}')) x) u
+      join unnest(terms, idfs) q(term, idf) on q.term = u.lexeme
 $$;
 comment on function vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
     'Internal: BM25 score of a fact''s or passage''s tsvector for terms with their IDFs, given the average length';

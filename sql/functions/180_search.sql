@@ -39,7 +39,12 @@ declare
     budget constant bigint := 1000;
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
     taken integer := 0;
+    earlier integer;
     round_postings bigint;
+    round_groups text[];
+    round_ids uuid[];
+    round_scores double precision[];
+    round_keys bytea[];
     bound double precision;
     found_groups text[];
     found_ids uuid[];
@@ -57,7 +62,7 @@ begin
                            vera.bm25_score('fact', f.tsv, $1, $2, $3) as score,
                            vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
                       from vera.facts f
-                     where f.tsv @@ $4 and f.group_id = any ($5)
+                     where f.tsv @@ $4 and f.group_id = any ($5) and not coalesce(f.tsv @@ $11, false)
                        and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $6, $7)
                      order by 3 desc, 4, array_position($9, f.group_id), 2
                      limit $8) h$q$
@@ -69,7 +74,7 @@ begin
                       from vera.chunks c
                       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
                       join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                     where c.tsv @@ $4 and c.group_id = any ($5)
+                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
                        and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
                        and e.status <> 'retracted' and e.observed_at <= $6
                        and not exists (select from vera.episodes newer
@@ -81,17 +86,26 @@ begin
         end;
 
     loop
+        -- this round's terms: the rarest not taken yet, a budget's worth of postings
+        earlier := taken;
         round_postings := 0;
         while taken < cardinality(ranked_terms)
               and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
             taken := taken + 1;
             round_postings := round_postings + ranked_postings[taken];
         end loop;
+        -- the documents holding one of them and none of the earlier rounds' (scored then)
         execute statement
-           into found_groups, found_ids, found_scores, found_keys
-          using ranked_terms, ranked_idfs, average_length,
-                array_to_string(array(select quote_literal(t) from unnest(ranked_terms[1:taken]) t), ' | ')::tsquery,
-                groups, reference, personal_group, n, group_order, caller;
+           into round_groups, round_ids, round_scores, round_keys
+          using ranked_terms, ranked_idfs, average_length, vera.any_of(ranked_terms[earlier + 1:taken]),
+                groups, reference, personal_group, n, group_order, caller, vera.any_of(ranked_terms[1:earlier]);
+        select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
+          into found_groups, found_ids, found_scores, found_keys
+          from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
+                               union all
+                               select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
+                 order by b.s desc, b.k, array_position(group_order, b.g), b.i
+                 limit n) m;
         exit when taken = cardinality(ranked_terms);
         -- the most a document holding only the terms not taken can score
         select sum(i * (k1 + 1)) into bound from unnest(ranked_idfs[taken + 1:]) i;

@@ -177,8 +177,7 @@ language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
 declare
-    matching constant tsquery :=
-        nullif(array_to_string(array(select quote_literal(t) from unnest(terms) t), ' | '), '')::tsquery;
+    matching constant tsquery := vera.any_of(terms);
 begin
     if not snapshot_candidates.group_id = any (vera.readable_groups()) then
         raise exception 'permission denied: cannot read group %', vera.shown(snapshot_candidates.group_id) using errcode = '42501';

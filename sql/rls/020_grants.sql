@@ -115,6 +115,7 @@ grant execute on function vera.group_vector_index_name(text, text, integer),
 grant execute on function vera.term_statistics(text[], vera.item_kind, text[]),
     vera.bm25_parameters(vera.item_kind),
     vera.bm25_idf(bigint, bigint),
+    vera.any_of(text[]),
     vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]),
     vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision)
     to vera_searcher;

@@ -7,8 +7,8 @@ set role vera_owner;
 
 -- The folded counts. The term '' (never a lexeme) stands for the corpus:
 -- its documents are all the group's counted documents, its tokens their
--- summed length. For a real term, documents is its document frequency and
--- tokens its occurrences.
+-- summed length (a document's length: its distinct words). For a real term,
+-- documents is its document frequency and tokens its occurrences.
 create table vera.term_stats (
     group_id  text not null references vera.groups (group_id),
     kind      vera.item_kind not null,
