@@ -11,24 +11,23 @@
 --
 -- How: each statement appends its net change per (group, kind, term) to
 -- vera.term_stat_changes (one row per term it touched, not per document),
--- then folds the group's pending changes into vera.term_stats unless another
--- transaction is folding that group (a transaction-scoped advisory lock,
--- tried, never waited for). Writers therefore never update a counter another
--- writer could hold, and readers add the pending changes to the folded
--- counts: the statistics a search reads are exactly those of the rows its
--- snapshot sees.
+-- and at commit a deferred trigger applies the transaction's changes to
+-- vera.term_stats in one statement, sorted by group, kind and term. Every
+-- transaction thus takes the rows of common terms ("the") in one order and
+-- only for the last moment before its commit: concurrent writers of a group
+-- wait at most for each other's commit, never deadlock over these rows, and
+-- a long transaction holds none of them while it works. A search reads
+-- term_stats plus its own transaction's pending changes: exactly the rows
+-- its snapshot sees.
 set role vera_owner;
 
 -- Internal: appends the net change of some documents entering (+1) or
--- leaving (-1) the counted corpus, then (fold) folds the groups' changes.
-create or replace function vera.count_terms(kind vera.item_kind, group_ids text[], tsvs tsvector[], signs integer[],
-                                            fold boolean default true)
+-- leaving (-1) the counted corpus, to be applied when the transaction commits.
+create or replace function vera.count_terms(kind vera.item_kind, group_ids text[], tsvs tsvector[], signs integer[])
 returns void
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
-declare
-    touched text;
 begin
     insert into vera.term_stat_changes (group_id, kind, term, documents, tokens)
     select d.group_id, count_terms.kind, t.term, sum(d.sign), sum(d.sign * t.tokens)
@@ -40,54 +39,60 @@ begin
            select '', length(d.tsv)::bigint) t
      where d.sign <> 0
      group by d.group_id, t.term
-    having sum(d.sign) <> 0 or sum(d.sign * t.tokens) <> 0
-     order by d.group_id, t.term;
-    for touched in select distinct g from unnest(group_ids) g where fold loop
-        perform vera.fold_term_changes(touched, count_terms.kind);
-    end loop;
+    having sum(d.sign) <> 0 or sum(d.sign * t.tokens) <> 0;
+    if found then
+        insert into vera.term_stat_transactions default values on conflict do nothing;
+    end if;
 end
 $$;
-comment on function vera.count_terms(vera.item_kind, text[], tsvector[], integer[], boolean) is
-    'Internal: records documents entering (+1) or leaving (-1) a group''s BM25 statistics';
+comment on function vera.count_terms(vera.item_kind, text[], tsvector[], integer[]) is
+    'Internal: records documents entering (+1) or leaving (-1) a group''s BM25 statistics, applied at commit';
 
--- Internal: folds a group's pending changes into term_stats, unless another
--- transaction is doing so (then its changes wait for the next write).
--- Terms no document holds any more are dropped; the corpus row stays.
-create or replace function vera.fold_term_changes(target_group text, target_kind vera.item_kind)
-returns void
+-- Internal: the deferred trigger that applies a transaction's changes at
+-- its commit, sorted; terms no document holds any more are dropped (the
+-- corpus row stays).
+create or replace function vera.apply_term_changes()
+returns trigger
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
 declare
-    emptied text[];
+    emptied record;
 begin
-    -- key space 2 (publishing's history buckets use 1); one folder per group and kind
-    if not pg_try_advisory_xact_lock(2, hashtext(target_group || '/' || target_kind::text)) then
-        return;
-    end if;
     with moved as (
         delete from vera.term_stat_changes c
-         where c.group_id = target_group and c.kind = target_kind
-        returning c.term, c.documents, c.tokens
+         where c.transaction = pg_current_xact_id()
+        returning c.group_id, c.kind, c.term, c.documents, c.tokens
     ), net as (
-        select m.term, sum(m.documents) as documents, sum(m.tokens) as tokens
-          from moved m group by m.term order by m.term
-    ), folded as (
+        select m.group_id, m.kind, m.term, sum(m.documents) as documents, sum(m.tokens) as tokens
+          from moved m group by m.group_id, m.kind, m.term
+        having sum(m.documents) <> 0 or sum(m.tokens) <> 0
+         order by m.group_id, m.kind, m.term
+    ), applied as (
         insert into vera.term_stats as s (group_id, kind, term, documents, tokens)
-        select target_group, target_kind, net.term, net.documents, net.tokens from net
+        select net.group_id, net.kind, net.term, net.documents, net.tokens from net
         on conflict (group_id, kind, term) do update
            set documents = s.documents + excluded.documents, tokens = s.tokens + excluded.tokens
-        returning s.term, s.documents
+        returning s.group_id, s.kind, s.term, s.documents
     )
-    select array_agg(f.term) into emptied from folded f where f.documents = 0 and f.term <> '';
-    if emptied is not null then
+    select array_agg(a.group_id) as groups, array_agg(a.kind) as kinds, array_agg(a.term) as terms into emptied
+      from applied a where a.documents = 0 and a.term <> '';
+    if emptied.terms is not null then
         delete from vera.term_stats s
-         where s.group_id = target_group and s.kind = target_kind and s.term = any (emptied) and s.documents = 0;
+         using unnest(emptied.groups, emptied.kinds, emptied.terms) e(group_id, kind, term)
+         where s.group_id = e.group_id and s.kind = e.kind and s.term = e.term and s.documents = 0;
     end if;
+    delete from vera.term_stat_transactions t where t.transaction = pg_current_xact_id();
+    return null;
 end
 $$;
-comment on function vera.fold_term_changes(text, vera.item_kind) is
-    'Internal: folds a group''s pending BM25 statistic changes (skipped while another transaction folds it)';
+comment on function vera.apply_term_changes() is
+    'Internal: deferred trigger applying a transaction''s BM25 statistic changes at its commit';
+
+-- (a constraint trigger cannot be replaced in place)
+drop trigger if exists term_stat_transactions_apply on vera.term_stat_transactions;
+create constraint trigger term_stat_transactions_apply after insert on vera.term_stat_transactions
+    deferrable initially deferred for each row execute function vera.apply_term_changes();
 
 -- Internal: whether a fact of this lifecycle is a document of the statistics.
 create or replace function vera.fact_counted(lifecycle vera.fact_lifecycle)
@@ -106,11 +111,9 @@ comment on function vera.passage_counted(vera.fact_lifecycle) is
     'Internal: whether a passage of this lifecycle counts in the BM25 statistics (with its episode not retracted)';
 
 -- Triggers. Inserts and deletes are counted once per statement (a batch of
--- 10,000 claims appends one change per distinct term) and fold; updates row
--- by row, and only the rare ones that move a row in or out of the corpus or
--- change its text reach the function (the WHEN clauses). A row trigger only
--- appends: folding once per row would cost a retraction of many facts
--- dearly, and the group's next insert or delete folds them anyway.
+-- 10,000 claims appends one change per distinct term); updates row by row,
+-- and only the rare ones that move a row in or out of the corpus or change
+-- its text reach the function (the WHEN clauses).
 create or replace function vera.count_fact_terms()
 returns trigger
 language plpgsql volatile security definer
@@ -128,7 +131,7 @@ begin
     end if;
     perform vera.count_terms('fact', array[old.group_id, new.group_id], array[old.tsv, new.tsv],
                              array[case when vera.fact_counted(old.lifecycle) then -1 else 0 end,
-                                   case when vera.fact_counted(new.lifecycle) then 1 else 0 end], false);
+                                   case when vera.fact_counted(new.lifecycle) then 1 else 0 end]);
     return null;
 end
 $$;
@@ -157,7 +160,7 @@ begin
     end if;
     perform vera.count_terms('passage', array[old.group_id, new.group_id], array[old.tsv, new.tsv],
                              array[case when vera.passage_counted(old.lifecycle) then -1 else 0 end,
-                                   case when vera.passage_counted(new.lifecycle) then 1 else 0 end], false)
+                                   case when vera.passage_counted(new.lifecycle) then 1 else 0 end])
       from vera.episodes e
      where e.group_id = new.group_id and e.episode_id = new.episode_id and e.status <> 'retracted';
     return null;
@@ -184,7 +187,7 @@ begin
         sign := case when new.status = 'retracted' then -1 else 1 end;
         episode := new;
     end if;
-    perform vera.count_terms('passage', array_agg(c.group_id), array_agg(c.tsv), array_agg(sign), false)
+    perform vera.count_terms('passage', array_agg(c.group_id), array_agg(c.tsv), array_agg(sign))
        from vera.chunks c
       where c.group_id = episode.group_id and c.episode_id = episode.episode_id
         and vera.passage_counted(c.lifecycle)
@@ -226,7 +229,9 @@ create or replace trigger episodes_count_deleted before delete on vera.episodes
 
 -- Internal: the statistics of some groups for some terms: each term's
 -- document frequency and occurrences summed over the groups, and the corpus
--- ('') with its documents and tokens. Folded counts plus pending changes.
+-- ('') with its documents and tokens: the committed counts, plus the
+-- changes of the caller's own transaction (no other transaction's are
+-- visible: each deletes its own when it commits).
 -- Runs as its caller: the search stages owned by vera_searcher, which read
 -- past RLS and pass the caller's readable groups only.
 create or replace function vera.term_statistics(groups text[], target_kind vera.item_kind, terms text[])

@@ -124,7 +124,8 @@ do $statistics$
 declare
     statistics_table text;
 begin
-    foreach statistics_table in array array['term_stats', 'term_stat_changes', 'snapshot_term_stats'] loop
+    foreach statistics_table in array array['term_stats', 'term_stat_changes', 'term_stat_transactions',
+                                           'snapshot_term_stats'] loop
         execute format('alter table vera.%I enable row level security', statistics_table);
         execute format('alter table vera.%I force row level security', statistics_table);
         execute format('drop policy if exists owner_manages on vera.%I', statistics_table);

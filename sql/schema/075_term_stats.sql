@@ -5,10 +5,11 @@
 -- scores come from the statistics of exactly the groups it searches.
 set role vera_owner;
 
--- The folded counts. The term '' (never a lexeme) stands for the corpus:
--- its documents are all the group's counted documents, its tokens their
--- summed length (a document's length: its distinct words). For a real term,
--- documents is its document frequency and tokens its occurrences.
+-- The counts of committed writes. The term '' (never a lexeme) stands for
+-- the corpus: its documents are all the group's counted documents, its
+-- tokens their summed length (a document's length: its distinct words). For
+-- a real term, documents is its document frequency and tokens its
+-- occurrences.
 create table vera.term_stats (
     group_id  text not null references vera.groups (group_id),
     kind      vera.item_kind not null,
@@ -17,23 +18,33 @@ create table vera.term_stats (
     tokens    bigint not null,
     primary key (group_id, kind, term)
 );
-comment on table vera.term_stats is 'BM25 statistics per group, kind and term (term '''' is the corpus), folded';
+comment on table vera.term_stats is 'BM25 statistics per group, kind and term (term '''' is the corpus)';
 
--- Changes not folded yet: every write appends its statement's net change
--- here and never updates a shared counter, so concurrent writers of a group
--- neither wait on nor deadlock over the rows of common terms. Readers add
--- these to term_stats; writers fold them in when nobody else is folding.
-create table vera.term_stat_changes (
-    group_id  text not null,
-    change_id bigint generated always as identity,
-    kind      vera.item_kind not null,
-    term      text not null,
-    documents bigint not null,
-    tokens    bigint not null,
+-- A transaction's changes until it commits: each statement that adds or
+-- removes documents appends its net change per (group, kind, term) here, and
+-- at commit one deferred trigger applies them all to term_stats in one
+-- sorted statement and deletes them. Rows never outlive their transaction
+-- (unlogged: a crash loses only transactions that never committed), so the
+-- only rows anyone sees here are its own transaction's.
+create unlogged table vera.term_stat_changes (
+    group_id    text not null,
+    change_id   bigint generated always as identity,
+    transaction xid8 not null default pg_current_xact_id(),
+    kind        vera.item_kind not null,
+    term        text not null,
+    documents   bigint not null,
+    tokens      bigint not null,
     primary key (group_id, change_id)
 );
+create index term_stat_changes_transaction_idx on vera.term_stat_changes (transaction);
 create index term_stat_changes_term_idx on vera.term_stat_changes (group_id, kind, term);
-comment on table vera.term_stat_changes is 'BM25 statistics: net changes of committed writes, not folded yet';
+comment on table vera.term_stat_changes is 'BM25 statistics: the net changes of open transactions, applied at their commit';
+
+-- One row per open transaction with changes: its deferred trigger applies them.
+create unlogged table vera.term_stat_transactions (
+    transaction xid8 primary key default pg_current_xact_id()
+);
+comment on table vera.term_stat_transactions is 'BM25 statistics: open transactions whose changes apply at commit';
 
 -- A snapshot ranks its copies with the statistics its group had when it was taken.
 create table vera.snapshot_term_stats (
