@@ -244,6 +244,11 @@ NONSENSE = {
         "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_to', '2000-01-01')))",
         "22023",
     ),
+    "publish_claims/valid_from a number read as a time zone": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_from', -16.0)))",
+        "22023",
+    ),
     "store_chunks/char_end before char_start": (
         "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
         "'text', 't', 'char_start', 5, 'char_end', 2)))",

@@ -59,9 +59,9 @@ begin
      where checks.reason is not null
      order by x.i
      limit 1;
-exception when invalid_parameter_value or invalid_text_representation or invalid_datetime_format
-               or datetime_field_overflow or numeric_value_out_of_range then
-    -- a non-object element, or a field of the wrong type
+exception when data_exception then
+    -- a non-object element, or a field of the wrong type (any data exception of the typed parse:
+    -- 22P02, 22007, 22008, 22003, and 22009 for a valid_from such as -16.0, read as a time zone)
     return query select format('claims must be JSON objects with fields of the right types: %s', vera.shown(sqlerrm, 200)), '22023'::text;
 end
 $$;
