@@ -197,11 +197,16 @@ REAL = embed("ledger-db runs on cluster green")
 
 
 def json_number() -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.sampled_from([0, 1, -1, 0.5, 2, 1e-50, Raw("1e400"), Raw("-1e400"), Raw("1e-400"), Raw("1e38")]),
-        st.sampled_from(["0.5", "NaN", "Infinity", None, True, [], {}]),
-        st.floats(allow_nan=False, allow_infinity=False),
-        st.integers(-(2**40), 2**40),
+    """Numbers JSON allows, mostly at the edges of real, float8 and integer, and things that are not numbers."""
+    return weighted(
+        (
+            3,
+            st.sampled_from([Raw("1e400"), Raw("1e-400"), Raw("-1e400"), Raw("1e308"), 1e-50, Raw("5e-324")]),
+        ),
+        (2, st.sampled_from([0, 1, -1, 0.5, 2, 2**31, -(2**31) - 1, 10**20])),
+        (1, st.sampled_from(["0.5", "NaN", "Infinity", None, True, [], {}])),
+        (1, st.floats(allow_nan=False, allow_infinity=False)),
+        (1, st.integers(-(2**40), 2**40)),
     )
 
 
@@ -335,12 +340,16 @@ def jsonb_strategy(pools: Pools, name: str) -> st.SearchStrategy[Any]:
         )
     else:  # a setting's value and anything new
         built = st.one_of(json_number(), json_text(["30 days"]), json_scalar())
+    return weighted((3, one_field(name).map(dump)), (2, built.map(dump)), (1, st.none()))
+
+
+def one_field(name: str) -> st.SearchStrategy[Any]:
+    """A plausible value of a JSON argument with one field hostile."""
     keys = {
         "claims": CLAIM_KEYS, "chunks": ["text", "heading", "char_start", "char_end", "embedding"],
         "weights": WEIGHT_NAMES, "changes": ["runbook.md"], "config": ["root"],
     }.get(name, ["value"])  # fmt: skip
-    one_field = st.builds(mutated, plausible_json(name), st.sampled_from(keys), HOSTILE_JSON)
-    return weighted((3, one_field.map(dump)), (2, built.map(dump)), (1, st.none()))
+    return st.builds(mutated, plausible_json(name), st.sampled_from(keys), HOSTILE_JSON)
 
 
 def ints(extra: list[int], low: int, high: int) -> st.SearchStrategy[int | None]:
@@ -548,7 +557,9 @@ def plausible_json(name: str) -> st.SearchStrategy[Any]:
     return built
 
 
-HOSTILE_JSON = st.one_of(json_number(), json_time(), json_embedding(), json_scalar(), HOSTILE_TEXT)
+HOSTILE_JSON = weighted(
+    (4, json_number()), (1, json_time()), (1, json_embedding()), (1, json_scalar()), (1, HOSTILE_TEXT)
+)
 
 
 def mutated(value: Any, key: str, hostile: Any) -> Any:
@@ -600,11 +611,11 @@ def plausible_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[A
     if type_ == "integer":
         if "tier" in name:
             return st.integers(1, 4)
-        return st.one_of(st.none(), st.integers(1, 10))
+        return st.integers(1, 10)
     if type_ == "bigint":
         return st.sampled_from(pools.a_jobs)
     if type_ == "double precision":
-        return st.sampled_from([None, 1.0, 0.5])
+        return st.sampled_from([1.0, 0.5])
     if type_ == "timestamp with time zone":
         return st.sampled_from([None, now - timedelta(days=1), now + timedelta(days=1)])
     if type_ == "bytea":
@@ -759,6 +770,14 @@ def pools(world: World) -> Pools:
         b_groups, b_principals = _tenant_groups(conn, world.b.organisation)
         a_ids, b_ids = _ids(conn, a_groups, a_principals), _ids(conn, b_groups, b_principals)
         w_ids = _ids(conn, [world.a.workspace], a_principals)
+        # plausible calls name live episodes (a retracted one is refused at once)
+        w_ids["episodes"] = [
+            row[0]
+            for row in conn.execute(
+                "select episode_id from vera.episodes where group_id = %s and status <> 'retracted'",
+                (world.a.workspace,),
+            ).fetchall()
+        ]
         service_key = conn.execute(
             "select api_key from vera.issue_api_key(%s, 'service key', null)", (world.a.service,)
         ).fetchone()[0]  # type: ignore[index]
@@ -1009,20 +1028,25 @@ class Caller:
 
 
 def arguments(pools: Pools, fn: Function) -> st.SearchStrategy[list[Any]]:
-    """Half the calls are plausible (A's own groups and rows) but for at most one argument drawn from
-    everything; the other half draw every argument from everything. Trailing defaults may be left out."""
+    """Two calls in three are plausible (A's own groups and rows) but for at most one argument drawn from
+    everything; the third draws every argument from everything. Trailing defaults may be left out."""
     count = len(fn.arg_types)
     anything = [strategy_for(pools, fn, i) for i in range(count)]
     plausible = [plausible_for(pools, fn, i) for i in range(count)]
+    # among plausible arguments, a JSON one goes wrong in one field (a broken whole is refused at once)
+    odd_one = [
+        one_field(fn.arg_names[i]).map(dump) if fn.arg_types[i] == "jsonb" else anything[i]
+        for i in range(count)
+    ]
 
     def build(n: int, hostile: bool, odd: int) -> st.SearchStrategy[list[Any]]:
-        parts = [anything[i] if hostile or i == odd else plausible[i] for i in range(n)]
+        parts = [anything[i] if hostile else odd_one[i] if i == odd else plausible[i] for i in range(n)]
         return st.tuples(*parts).map(list) if parts else st.just([])
 
     # the odd argument is a JSON one more often: most of what can go wrong inside a function is there
     odd = [-1, *range(count), *[i for i in range(count) if fn.arg_types[i] == "jsonb"] * 3]
     return st.tuples(
-        st.integers(count - fn.defaults, count), st.sampled_from([False, True]), st.sampled_from(odd)
+        st.integers(count - fn.defaults, count), st.sampled_from([False, False, True]), st.sampled_from(odd)
     ).flatmap(lambda drawn: build(*drawn))
 
 
@@ -1030,7 +1054,7 @@ def examples(fn: Function) -> int:
     """Examples per function: few without arguments, more when it takes JSON (claims, chunks, weights)."""
     if not fn.arg_types:
         return EXAMPLES_WITHOUT_ARGUMENTS
-    return EXAMPLES * 3 if "jsonb" in fn.arg_types else EXAMPLES
+    return EXAMPLES * 5 if "jsonb" in fn.arg_types else EXAMPLES
 
 
 def _property(
