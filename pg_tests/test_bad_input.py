@@ -249,6 +249,10 @@ NONSENSE = {
         "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_from', -16.0)))",
         "22023",
     ),
+    "search/lexical_weight below float8's reach": (
+        "select * from vera.search('payments', lexical_weight => 5e-324, groups => array[%(group)s])",
+        "22023",
+    ),
     "store_chunks/char_end before char_start": (
         "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
         "'text', 't', 'char_start', 5, 'char_end', 2)))",

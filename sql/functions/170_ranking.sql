@@ -61,8 +61,9 @@ begin
     end if;
     foreach signal in array signal_names loop
         share := coalesce((weights ->> signal)::numeric, 0) / total;
-        -- a share too small for float8 counts 0
-        result := result || jsonb_build_object(signal, case when share < 1e-300 then 0 else share::float8 end);
+        -- a share below one in a billion counts 0: it changes no ranking, and its products with the
+        -- signals could underflow float8 (9e-94 times a recency of 1e-30 is below its range)
+        result := result || jsonb_build_object(signal, case when share < 1e-9 then 0 else share::float8 end);
     end loop;
     begin
         half_life := coalesce(weights ->> 'half_life', '30 days')::interval;
