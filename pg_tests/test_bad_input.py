@@ -233,6 +233,39 @@ NONSENSE = {
         "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_to', 'infinity')))",
         "22023",
     ),
+    # found by test_sql_properties.py: these broke a table's check constraint (23514) or float8's range (22003)
+    "publish_claims/evidence_end before evidence_start": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'evidence_start', 5, 'evidence_end', 2)))",
+        "22023",
+    ),
+    "publish_claims/valid_to before the observation time": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_to', '2000-01-01')))",
+        "22023",
+    ),
+    "publish_claims/valid_from a number read as a time zone": (
+        "select * from vera.publish_claims(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'subject', 's', 'predicate', 'p', 'object', 'o', 'valid_from', -16.0)))",
+        "22023",
+    ),
+    "search/lexical_weight below float8's reach": (
+        "select * from vera.search('payments', lexical_weight => 5e-324, groups => array[%(group)s])",
+        "22023",
+    ),
+    "store_chunks/char_end before char_start": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'char_start', 5, 'char_end', 2)))",
+        "22023",
+    ),
+    "set_setting/a number beyond float8": (
+        "select vera.set_setting(%(group)s, 'er.trigram_link', '1e400')",
+        "22023",
+    ),
+    "set_setting/a number below float8": (
+        "select vera.set_setting(%(group)s, 'er.trigram_link', '1e-400')",
+        "22023",
+    ),
     "store_chunks/zero embedding": (
         "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
         "'text', 't', 'embedding', %(zero)s::jsonb)), %(model)s)",

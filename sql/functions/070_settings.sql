@@ -47,6 +47,7 @@ set search_path = vera, pg_temp
 as $$
 declare
     fallback jsonb := vera.setting_default(set_setting.name);
+    number float8;
 begin
     perform vera.require_role(set_setting.group_id, 'admin');
     if fallback is null then
@@ -55,13 +56,20 @@ begin
     if value is null then
         delete from vera.group_settings s where s.group_id = set_setting.group_id and s.name = set_setting.name;
     else
+        -- the readers cast a number to float8: one outside its range (1e400, 1e-400) is refused here
+        begin
+            number := case when jsonb_typeof(value) = 'number' then value::float8 end;
+        exception when numeric_value_out_of_range then
+            raise exception 'invalid value % for setting % (default %)', vera.shown(value::text), set_setting.name, fallback
+                using errcode = '22023';
+        end;
         if jsonb_typeof(value) <> jsonb_typeof(fallback)
            or (jsonb_typeof(value) = 'number' and set_setting.name like 'er.%'
-               and set_setting.name <> 'er.candidate_limit' and (value::float8 < 0 or value::float8 > 1))
+               and set_setting.name <> 'er.candidate_limit' and (number < 0 or number > 1))
            or (jsonb_typeof(value) = 'number' and (set_setting.name = 'er.candidate_limit'
-               or set_setting.name like 'retract.%') and (value::float8 < 0 or value::float8 > 86400))
+               or set_setting.name like 'retract.%') and (number < 0 or number > 86400))
            or (set_setting.name = 'ranking.calibration_min_samples'
-               and (value::float8 < 1 or value::float8 > 1000000 or value::float8 <> trunc(value::float8))) then
+               and (number < 1 or number > 1000000 or number <> trunc(number))) then
             raise exception 'invalid value % for setting % (default %)', vera.shown(value::text), set_setting.name, fallback
                 using errcode = '22023';
         end if;

@@ -215,6 +215,7 @@ begin
                     or coalesce(jsonb_typeof(c -> 'char_end'), 'number') not in ('number', 'null')
                     or (c ->> 'char_start') !~ '^[0-9]{1,9}$' or (c ->> 'char_end') !~ '^[0-9]{1,9}$'
                    then 'char_start and char_end must be whole numbers'
+               when (c ->> 'char_end')::integer < (c ->> 'char_start')::integer then 'char_end is before char_start'
            end as reason) checks
      where reason is not null
      order by i limit 1;

@@ -52,15 +52,16 @@ begin
             when not isfinite(x.valid_from) or x.valid_from < '1900-01-01 00:00+00'
                 or not isfinite(x.valid_to) or x.valid_to < '1900-01-01 00:00+00'
                 then 'valid_from and valid_to must be finite times from 1900 (null: open)'
+            when x.evidence_end < x.evidence_start then 'evidence_end is before evidence_start'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
              then '22001' else '22023' end as code) checks
      where checks.reason is not null
      order by x.i
      limit 1;
-exception when invalid_parameter_value or invalid_text_representation or invalid_datetime_format
-               or datetime_field_overflow or numeric_value_out_of_range then
-    -- a non-object element, or a field of the wrong type
+exception when data_exception then
+    -- a non-object element, or a field of the wrong type (any data exception of the typed parse:
+    -- 22P02, 22007, 22008, 22003, and 22009 for a valid_from such as -16.0, read as a time zone)
     return query select format('claims must be JSON objects with fields of the right types: %s', vera.shown(sqlerrm, 200)), '22023'::text;
 end
 $$;
@@ -155,7 +156,8 @@ begin
                btrim(x.subject), x.subject_type, sv.v,
                pr.normalized, coalesce(x.functional, false),
                btrim(x.object), coalesce(x.object_is_entity, false), x.object_type,
-               coalesce(x.confidence, 1), v.verification, x.valid_from, x.valid_to,
+               -- read as numeric and rounded: a confidence below real's range (1e-50) is 0, not an underflow
+               round(coalesce(x.confidence, 1), 10)::real, v.verification, x.valid_from, x.valid_to,
                null, x.evidence_start, x.evidence_end,
                coalesce(nullif(btrim(x.fact_text), ''),
                         btrim(x.subject) || ' ' || lower(replace(pr.normalized, '_', ' '))
@@ -164,7 +166,7 @@ begin
       into work
       from rows from (jsonb_to_recordset(publish_claims.claims) as (
                subject text, subject_type text, predicate text, functional boolean, object text,
-               object_is_entity boolean, object_type text, confidence real, verification text,
+               object_is_entity boolean, object_type text, confidence numeric, verification text,
                valid_from timestamptz, valid_to timestamptz, evidence_start integer, evidence_end integer,
                fact_text text))
            with ordinality as x(subject, subject_type, predicate, functional, object, object_is_entity, object_type,
@@ -267,6 +269,12 @@ begin
              and f.group_id = episode.group_id and f.episode_id = any (earlier_versions)
              and f.subject_entity_id = s.resolved_id and f.predicate = w.predicate and f.object_value = w.object
            order by f.valid_from limit 1) carried on true;
+
+    -- a stated valid_to must not precede the valid_from it got (stated, carried, or the observation time)
+    if exists (select from unnest(work) w where w.stated_valid_to < w.valid_from) then
+        raise exception 'claim %: valid_to is before valid_from (when not stated: the episode''s observation time, else now)',
+            (select min(w.claim) from unnest(work) w where w.stated_valid_to < w.valid_from) using errcode = '22023';
+    end if;
 
     -- duplicates within the batch become one fact
     select array_agg(deduplicated.w order by (deduplicated.w).claim) into work

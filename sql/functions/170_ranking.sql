@@ -34,7 +34,9 @@ as $$
 declare
     signal_names constant text[] := array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence'];
     unknown text;
-    total float8 := 0;
+    -- numeric, not float8: a JSON number may lie outside float8's range (1e400, 1e-400) or overflow the sum
+    total numeric := 0;
+    share numeric;
     half_life interval;
     result jsonb := '{}';
     signal text;
@@ -49,16 +51,19 @@ begin
             using errcode = '22023';
     end if;
     foreach signal in array signal_names loop
-        if weights ? signal and (jsonb_typeof(weights -> signal) <> 'number' or (weights ->> signal)::float8 < 0) then
+        if weights ? signal and (jsonb_typeof(weights -> signal) <> 'number' or (weights ->> signal)::numeric < 0) then
             raise exception 'weight % must be a non-negative number, got %', signal, vera.shown((weights -> signal)::text) using errcode = '22023';
         end if;
-        total := total + coalesce((weights ->> signal)::float8, 0);
+        total := total + coalesce((weights ->> signal)::numeric, 0);
     end loop;
     if total <= 0 then
         raise exception 'at least one weight must be positive' using errcode = '22023';
     end if;
     foreach signal in array signal_names loop
-        result := result || jsonb_build_object(signal, coalesce((weights ->> signal)::float8, 0) / total);
+        share := coalesce((weights ->> signal)::numeric, 0) / total;
+        -- a share below one in a billion counts 0: it changes no ranking, and its products with the
+        -- signals could underflow float8 (9e-94 times a recency of 1e-30 is below its range)
+        result := result || jsonb_build_object(signal, case when share < 1e-9 then 0 else share::float8 end);
     end loop;
     begin
         half_life := coalesce(weights ->> 'half_life', '30 days')::interval;

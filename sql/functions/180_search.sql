@@ -352,8 +352,11 @@ as $$
                 + s.verification_score * (s.weights ->> 'verification')::float8
                 + s.recency_signal * (s.weights ->> 'recency')::float8
                 + s.feedback_score * (s.weights ->> 'feedback')::float8
-                + s.confidence * (s.weights ->> 'confidence')::float8)::real as total
+                + s.confidence * (s.weights ->> 'confidence')::float8) as blended
           from signals s
+    ), totals as (
+        -- a score below real's range is 0 (only tiny weights times tiny signals get there)
+        select s.*, (case when s.blended < 1e-37 then 0 else s.blended end)::real as total from scored s
     )
     select (row_number() over (order by s.total desc, s.fused desc, s.better_rank nulls last,
                                         s.other_rank nulls last, s.kind, s.order_key, s.group_id,
@@ -361,7 +364,7 @@ as $$
            s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
            s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
            s.citation
-      from scored s
+      from totals s
      order by 1
      limit k
 $$;
@@ -656,10 +659,12 @@ begin
     if candidates is not null and (candidates < 1 or candidates > 10000) then
         raise exception 'candidates must be between 1 and 10000, got %', candidates using errcode = '22023';
     end if;
-    -- "between" also refuses NaN, which PostgreSQL sorts above every number
-    if not coalesce(lexical_weight between 0 and 1000000 and vector_weight between 0 and 1000000, false)
+    -- "between" also refuses NaN, which PostgreSQL sorts above every number; a positive weight below
+    -- 0.000001 would underflow float8 in the fusion (5e-324 / 2)
+    if not coalesce((lexical_weight = 0 or lexical_weight between 0.000001 and 1000000)
+                    and (vector_weight = 0 or vector_weight between 0.000001 and 1000000), false)
        or lexical_weight + vector_weight = 0 then
-        raise exception 'lexical_weight and vector_weight must be finite, between 0 and 1000000, and not both 0'
+        raise exception 'lexical_weight and vector_weight must each be 0 or from 0.000001 to 1000000, and not both 0'
             using errcode = '22023';
     end if;
     if ef_search is not null and (ef_search < 1 or ef_search > 1000) then
