@@ -198,6 +198,14 @@ $$;
 comment on function vera.count_episode_terms() is
     'Internal: trigger moving an episode''s passages out of (or into) the BM25 statistics';
 
+-- The passage triggers read episodes and chunks, which row-level security
+-- (forced on vera_owner too) hides from a statement with no caller who may
+-- read them: a bulk load, an operator's fix, a superuser's delete would go
+-- uncounted. They belong to vera_searcher, which reads past RLS, and only
+-- read; the counting is vera.count_terms's, as vera_owner.
+alter function vera.count_passage_terms() owner to vera_searcher;
+alter function vera.count_episode_terms() owner to vera_searcher;
+
 create or replace trigger facts_count_inserted after insert on vera.facts
     referencing new table as new_rows for each statement execute function vera.count_fact_terms();
 create or replace trigger facts_count_deleted after delete on vera.facts

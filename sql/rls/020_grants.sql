@@ -112,6 +112,10 @@ grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamp
 grant execute on function vera.group_vector_index_name(text, text, integer),
     vera.group_vector_index_ready(text, text, integer)
     to vera_searcher;
+-- the passage statistics' triggers (sql/functions/165_term_stats.sql) read past RLS as vera_searcher
+grant execute on function vera.passage_counted(vera.fact_lifecycle),
+    vera.count_terms(vera.item_kind, text[], tsvector[], integer[])
+    to vera_searcher;
 grant execute on function vera.term_statistics(text[], vera.item_kind, text[]),
     vera.bm25_parameters(vera.item_kind),
     vera.bm25_idf(bigint, bigint),
