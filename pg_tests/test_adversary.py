@@ -212,6 +212,8 @@ def test_every_table_directly(arena: Arena) -> None:
                     value = draw.foreign_id("key" if "key" in table else "principal")
                 elif operation == "insert" and kind in {"integer", "bigint"}:
                     value = draw.job()
+                elif operation == "insert" and kind == "xid8":  # a transaction id: a number, like a job's
+                    value = draw.job()
                 params = {"value": value} if "%(value)s" in query else {}
                 attempt = Attempt(
                     "tables", f"{table} {operation}", query, params, compare_rows=True, allowed=TABLE_REFUSALS

@@ -158,7 +158,7 @@ def test_a_passage_that_no_longer_counts_is_not_a_candidate_either(world: World,
 
 
 def test_the_empty_and_unknown_queries_score_nothing(world: World, corpus: Any) -> None:
-    group, _, chunks = corpus
+    group, _, _ = corpus
     with world.db.admin() as conn:
         for query in ("", "?!", "kiwi"):
             rows = conn.execute(_SCORES, {"groups": [group], "query": query}).fetchall()  # type: ignore[arg-type]

@@ -256,7 +256,9 @@ def test_many_candidates_keep_the_search_breadth_in_range(world: World, corpus: 
     assert 0 < len(hits) <= 5
 
 
-def test_unknown_words_punctuation_and_distant_instants_give_empty_results(world: World, corpus: Corpus) -> None:
+def test_unknown_words_punctuation_and_distant_instants_give_empty_results(
+    world: World, corpus: Corpus
+) -> None:
     with caller(world.db, world.a.viewer_key) as conn:
         assert search(conn, "xylophone quokka", groups=[corpus.group]) == []
         assert search(conn, "?!... ---", groups=[corpus.group]) == []

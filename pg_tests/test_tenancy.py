@@ -383,6 +383,7 @@ ISOLATION_TESTED = {
     "default_weights()": "test_search (pure)",
     "lexical_query(text)": "test_search (pure)",
     "query_terms(text)": "test_search (pure)",
+    "any_of(text[])": "test_search (pure)",
     "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
     "pinned_models(text[])": "test_tenancy",

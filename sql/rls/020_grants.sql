@@ -34,6 +34,9 @@ grant execute on function vera.current_principal(), vera.readable_groups(), vera
     vera.administrable_groups()
     to public;
 
+-- a helper that vera.lexical_query (public, runs as its caller) calls
+grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
+
 -- the public SQL API
 grant execute on function
     vera.authenticate(text),
@@ -119,7 +122,6 @@ grant execute on function vera.passage_counted(vera.fact_lifecycle),
 grant execute on function vera.term_statistics(text[], vera.item_kind, text[]),
     vera.bm25_parameters(vera.item_kind),
     vera.bm25_idf(bigint, bigint),
-    vera.any_of(text[]),
     vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]),
     vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision)
     to vera_searcher;
