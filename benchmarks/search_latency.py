@@ -365,7 +365,8 @@ def main() -> None:
         for n, ef in (setting.split(":") for setting in args.settings.split(","))
     ]
     print("| candidates N | ef_search | vera.search p50 / p95 | lexical half p50 / p95 "
-          "| floor p50 / p95 (HNSW + FTS) | ratio p50 | tenant-filtered floor p50 / p95 | recall@10 |")  # fmt: skip
+          "| floor p50 / p95 (HNSW + FTS) | ratio p50 "
+          "| tenant-filtered floor p50 / p95 | recall@10 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     with peak_server_memory(bench.server) as memory:
         for candidates, ef_search in settings:

@@ -210,9 +210,11 @@ def test_every_table_directly(arena: Arena) -> None:
                 value = _foreign_value(draw, table.split(".")[1])
                 if operation == "insert" and kind == "uuid":
                     value = draw.foreign_id("key" if "key" in table else "principal")
-                elif operation == "insert" and kind in {"integer", "bigint"}:
-                    value = draw.job()
-                elif operation == "insert" and kind == "xid8":  # a transaction id: a number, like a job's
+                elif operation == "insert" and kind in {
+                    "integer",
+                    "bigint",
+                    "xid8",
+                }:  # xid8: a transaction id
                     value = draw.job()
                 params = {"value": value} if "%(value)s" in query else {}
                 attempt = Attempt(
