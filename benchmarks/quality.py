@@ -63,7 +63,7 @@ BATCH = 100  # documents per ingestion transaction
 LEGS = ("fts", "vector", "hybrid", "client")
 EMBEDDER = "MiniLM int8"
 LABELS = {
-    "fts": "VERA full text only (ts_rank; no embedder)",
+    "fts": "VERA full text only (BM25; no embedder)",
     "vector": f"VERA vector only ({EMBEDDER})",
     "hybrid": f"VERA hybrid, defaults ({EMBEDDER}; RRF k=1 + blend)",
     # what VeraClient.search sends: the vector only for queries the pinned model reads
@@ -385,7 +385,7 @@ def scifact_diagnostics(
     words, terms, matched = zip(*shape, strict=True)
     print(
         f"- lexical query: {statistics.median(words):.0f} distinct words a claim (max {max(words)}),"
-        f" {statistics.median(terms):.0f} OR-ed terms after stopwords (max {max(terms)});"
+        f" {statistics.median(terms):.0f} OR-ed terms (max {max(terms)});"
         f" rows matched: median {statistics.median(matched):,.0f}, p90 {percent(matched, 0.9):,.0f} of"
         f" {len(passages):,} ({statistics.median(matched) / len(passages):.0%} of the corpus at the median)"
     )

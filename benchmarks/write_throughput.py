@@ -1,7 +1,8 @@
 """Write-path throughput: batches of 10,000 synthetic claims published with
 vera.publish_claims into a database that already holds 100,000 facts,
-without and with 384-dimension embeddings. Prints claims/s and the peak
-memory of the database server's processes.
+without and with 384-dimension embeddings, each with the BM25 statistics'
+triggers off (as before vera-search/4) and on, batch by batch in turn.
+Prints claims/s and the peak memory of the database server's processes.
 
     .venv/bin/python benchmarks/write_throughput.py [--existing 100000] [--batches 3]
 """
@@ -109,6 +110,15 @@ def publish(bench: Bench, batch: list[dict[str, object]], model: str | None) -> 
         return time.perf_counter() - started
 
 
+def statistics_triggers(bench: Bench, *, enabled: bool) -> None:
+    """Turns the triggers that keep the BM25 statistics (sql/functions/165_term_stats.sql) off or on:
+    off is what publishing cost before vera-search/4."""
+    with bench.admin() as admin:
+        for table, trigger in (("facts", "facts_count_inserted"), ("facts", "facts_count_deleted"),
+                               ("facts", "facts_count_changed")):  # fmt: skip
+            admin.execute(f"alter table vera.{table} {'enable' if enabled else 'disable'} trigger {trigger}")  # type: ignore[arg-type]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--existing", type=int, default=100_000)
@@ -134,7 +144,7 @@ def main() -> None:
         admin.execute("vacuum analyze")
         facts = admin.execute("select count(*) from vera.facts").fetchone()[0]  # type: ignore[index]
     print(f"database holds {facts:,} facts\n")
-    print(f"{'run':<28}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
+    print(f"{'run':<40}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
     for label, dims in (("no embeddings", None), ("384-dim embeddings", 384)):
         if dims:
             # production state: the group holds vectors and, above 5,000 of
@@ -142,16 +152,23 @@ def main() -> None:
             # insert must update
             publish(bench, claims(rng, args.batch, args.subjects, dims), "synthetic-384")
             build_missing_vector_indexes(bench.server.admin_url(bench.database))
-        rates = []
-        peak = 0.0
+        # before and after in one run: the BM25 statistics' triggers off and
+        # on, batch by batch in turn, so the machine's noise hits both alike
+        rates: dict[bool, list[float]] = {False: [], True: []}
+        peaks = {False: 0.0, True: 0.0}
         for _ in range(args.batches):
-            batch = claims(rng, args.batch, args.subjects, dims)
-            with peak_server_memory(bench.server) as memory:
-                seconds = publish(bench, batch, "synthetic-384" if dims else None)
-            peak = max(peak, memory["peak_mib"])
-            rates.append(args.batch / seconds)
-        median = sorted(rates)[len(rates) // 2]
-        print(f"{label:<28}{median:>12,.0f}{args.batch / median:>10.2f}{peak:>18,.0f}")
+            for counted in (False, True):
+                statistics_triggers(bench, enabled=counted)
+                batch = claims(rng, args.batch, args.subjects, dims)
+                with peak_server_memory(bench.server) as memory:
+                    seconds = publish(bench, batch, "synthetic-384" if dims else None)
+                peaks[counted] = max(peaks[counted], memory["peak_mib"])
+                rates[counted].append(args.batch / seconds)
+        statistics_triggers(bench, enabled=True)
+        for counted in (False, True):
+            median = sorted(rates[counted])[len(rates[counted]) // 2]
+            row = f"{label}, statistics {'on' if counted else 'off'}"
+            print(f"{row:<40}{median:>12,.0f}{args.batch / median:>10.2f}{peaks[counted]:>18,.0f}")
 
 
 if __name__ == "__main__":

@@ -327,8 +327,9 @@ def table_columns(conn: psycopg.Connection, schema: str = "vera") -> dict[str, l
 
 # Columns that change without any attacker: a key's last use is stamped when its own holder authenticates.
 VOLATILE_COLUMNS = {"api_key_usage": {"last_used_at"}}
-# Tables that are no tenant's rows: the per-backend context of the transaction in progress.
-UNFINGERPRINTED = {"auth_context"}
+# Tables that are no tenant's rows: the per-backend context of the transaction in progress, and
+# the transactions whose BM25 statistic changes apply at their commit (rows gone once committed).
+UNFINGERPRINTED = {"auth_context", "term_stat_transactions"}
 
 
 def fingerprint(db: Database, tenant: Tenant) -> dict[str, str]:

@@ -409,6 +409,8 @@ def callable_functions(
              from pg_proc p
             where p.pronamespace = 'vera'::regnamespace and p.prokind = 'f'
               and has_function_privilege(%s, p.oid, 'execute') = %s
+              -- a trigger function cannot be called by anyone, granted or not
+              and p.prorettype <> 'trigger'::regtype
             order by 2""",
         (role, executable),
     ).fetchall()

@@ -210,7 +210,11 @@ def test_every_table_directly(arena: Arena) -> None:
                 value = _foreign_value(draw, table.split(".")[1])
                 if operation == "insert" and kind == "uuid":
                     value = draw.foreign_id("key" if "key" in table else "principal")
-                elif operation == "insert" and kind in {"integer", "bigint"}:
+                elif operation == "insert" and kind in {
+                    "integer",
+                    "bigint",
+                    "xid8",
+                }:  # xid8: a transaction id
                     value = draw.job()
                 params = {"value": value} if "%(value)s" in query else {}
                 attempt = Attempt(
@@ -552,7 +556,7 @@ def _time_attempts(draw: Draw, me: Tenant) -> Iterator[Attempt]:
                   {"g": draw.foreign_group(foe), "n": rng.choice(["nightly", "stolen"])}, isolation="repeatable read",
                   refused=frozenset({"42501"}))  # fmt: skip
     yield Attempt("snapshots", "a foreign snapshot's id, to its candidate stage",
-                  "select * from vera.snapshot_candidates(%(g)s, %(s)s, vera.lexical_query(%(q)s), null, 10)",
+                  "select * from vera.snapshot_candidates(%(g)s, %(s)s, vera.query_terms(%(q)s), null, 10)",
                   {"g": rng.choice([own, draw.foreign_group(foe)]), "s": draw.foreign_id("snapshot", foe), "q": SHARED_QUERY},
                   refused=frozenset({"42501"}))  # fmt: skip
 

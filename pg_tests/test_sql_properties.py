@@ -865,6 +865,8 @@ def _fingerprint_queries(conn: psycopg.Connection) -> dict[str, str]:
             )
         elif table == "auth_context":
             where = "t.backend_pid <> pg_backend_pid()"
+        elif table == "term_stat_transactions":  # the call's own transaction's, applied at its commit
+            where = "t.transaction <> pg_current_xact_id()"
         else:
             where = "true"
         queries[table] = f"select t::text from vera.{table} t where {where}"

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/3' $$;
+as $$ select 'vera-search/4' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 
 -- Contract: the blend's default weights and recency half-life.
@@ -191,39 +191,126 @@ $$;
 comment on function vera.group_order_key(vera.group_kind, text) is
     'Order key of a group among equal items: kind, name (bytes)';
 
--- Words that carry no meaning on their own in English and Vietnamese. The
--- index keeps them ('simple' configuration); only the query drops them, since
--- with OR semantics a "the" would match most of the corpus. Question words
--- (where, who, đâu, ai) stay: they are what a question is about.
-create or replace function vera.search_stopwords()
+-- Contract: the words of a query as the lexical half matches them: lower
+-- case with diacritics kept (the 'simple' configuration the tsv columns
+-- use), each once, in order. No stopword list: BM25 weighs a word by how
+-- rare it is in the groups searched, so "the" counts for almost nothing
+-- and "IT" in an IT team's notes for what it is worth there; candidate
+-- generation skips the postings of words that cannot change the top
+-- (vera.lexical_candidates).
+create or replace function vera.query_terms(query text)
 returns text[]
 language sql immutable
+set search_path = vera, pg_temp
 as $$
-    select array[
-        'a', 'an', 'and', 'are', 'as', 'at', 'be', 'been', 'but', 'by', 'can', 'did', 'do', 'does', 'for',
-        'from', 'had', 'has', 'have', 'i', 'if', 'in', 'into', 'is', 'it', 'its', 'of', 'on', 'or', 's',
-        'so', 'such', 't', 'than', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this',
-        'those', 'to', 'was', 'were', 'will', 'with', 'would', 'you', 'your', 'we', 'our', 'me', 'my',
-        'về', 'của', 'là', 'và', 'các', 'những', 'được', 'cho', 'với', 'này', 'đó', 'thì', 'mà', 'một',
-        'đã', 'đang', 'sẽ', 'bị', 'bởi', 'tại', 'từ', 'theo', 'như', 'nhưng', 'hay', 'hoặc', 'rằng'
-    ]
+    select coalesce(array_agg(t.lexeme order by t.lexeme), '{}')
+      from unnest(to_tsvector('simple'::regconfig, coalesce(query, ''))) t
 $$;
-comment on function vera.search_stopwords() is 'Function words the lexical query leaves out (English, Vietnamese)';
+comment on function vera.query_terms(text) is
+    'The lexical half''s terms of a query: its words (simple configuration), each once, sorted';
 
--- Contract: the lexical half's query: the words of the text, lower-cased with
--- diacritics kept ('simple'), stopwords left out, any of them (OR). Null
--- when nothing searchable remains (only punctuation or stopwords).
+-- Internal: the tsquery matching any of these lexemes; null for none.
+create or replace function vera.any_of(lexemes text[])
+returns tsquery
+language sql immutable
+as $$
+    select nullif(pg_catalog.array_to_string(
+               array(select pg_catalog.quote_literal(t) from pg_catalog.unnest(lexemes) t), ' | '), '')::tsquery
+$$;
+comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
+
+-- Contract: the lexical half's terms as a tsquery, any of them (OR); null
+-- when the query has no word. What a text matches; BM25 decides the order.
 create or replace function vera.lexical_query(query text)
 returns tsquery
 language sql immutable
 set search_path = vera, pg_temp
 as $$
-    select nullif(string_agg(quote_literal(t.lexeme), ' | ' order by t.lexeme), '')::tsquery
-      from unnest(to_tsvector('simple'::regconfig, coalesce(query, ''))) t
-     where not t.lexeme = any (vera.search_stopwords())
+    select vera.any_of(vera.query_terms(query))
 $$;
 comment on function vera.lexical_query(text) is
-    'The lexical half''s tsquery: the query''s words (simple configuration) minus stopwords, OR-ed; null if none';
+    'The lexical half''s tsquery: the query''s words (simple configuration), OR-ed; null if none';
+
+-- BM25 (Okapi; Robertson and Zaragoza 2009) with the IDF that Lucene uses,
+-- ln(1 + (N - df + 0.5) / (df + 0.5)), which stays positive for a word in
+-- most documents (the original log((N - df + 0.5) / (df + 0.5)) turns
+-- negative past half of them), and k1 = 1.2. N, df and the average length
+-- come from the statistics of exactly the groups searched
+-- (vera.term_statistics); a document's length is its number of distinct
+-- words, a term's frequency its positions in the tsvector.
+--
+-- b, the weight of length normalisation: 0.75 for passages, the usual
+-- value; 0 for facts. A fact is one statement, subject, predicate and
+-- object, whose length says how long its names are, not how much it says:
+-- normalising it would rank "billing-api runs on heroku" above "billing-api
+-- runs on k8s-hanoi-2" for "where does billing-api run", by the length of
+-- a cluster's name (BM25F likewise gives short fields their own b).
+create or replace function vera.bm25_parameters(kind vera.item_kind)
+returns table (k1 double precision, b double precision)
+language sql immutable
+as $$ select 1.2::float8, case kind when 'fact' then 0.0::float8 else 0.75::float8 end $$;
+comment on function vera.bm25_parameters(vera.item_kind) is 'BM25''s k1 (1.2) and b (0.75 for passages, 0 for facts)';
+
+create or replace function vera.bm25_idf(documents bigint, document_frequency bigint)
+returns double precision
+language sql immutable
+as $$ select ln(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5)) $$;
+comment on function vera.bm25_idf(bigint, bigint) is
+    'Internal: BM25 inverse document frequency ln(1 + (N - df + 0.5) / (df + 0.5))';
+
+-- Internal: BM25's weights of the query terms from statistics rows (kind,
+-- term, documents, tokens; term '' is a kind's corpus). The IDF is the
+-- group's whole knowledge's: N and df count facts and passages together,
+-- so a fact and a passage that hold the same words score alike and the two
+-- lists merge by score (with statistics per kind, a word rarer among a
+-- handful of passages than among many facts would rank every passage
+-- first). Length is normalised within each kind (its average length).
+-- One row per kind and term that occurs in that kind: its postings there.
+create or replace function vera.bm25_weights(kinds vera.item_kind[], terms text[], documents bigint[], tokens bigint[])
+returns table (kind vera.item_kind, term text, postings bigint, idf double precision,
+               average_length double precision)
+language sql immutable
+as $$
+    with stats as (
+        select * from unnest(kinds, terms, documents, tokens) as s(kind, term, documents, tokens)
+    ), corpus as (
+        select s.kind, s.documents, greatest(s.tokens::float8 / s.documents, 1) as average_length
+          from stats s where s.term = '' and s.documents > 0
+    ), frequency as (
+        select s.term, sum(s.documents)::bigint as documents
+          from stats s where s.term <> '' and s.documents > 0 group by s.term
+    )
+    select s.kind, s.term, s.documents,
+           vera.bm25_idf((select sum(c.documents)::bigint from corpus c), f.documents), c.average_length
+      from stats s
+      join corpus c on c.kind = s.kind
+      join frequency f on f.term = s.term
+     where s.term <> '' and s.documents > 0
+$$;
+comment on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]) is
+    'Internal: per kind and query term, postings, IDF over facts and passages together, and average length';
+
+-- Internal: a document's BM25 score for query terms with their IDFs. A
+-- document's length is its number of distinct words (length(tsv)), so that
+-- scoring reads only the query terms' entries: setweight marks them and
+-- ts_filter keeps them, both in C, and only those few are unnested (their
+-- positions are the term frequencies). Length counted in distinct words
+-- rather than tokens changes each document's length by a similar factor,
+-- which the division by the average mostly cancels.
+create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
+                                           average_length double precision)
+returns double precision
+language sql immutable
+as $$
+    select coalesce(sum(q.idf * u.tf * (p.k1 + 1)
+                        / (u.tf + p.k1 * (1 - p.b + p.b * pg_catalog.length(tsv) / average_length))), 0)
+      from vera.bm25_parameters(kind) p,
+           (select x.lexeme, pg_catalog.cardinality(x.positions)::float8 as tf
+              from pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(tsv, 'A', terms), '{a}')) x) u
+      join unnest(terms, idfs) q(term, idf) on q.term = u.lexeme
+$$;
+comment on function vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
+    'Internal: BM25 score of a fact''s or passage''s tsvector for terms with their IDFs, given the average length';
 
 -- Internal: whether a fact is an answer at an instant (valid time, current
 -- knowledge): a published or superseded revision whose validity covers it

@@ -9,6 +9,119 @@ set role vera_owner;
 -- unknown placeholders, which only a superuser may set.
 do $load$ begin perform '[1]'::public.vector; end $load$;
 
+-- Internal: the lexical list of one kind (facts or passages): the n
+-- visible documents of the groups with the best BM25 scores for the query
+-- terms (vera.bm25_score with the weights of vera.bm25_weights: the terms
+-- that occur in this kind, rarest here first, with their postings here and
+-- their IDFs), ordered as stage 1 orders equal scores.
+--
+-- Candidate generation follows MaxScore (Turtle and Flood 1995): terms are
+-- taken rarest first, a round's worth of postings at a time (at least one
+-- term, then more while their postings sum to at most the budget), and the
+-- documents holding any term taken so far are scored on every query term.
+-- A document holding none of them holds only the terms left, so it scores
+-- at most the sum of their IDF * (k1 + 1); once the n-th score found beats
+-- that bound, no other document can enter the list and the frequent terms'
+-- postings are never read. The list is the exact top n.
+--
+-- Owned by vera_searcher, like vera.search_candidates, which passes the
+-- caller's readable groups only.
+create or replace function vera.lexical_candidates(
+    target_kind vera.item_kind, groups text[], ranked_terms text[], ranked_postings bigint[],
+    ranked_idfs double precision[], average_length double precision, reference timestamptz,
+    personal_group text, caller uuid, n integer, group_order text[])
+returns table (group_id text, item_id uuid, score double precision, order_key bytea)
+language plpgsql stable
+set search_path = vera, public, pg_temp
+as $$
+declare
+    -- postings read per round, beyond the first term's
+    budget constant bigint := 1000;
+    k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
+    taken integer := 0;
+    earlier integer;
+    round_postings bigint;
+    round_groups text[];
+    round_ids uuid[];
+    round_scores double precision[];
+    round_keys bytea[];
+    bound double precision;
+    found_groups text[];
+    found_ids uuid[];
+    found_scores double precision[];
+    found_keys bytea[];
+    statement text;
+begin
+    if coalesce(cardinality(ranked_terms), 0) = 0 then
+        return;
+    end if;
+    statement := case target_kind
+        when 'fact' then $q$
+            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+              from (select f.group_id, f.fact_id as item_id,
+                           vera.bm25_score('fact', f.tsv, $1, $2, $3) as score,
+                           vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
+                      from vera.facts f
+                     where f.tsv @@ $4 and f.group_id = any ($5) and not coalesce(f.tsv @@ $11, false)
+                       and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $6, $7)
+                     order by 3 desc, 4, array_position($9, f.group_id), 2
+                     limit $8) h$q$
+        else $q$
+            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+              from (select c.group_id, c.chunk_id as item_id,
+                           vera.bm25_score('passage', c.tsv, $1, $2, $3) as score,
+                           vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal) as order_key
+                      from vera.chunks c
+                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
+                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
+                       and e.status <> 'retracted' and e.observed_at <= $6
+                       and not exists (select from vera.episodes newer
+                                        where newer.group_id = e.group_id and newer.source_id = e.source_id
+                                          and newer.external_id = e.external_id and newer.version > e.version
+                                          and newer.observed_at <= $6 and newer.status <> 'retracted')
+                     order by 3 desc, 4, array_position($9, c.group_id), 2
+                     limit $8) h$q$
+        end;
+
+    loop
+        -- this round's terms: the rarest not taken yet, a budget's worth of postings
+        earlier := taken;
+        round_postings := 0;
+        while taken < cardinality(ranked_terms)
+              and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
+            taken := taken + 1;
+            round_postings := round_postings + ranked_postings[taken];
+        end loop;
+        -- the documents holding one of them and none of the earlier rounds' (scored then)
+        execute statement
+           into round_groups, round_ids, round_scores, round_keys
+          using ranked_terms, ranked_idfs, average_length, vera.any_of(ranked_terms[earlier + 1:taken]),
+                groups, reference, personal_group, n, group_order, caller, vera.any_of(ranked_terms[1:earlier]);
+        select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
+          into found_groups, found_ids, found_scores, found_keys
+          from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
+                               union all
+                               select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
+                 order by b.s desc, b.k, array_position(group_order, b.g), b.i
+                 limit n) m;
+        exit when taken = cardinality(ranked_terms);
+        -- the most a document holding only the terms not taken can score
+        select sum(i * (k1 + 1)) into bound from unnest(ranked_idfs[taken + 1:]) i;
+        exit when coalesce(cardinality(found_scores), 0) = n and found_scores[n] > bound;
+    end loop;
+
+    return query select * from unnest(found_groups, found_ids, found_scores, found_keys);
+end
+$$;
+comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
+                                            double precision, timestamptz, text, uuid, integer, text[]) is
+    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); reads past RLS';
+alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
+                                      double precision, timestamptz, text, uuid, integer, text[])
+    owner to vera_searcher;
+
 -- Internal: stage 1 over the live tables. Returns each candidate with its
 -- rank in the lexical and in the vector list (null when absent from one).
 --
@@ -36,7 +149,7 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- HNSW index returns its n nearest rows in the index's order: of two rows at
 -- exactly the same distance, the index picks; searched exactly, the key does.)
 create or replace function vera.search_candidates(
-    lexical_groups text[], lexical tsquery,
+    lexical_groups text[], terms text[],
     vector_groups text[], query_embedding public.vector,
     reference timestamptz, personal_group text, n integer, ef_search integer)
 returns table (kind vera.item_kind, group_id text, item_id uuid, lexical_rank integer, vector_rank integer)
@@ -68,6 +181,13 @@ declare
     lexical_ids uuid[];
     lexical_owners text[];
     lexical_scores float8[];
+    lexical_keys bytea[];
+    stat_kinds vera.item_kind[];
+    stat_terms text[];
+    stat_documents bigint[];
+    stat_tokens bigint[];
+    target_kind vera.item_kind;
+    weights record;
     vector_kinds vera.item_kind[];
     vector_ids uuid[];
     vector_owners text[];
@@ -82,26 +202,35 @@ begin
                           order by vera.group_order_key(g.kind, g.name), g.group_id);
     perform set_config('hnsw.ef_search', greatest(ef_search, 1)::text, true);
 
-    if lexical is not null and cardinality(lexical_groups) > 0 then
-        execute format($q$
-            select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.score)
-              from (select * from (
-                      (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
-                              ts_rank(f.tsv, $1) as score, %3$s as order_key
-                         from vera.facts f
-                        where f.tsv @@ $1 and f.group_id = any ($2) and %1$s
-                        order by 4 desc, 5, array_position($7, f.group_id), 3 limit $5)
-                      union all
-                      (select 'passage'::vera.item_kind, c.group_id, c.chunk_id, ts_rank(c.tsv, $1), %4$s
-                         from vera.chunks c
-                         join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-                         join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                        where c.tsv @@ $1 and c.group_id = any ($2) and %2$s
-                        order by 4 desc, 5, array_position($7, c.group_id), 3 limit $5)) both_kinds
-                     order by score desc, kind, order_key, array_position($7, group_id), item_id
-                     limit $5) h$q$, fact_visible, passage_visible, fact_key, passage_key)
-          into lexical_kinds, lexical_ids, lexical_owners, lexical_scores
-          using lexical, lexical_groups, reference, personal_group, n, caller, group_order;
+    if cardinality(terms) > 0 and cardinality(lexical_groups) > 0 then
+        -- the statistics of both kinds, then each kind's exact top n; the
+        -- lexical list is the n best of both by score (one IDF for both)
+        select array_agg(k.kind), array_agg(st.term), array_agg(st.documents), array_agg(st.tokens)
+          into stat_kinds, stat_terms, stat_documents, stat_tokens
+          from unnest('{fact,passage}'::vera.item_kind[]) k(kind)
+         cross join lateral vera.term_statistics(lexical_groups, k.kind, terms) st;
+        lexical_kinds := '{}';
+        lexical_ids := '{}';
+        lexical_owners := '{}';
+        lexical_scores := '{}';
+        lexical_keys := '{}';
+        foreach target_kind in array '{fact,passage}'::vera.item_kind[] loop
+            select array_agg(w.term order by w.postings, w.term) as terms,
+                   array_agg(w.postings order by w.postings, w.term) as postings,
+                   array_agg(w.idf order by w.postings, w.term) as idfs, min(w.average_length) as average_length
+              into weights
+              from vera.bm25_weights(stat_kinds, stat_terms, stat_documents, stat_tokens) w
+             where w.kind = target_kind;
+            select lexical_kinds || coalesce(array_agg(target_kind), '{}'),
+                   lexical_ids || coalesce(array_agg(l.item_id), '{}'),
+                   lexical_owners || coalesce(array_agg(l.group_id), '{}'),
+                   lexical_scores || coalesce(array_agg(l.score), '{}'),
+                   lexical_keys || coalesce(array_agg(l.order_key), '{}')
+              into lexical_kinds, lexical_ids, lexical_owners, lexical_scores, lexical_keys
+              from vera.lexical_candidates(target_kind, lexical_groups, weights.terms, weights.postings,
+                                           weights.idfs, weights.average_length, reference, personal_group,
+                                           caller, n, group_order) l;
+        end loop;
     end if;
 
     if query_embedding is not null and cardinality(vector_groups) > 0 then
@@ -155,7 +284,10 @@ begin
     return query
         with lexical_list as (
             select u.kind, u.group_id, u.item_id, (rank() over (order by u.score desc))::integer as position
-              from unnest(lexical_kinds, lexical_owners, lexical_ids, lexical_scores) as u(kind, group_id, item_id, score)),
+              from unnest(lexical_kinds, lexical_owners, lexical_ids, lexical_scores, lexical_keys)
+                   as u(kind, group_id, item_id, score, order_key)
+             order by u.score desc, u.kind, u.order_key, array_position(group_order, u.group_id), u.item_id
+             limit n),
         vector_list as (
             select u.kind, u.group_id, u.item_id, (rank() over (order by u.distance))::integer as position
               from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance))
@@ -165,9 +297,9 @@ begin
           full join vector_list v on v.kind = l.kind and v.item_id = l.item_id;
 end
 $$;
-comment on function vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer) is
+comment on function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer) is
     'Internal: stage 1, lexical and vector candidates with their ranks (reads past RLS, checks the groups itself)';
-alter function vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer)
+alter function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer)
     owner to vera_searcher;
 
 -- Internal: stage 2, the blend. Relevance is the fused stage-1 score
@@ -413,7 +545,7 @@ as $$
 declare
     caller constant uuid := vera.require_principal();
     reference constant timestamptz := coalesce(as_of, now());
-    lexical tsquery;
+    terms text[];
     targets text[];
     vector_targets text[];
     n integer;
@@ -424,12 +556,12 @@ begin
     targets := vera.search_targets(groups);
     n := vera.check_search_arguments(query, query_embedding, k, as_of, k_rrf, candidates,
                                      lexical_weight, vector_weight, ef_search);
-    lexical := vera.lexical_query(query);
+    terms := vera.query_terms(query);
     vector_targets := vera.vector_targets(targets, query_embedding, embedding_model);
     if weights is not null then
         weight_map := jsonb_build_object('*', vera.checked_weights(weights));
     end if;
-    if lexical is null and cardinality(vector_targets) = 0 then
+    if cardinality(terms) = 0 and cardinality(vector_targets) = 0 then
         return;
     end if;
 
@@ -438,7 +570,7 @@ begin
                      + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0)) as fused,
            array_agg(c.lexical_rank) as lexical_ranks, array_agg(c.vector_rank) as vector_ranks
       into stage_one
-      from vera.search_candidates(targets, lexical, vector_targets, query_embedding, reference,
+      from vera.search_candidates(targets, terms, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
                                   n, coalesce(ef_search, least(greatest(100, n), 1000))) c;
     if stage_one.kinds is null then

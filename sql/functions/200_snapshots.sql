@@ -95,6 +95,19 @@ begin
       left join vera.chunks c on i.kind = 'passage' and c.group_id = i.group_id and c.chunk_id = i.item_id;
     get diagnostics copied = row_count;
 
+    -- the BM25 statistics search used: the corpus rows, and the terms the
+    -- copies hold (no other term can match a copy, so none can matter)
+    insert into vera.snapshot_term_stats (group_id, snapshot_id, kind, term, documents, tokens)
+    select create_snapshot.group_id, snapshot, x.kind, x.term, sum(x.documents), sum(x.tokens)
+      from (select st.kind, st.term, st.documents, st.tokens from vera.term_stats st
+             where st.group_id = create_snapshot.group_id
+            union all
+            select tc.kind, tc.term, tc.documents, tc.tokens from vera.term_stat_changes tc
+             where tc.group_id = create_snapshot.group_id) x
+     where x.term = '' or x.term in (select distinct u.lexeme from vera.snapshot_items i, unnest(i.tsv) u
+                                      where i.group_id = create_snapshot.group_id and i.snapshot_id = snapshot)
+     group by x.kind, x.term;
+
     update vera.snapshots s set sealed_at = clock_timestamp()
      where s.group_id = create_snapshot.group_id and s.snapshot_id = snapshot;
     perform vera.audit(create_snapshot.group_id, 'snapshot.create', 'snapshot', snapshot::text,
@@ -150,29 +163,50 @@ end
 $$;
 comment on function vera.drop_snapshot(text, text) is 'Deletes a snapshot and its copied items';
 
--- Internal: stage 1 over a snapshot's copies: the lexical half through the
--- copies' GIN index, the vector half by exact cosine distance (snapshots
--- are read rarely and carry no HNSW index). Like vera.search_candidates it
--- belongs to vera_searcher and checks the group itself, and cuts through
--- equal scores by kind and the copied order key, as live search does.
+-- Internal: stage 1 over a snapshot's copies: the lexical half by BM25
+-- with the statistics pinned when the snapshot was taken (every copy that
+-- matches a term is scored: the exact top n, as live search finds it), the
+-- vector half by exact cosine distance (snapshots are read rarely and carry
+-- no HNSW index). Like vera.search_candidates it belongs to vera_searcher
+-- and checks the group itself, and cuts through equal scores by kind and
+-- the copied order key, as live search does.
 create or replace function vera.snapshot_candidates(
-    group_id text, snapshot_id uuid, lexical tsquery, query_embedding public.vector, n integer)
+    group_id text, snapshot_id uuid, terms text[], query_embedding public.vector, n integer)
 returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer)
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
+declare
+    matching constant tsquery := vera.any_of(terms);
 begin
     if not snapshot_candidates.group_id = any (vera.readable_groups()) then
         raise exception 'permission denied: cannot read group %', vera.shown(snapshot_candidates.group_id) using errcode = '42501';
     end if;
     return query
-        with lexical_list as (
-            select i.item_kind, i.item_id,
-                   (rank() over (order by ts_rank(i.tsv, lexical) desc))::integer as position
+        with pinned as (
+            select st.kind, st.term, st.documents, st.tokens from vera.snapshot_term_stats st
+             where st.group_id = snapshot_candidates.group_id and st.snapshot_id = snapshot_candidates.snapshot_id
+               and (st.term = '' or st.term = any (terms))
+        ), weighted as (
+            -- terms in the order live search ranks them (rarest first), so the sums add up alike
+            select w.kind, min(w.average_length) as average_length,
+                   array_agg(w.term order by w.postings, w.term) as ranked_terms,
+                   array_agg(w.idf order by w.postings, w.term) as idfs
+              from vera.bm25_weights((select array_agg(p.kind) from pinned p), (select array_agg(p.term) from pinned p),
+                                     (select array_agg(p.documents) from pinned p),
+                                     (select array_agg(p.tokens) from pinned p)) w
+             group by w.kind
+        ), scored as (
+            select i.item_kind, i.item_id, i.order_key,
+                   vera.bm25_score(i.item_kind, i.tsv, w.ranked_terms, w.idfs, w.average_length) as score
               from vera.snapshot_items i
-             where lexical is not null and i.tsv @@ lexical
+              join weighted w on w.kind = i.item_kind
+             where matching is not null and i.tsv @@ matching
                and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
-             order by ts_rank(i.tsv, lexical) desc, i.item_kind, i.order_key, i.item_id
+        ), lexical_list as (
+            select sc.item_kind, sc.item_id, (rank() over (order by sc.score desc))::integer as position
+              from scored sc
+             order by sc.score desc, sc.item_kind, sc.order_key, sc.item_id
              limit n),
         vector_list as (
             select i.item_kind, i.item_id,
@@ -187,9 +221,35 @@ begin
           full join vector_list v on v.item_kind = l.item_kind and v.item_id = l.item_id;
 end
 $$;
-comment on function vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer) is
+comment on function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) is
     'Internal: stage 1 over a snapshot''s copies (reads past RLS, checks the group itself)';
-alter function vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer) owner to vera_searcher;
+alter function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) owner to vera_searcher;
+
+-- Erasure deletes the copies that cite what it erases; the pinned
+-- statistics then drop every term no remaining copy holds, so no word of
+-- the erased text stays behind. No answer of the snapshot changes: a term
+-- that matches no copy weighs nothing.
+create or replace function vera.prune_snapshot_terms()
+returns trigger
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    delete from vera.snapshot_term_stats st
+     using (select distinct o.group_id, o.snapshot_id, u.lexeme
+              from old_rows o cross join lateral unnest(o.tsv) u) gone
+     where st.group_id = gone.group_id and st.snapshot_id = gone.snapshot_id and st.term = gone.lexeme
+       and not exists (select from vera.snapshot_items i
+                        where i.group_id = st.group_id and i.snapshot_id = st.snapshot_id
+                          and i.tsv @@ quote_literal(st.term)::tsquery);
+    return null;
+end
+$$;
+comment on function vera.prune_snapshot_terms() is
+    'Internal: trigger dropping pinned BM25 terms that no remaining snapshot copy holds';
+
+create or replace trigger snapshot_items_prune_terms after delete on vera.snapshot_items
+    referencing old table as old_rows for each statement execute function vera.prune_snapshot_terms();
 
 -- Contract: searches a snapshot: the same stages as vera.search, over the
 -- copies, with the snapshot's weights and its creation instant as "now", so
@@ -219,7 +279,6 @@ declare
     frozen vera.snapshots;
     current_pin record;
     n integer;
-    lexical tsquery;
     items vera.search_item[];
 begin
     perform vera.require_role(search_snapshot.snapshot_group, 'viewer');
@@ -254,8 +313,6 @@ begin
             coalesce(vera.shown(embedding_model), 'of no named model'), public.vector_dims(query_embedding), frozen.name,
             frozen.embedding_model, frozen.embedding_dim using errcode = 'VE001';
     end if;
-    lexical := vera.lexical_query(query);
-
     items := array(
         select row(i.item_kind, i.item_id, i.group_id,
                    coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
@@ -263,7 +320,7 @@ begin
                    i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
                    i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
                    c.lexical_rank, c.vector_rank, i.order_key)::vera.search_item
-          from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, lexical,
+          from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, vera.query_terms(query),
                                         case when frozen.embedding_dim is not null then query_embedding end, n) c
           join vera.snapshot_items i
             on i.group_id = frozen.group_id and i.snapshot_id = frozen.snapshot_id

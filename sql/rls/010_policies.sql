@@ -118,6 +118,23 @@ alter table vera.api_key_usage force row level security;
 drop policy if exists owner_manages on vera.api_key_usage;
 create policy owner_manages on vera.api_key_usage to vera_owner using (true) with check (true);
 
+-- BM25 statistics: written by the write path's triggers and read by search,
+-- all definer functions; no login role selects them
+do $statistics$
+declare
+    statistics_table text;
+begin
+    foreach statistics_table in array array['term_stats', 'term_stat_changes', 'term_stat_transactions',
+                                           'snapshot_term_stats'] loop
+        execute format('alter table vera.%I enable row level security', statistics_table);
+        execute format('alter table vera.%I force row level security', statistics_table);
+        execute format('drop policy if exists owner_manages on vera.%I', statistics_table);
+        execute format('create policy owner_manages on vera.%I to vera_owner using (true) with check (true)',
+                       statistics_table);
+    end loop;
+end
+$statistics$;
+
 alter table vera.auth_context enable row level security;
 alter table vera.auth_context force row level security;
 drop policy if exists owner_manages on vera.auth_context;

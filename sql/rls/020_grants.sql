@@ -34,6 +34,9 @@ grant execute on function vera.current_principal(), vera.readable_groups(), vera
     vera.administrable_groups()
     to public;
 
+-- a helper that vera.lexical_query (public, runs as its caller) calls
+grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
+
 -- the public SQL API
 grant execute on function
     vera.authenticate(text),
@@ -78,7 +81,7 @@ grant execute on function
     vera.search_version(),
     vera.default_weights(),
     vera.active_weights(text),
-    vera.search_stopwords(),
+    vera.query_terms(text),
     vera.lexical_query(text),
     vera.read_facts(text, text, text[], timestamptz, integer),
     vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
@@ -100,7 +103,8 @@ grant select on vera.entity_aliases, vera.entities to vera_resolver;
 grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
 
 -- the candidate stage's owner reads past RLS (and checks the groups itself)
-grant select on vera.facts, vera.chunks, vera.episodes, vera.sources, vera.groups, vera.snapshot_items
+grant select on vera.facts, vera.chunks, vera.episodes, vera.sources, vera.groups, vera.snapshot_items,
+    vera.term_stats, vera.term_stat_changes, vera.snapshot_term_stats
     to vera_searcher;
 grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
                                             timestamptz, text),
@@ -111,9 +115,19 @@ grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamp
 grant execute on function vera.group_vector_index_name(text, text, integer),
     vera.group_vector_index_ready(text, text, integer)
     to vera_searcher;
+-- the passage statistics' triggers (sql/functions/165_term_stats.sql) read past RLS as vera_searcher
+grant execute on function vera.passage_counted(vera.fact_lifecycle),
+    vera.count_terms(vera.item_kind, text[], tsvector[], integer[])
+    to vera_searcher;
+grant execute on function vera.term_statistics(text[], vera.item_kind, text[]),
+    vera.bm25_parameters(vera.item_kind),
+    vera.bm25_idf(bigint, bigint),
+    vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]),
+    vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision)
+    to vera_searcher;
 grant execute on function
-    vera.search_candidates(text[], tsquery, text[], public.vector, timestamptz, text, integer, integer),
-    vera.snapshot_candidates(text, uuid, tsquery, public.vector, integer)
+    vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer),
+    vera.snapshot_candidates(text, uuid, text[], public.vector, integer)
     to vera_owner;
 
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
