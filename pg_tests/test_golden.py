@@ -140,11 +140,12 @@ def _member(db: Database, organisation: str, name: str, role: str) -> str:
 def test_the_tier_four_chat_text_answers_only_the_one_who_ingested_it(db: Database, loaded: Loaded) -> None:
     """The demo's case: the tier-4 chat thread ('pretty sure billing-api is on heroku') is
     a proposal of the owner, who ingested it; the organisation's viewers and members never
-    get it and get the CMDB's answer first. Its proposer sees it, marked as a proposal, and
-    (since vera-search/4) above the CMDB fact: the thread names the cluster the question
-    asks about, so it is first in both halves (BM25 and MiniLM), and the blend's authority
-    weight does not outweigh that; the CMDB fact is the first hit that is not its own
-    proposal."""
+    get it and get the CMDB's answer first. Its proposer sees it, marked as a proposal; in
+    vera.search with k = 10 (since vera-search/4) even above the CMDB fact: the thread names
+    the cluster the question asks about, so it is first in both halves (BM25 and MiniLM),
+    and the blend's authority weight does not outweigh that (`vera demo`, through the
+    client's wider head, happens to print the CMDB fact first). For everyone the CMDB fact
+    is the first hit that is not the caller's own proposal."""
     question = "Which cluster does billing-api run on?"
     embedder = LocalMiniLMEmbedder()
     vector = "[" + ",".join(str(x) for x in embedder.embed([question])[0]) + "]"
