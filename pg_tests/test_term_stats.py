@@ -479,16 +479,27 @@ def test_another_tenants_writes_move_no_score(world: World) -> None:
 # ---------------------------------------------------------------- 4. MaxScore
 
 
+# The documented rule of candidate generation (sql/functions/180_search.sql), restated: the
+# rarest terms while each is held by at most a tenth of the documents (IDF >= ln 10) or by at
+# most 1,000 of this kind, at least the rarest; a document holding none of them is no candidate.
+GENERATING = """vera.any_of(w.terms[1:(select greatest(1, coalesce(min(t.position) - 1, cardinality(w.terms)))
+                                         from unnest(w.idfs, w.postings) with ordinality t(idf, postings, position)
+                                        where t.idf < ln(10) and t.postings > 1000)])"""
+
+
 def brute_force(admin: psycopg.Connection, groups: list[str], query: str, kind: str, n: int,
                 personal: str, principal: UUID) -> list[tuple[UUID, float]]:  # fmt: skip
-    """Every visible document of the groups scored with vera.bm25_score; the n best, ties as stage 1."""
+    """Every visible candidate document of the groups (holding a generating term) scored with
+    vera.bm25_score; the n best, ties as stage 1."""
     scored = {
         "fact": """
             select f.fact_id as item_id, f.group_id,
                    vera.bm25_score('fact', f.tsv, w.terms, w.idfs, w.average_length) as score,
                    vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
               from vera.facts f, weights w
-             where f.group_id = any (%(groups)s)
+             where f.group_id = any (%(groups)s) and f.tsv @@ """
+        + GENERATING
+        + """
                and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, now(),
                                      %(personal)s)""",
         "passage": """
@@ -498,7 +509,9 @@ def brute_force(admin: psycopg.Connection, groups: list[str], query: str, kind: 
               from vera.chunks c
               join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
               join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id, weights w
-             where c.group_id = any (%(groups)s)
+             where c.group_id = any (%(groups)s) and c.tsv @@ """
+        + GENERATING
+        + """
                and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = %(principal)s))
                and e.status <> 'retracted' and e.observed_at <= now()
                and not exists (select from vera.episodes newer

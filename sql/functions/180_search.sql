@@ -22,7 +22,14 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- A document holding none of them holds only the terms left, so it scores
 -- at most the sum of their IDF * (k1 + 1); once the n-th score found beats
 -- that bound, no other document can enter the list and the frequent terms'
--- postings are never read. The list is the exact top n.
+-- postings are never read. The list is the exact top n of the documents
+-- holding a generating term: the rarest query term and every term held by
+-- at most a tenth of the documents searched or by few (at most the budget).
+-- A term held by more (IDF below ln 10, under a quarter of a rare word's
+-- weight, and over a thousand postings) still counts in every score, but a
+-- document holding only such words does not become a candidate: otherwise a
+-- query with "the" and a few rare words would rank most of a large corpus
+-- whenever the rare words match fewer than n documents.
 --
 -- Owned by vera_searcher, like vera.search_candidates, which passes the
 -- caller's readable groups only.
@@ -39,6 +46,7 @@ declare
     budget constant bigint := 1000;
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
     taken integer := 0;
+    generating integer;
     earlier integer;
     round_postings bigint;
     round_groups text[];
@@ -85,11 +93,17 @@ begin
                      limit $8) h$q$
         end;
 
+    -- the terms that may generate candidates, rarest first: the rarest
+    -- always, then each one held by at most a tenth of the documents
+    -- searched (IDF >= ln 10) or cheap to read (at most a budget of postings)
+    select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
+      from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
+     where t.idf < ln(10) and t.postings > budget;
     loop
         -- this round's terms: the rarest not taken yet, a budget's worth of postings
         earlier := taken;
         round_postings := 0;
-        while taken < cardinality(ranked_terms)
+        while taken < generating
               and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
             taken := taken + 1;
             round_postings := round_postings + ranked_postings[taken];
@@ -106,7 +120,7 @@ begin
                                select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
                  order by b.s desc, b.k, array_position(group_order, b.g), b.i
                  limit n) m;
-        exit when taken = cardinality(ranked_terms);
+        exit when taken = generating;
         -- the most a document holding only the terms not taken can score
         select sum(i * (k1 + 1)) into bound from unnest(ranked_idfs[taken + 1:]) i;
         exit when coalesce(cardinality(found_scores), 0) = n and found_scores[n] > bound;
