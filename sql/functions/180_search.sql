@@ -525,14 +525,14 @@ comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
 
 -- Contract: hybrid search over the caller's readable groups (or the subset
 -- named in groups), one call. Stage 1: the lexical half (the query's words,
--- OR-ed, stopwords left out) and the vector half (the query embedding
+-- ranked by BM25, vera.lexical_candidates) and the vector half (the query embedding
 -- against the groups pinned to its dimension and, when given, model) each
 -- return their top `candidates` (default 4 * k) facts and passages valid at
 -- as_of (default now); reciprocal rank fusion adds lexical_weight / (k_rrf +
 -- rank) and vector_weight / (k_rrf + rank), ranks from 1. Stage 2 blends
 -- six signals with each group's active weights (or the weights given).
 -- Returns at most k hits, best first; an empty result when nothing matches,
--- including a query of only stopwords or punctuation. Errors: 22023 (bad
+-- including a query of only punctuation. Errors: 22023 (bad
 -- arguments), 42501 (a group the caller cannot read), VE001 (an embedding no
 -- searched group is pinned to), VA005 (not authenticated).
 create or replace function vera.search(
