@@ -11,7 +11,7 @@ default blend). nDCG@10, recall@100, MRR@10.
 
 XQuAD (Vietnamese and English, 240 paragraphs each, 1,190 questions): the
 paragraphs are passages in two projects of one organisation (searching both
-at once is one corpus: neither half keeps per-group statistics), questions
+at once is one corpus: BM25's statistics are summed over the groups searched), questions
 are queries. vi -> vi and en -> en search both languages (the other one's
 paragraphs are distractors); vi -> en searches the English paragraphs only,
 as BASELINES does, and again with the Vietnamese twins present. hit@1 and
