@@ -16,6 +16,8 @@ from uuid import UUID, uuid4
 import httpx
 import psycopg
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from psycopg import sql
 
 from pg_tests.databases import APP_LOGIN, Database
@@ -29,6 +31,7 @@ from pg_tests.mcp_servers import (
     stdio_session,
     structured,
     text_of,
+    vera_settings,
 )
 from pg_tests.seed import SeededTenant, World
 from vera_client.client import AsyncVeraClient, VeraClient
@@ -37,6 +40,7 @@ from vera_mcp.config import McpSettings
 from vera_mcp.domain.access import Scope, VerifiedCaller
 from vera_mcp.domain.limits import LIMITS
 from vera_mcp.domain.ports import TokenVerification
+from vera_worker.entrypoints.cli import agent_client_config
 
 NARROW = "narrow:"
 
@@ -471,3 +475,21 @@ def _allow_connections(db: Database, *, allowed: bool) -> None:
                 "select pg_terminate_backend(pid) from pg_stat_activity where datname = %s and pid <> pg_backend_pid()",
                 (db.name,),
             )
+
+
+def test_the_snippet_vera_demo_prints_connects_an_agent(world: World) -> None:
+    """The stdio entry `vera demo` prints, as an agent client would run it (its command, args and env)."""
+    settings = vera_settings(world.db)
+    stdio, http = agent_client_config(str(VERA), world.a.viewer_key, settings.db)
+    entry = stdio["mcpServers"]["vera"]  # type: ignore[index]
+    assert entry["env"]["VERA_DB__DATABASE"] == world.db.name and entry["args"] == ["mcp", "serve", "--stdio"]
+    assert http["mcpServers"]["vera"]["headers"] == {"Authorization": f"Bearer {world.a.viewer_key}"}  # type: ignore[index]
+
+    async def scenario() -> dict[str, Any]:
+        parameters = StdioServerParameters(command=entry["command"], args=entry["args"], env=entry["env"])
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return structured(await session.call_tool("search", {"query": "payments-api", "k": 3}))
+
+    hits = run(scenario())["hits"]
+    assert hits and {hit["group_id"] for hit in hits} <= {world.a.organisation, world.a.workspace}
