@@ -12,8 +12,9 @@ from uuid import UUID
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
@@ -61,14 +62,33 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
+class VeraMCPServer(MCPServer[Any]):
+    """MCPServer whose argument errors read as one line: each argument and what is wrong with it
+    (the bound it broke), without the rejected value (it is the caller's data)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+                for problem in error.__cause__.errors(include_url=False, include_input=False)
+            )
+            raise ToolError(f"invalid arguments for {name}: {problems}") from error.__cause__
+
+
 def build_mcp_server(
     runner: ToolRunner,
     *,
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
-) -> MCPServer[Any]:
+) -> VeraMCPServer:
     """The MCP server with VERA's tools; over HTTP with the resource-server auth of the SDK."""
-    server: MCPServer[Any] = MCPServer(
+    server = VeraMCPServer(
         "vera",
         title="VERA memory",
         version=runner.server_version,
