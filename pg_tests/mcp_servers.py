@@ -25,7 +25,7 @@ from mcp_types import CallToolResult
 
 from pg_tests.databases import Database
 from vera_client.client import AsyncVeraClient
-from vera_client.config import DbSettings, EmbedderSettings, VeraSettings
+from vera_client.config import DbSettings, EmbedderSettings, PoolSettings, VeraSettings
 from vera_mcp.adapters.http_app import build_http_app
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.ports import TokenVerification
@@ -40,6 +40,8 @@ def vera_settings(db: Database) -> VeraSettings:
         db=DbSettings(data_dir=db.server.data_dir, port=db.server.port, database=db.name),
         # no model to load: the seeded data has no vectors, so search goes by words
         embedder=EmbedderSettings(provider="deterministic"),
+        # a test that takes the database away waits this long for a connection, not 30 s
+        pool=PoolSettings(timeout_seconds=3),
     )
 
 

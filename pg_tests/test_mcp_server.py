@@ -7,6 +7,7 @@ scopes, Host/Origin, body size, and readiness when the database goes away."""
 from __future__ import annotations
 
 import hashlib
+import signal
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ from pg_tests.mcp_servers import (
     VERA,
     HttpServer,
     cli_env,
+    free_port,
     http_server,
     http_session,
     run,
@@ -472,6 +474,10 @@ def test_a_revoked_key_reads_nothing_at_once_and_is_refused_by_the_transport_whe
 
 def test_ready_answers_503_while_the_database_is_unreachable(make_database: Any) -> None:
     db: Database = make_database()
+    with db.admin() as conn:
+        key = conn.execute(
+            "select api_key from vera.create_tenant('Charlie', 'Owner of Charlie')"
+        ).fetchone()[0]  # type: ignore[index]
     with http_server(db) as server:
         assert httpx.get(f"{server.base}/health/live").status_code == 200
         ready = httpx.get(f"{server.base}/health/ready")
@@ -481,6 +487,10 @@ def test_ready_answers_503_while_the_database_is_unreachable(make_database: Any)
             down = httpx.get(f"{server.base}/health/ready", timeout=10)
             assert down.status_code == 503 and down.json()["status"] == "unavailable"
             assert httpx.get(f"{server.base}/health/live").status_code == 200
+            # a key that cannot be checked now is not called invalid: the client keeps it and retries
+            unchecked = httpx.post(server.url, json=INITIALIZE, timeout=30,
+                                   headers={**JSON_HEADERS, "Authorization": f"Bearer {key}"})  # fmt: skip
+            assert unchecked.status_code >= 500
         finally:
             _allow_connections(db, allowed=True)
         assert httpx.get(f"{server.base}/health/ready", timeout=10).status_code == 200
@@ -514,3 +524,42 @@ def test_the_snippet_vera_demo_prints_connects_an_agent(world: World) -> None:
 
     hits = run(scenario())["hits"]
     assert hits and {hit["group_id"] for hit in hits} <= {world.a.organisation, world.a.workspace}
+
+
+def test_vera_mcp_serve_http_runs_until_stopped(world: World) -> None:
+    """The command itself: it serves on the port it was given, as the gateway, and stops on SIGTERM."""
+    port = free_port()
+    server = subprocess.Popen(  # noqa: S603 - the checkout's own vera command
+        [str(VERA), "mcp", "serve", "--http", "--port", str(port)], env=cli_env(world.db),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert server.poll() is None, server.communicate()[1]
+            assert time.monotonic() < deadline, "not ready within 60 s"
+            time.sleep(0.1)
+
+        async def scenario() -> dict[str, Any]:
+            async with http_session(f"http://127.0.0.1:{port}/mcp", world.b.owner_key) as session:
+                return structured(await session.call_tool("whoami", {}))
+
+        me = run(scenario())
+        assert me["principal_id"] == str(world.b.owner) and me["server_version"]
+        with world.db.admin() as conn:
+            roles = conn.execute(
+                "select distinct usename from pg_stat_activity where datname = %s and usename like 'vera_%%'",
+                (world.db.name,),
+            ).fetchall()
+        assert ("vera_gateway",) in roles
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=20)
+    # uvicorn shuts down gracefully, then re-raises the signal so that the exit status says why
+    assert server.returncode in {0, -signal.SIGTERM}, stderr
+    assert "Traceback" not in stderr.decode()
+    assert f"serving http://127.0.0.1:{port}/mcp" in stderr.decode()
