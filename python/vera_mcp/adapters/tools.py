@@ -105,6 +105,8 @@ def build_mcp_server(
 
         async def work(call: ToolCall) -> WhoAmI:
             memberships = await call.memberships()
+            if not memberships:  # every principal has its personal scope; one without any can do nothing
+                raise NotFoundError("your principal reaches no scope")
             first = memberships[0]
             return WhoAmI(
                 principal_id=first.principal_id,
@@ -174,6 +176,12 @@ def build_mcp_server(
 
         return await runner.run_tool(ctx, "feedback", ToolClass.FEEDBACK, Scope.FEEDBACK, work)
 
+    _snapshot_tools(server, runner)
+    _review_tools(server, runner)
+    return server
+
+
+def _snapshot_tools(server: VeraMCPServer, runner: ToolRunner) -> None:
     @server.tool(annotations=WRITES)
     async def create_snapshot(scope: ScopeName, name: SnapshotName, ctx: Context) -> SnapshotOut:
         """Freeze what search answers in a scope now, under a name, so later searches of the snapshot give
@@ -206,6 +214,8 @@ def build_mcp_server(
 
         return await runner.run_tool(ctx, "list_snapshots", ToolClass.READ, Scope.READ, work)
 
+
+def _review_tools(server: VeraMCPServer, runner: ToolRunner) -> None:
     @server.tool(annotations=READ_ONLY)
     async def pending_reviews(scope: ScopeName, ctx: Context) -> PendingList:
         """Claims and passages waiting for a decision in a scope: tier-3 knowledge and proposals made
@@ -245,8 +255,6 @@ def build_mcp_server(
                                     lifecycle=passage.lifecycle)  # fmt: skip
 
         return await runner.run_tool(ctx, "review", ToolClass.REVIEW, Scope.REVIEW, work)
-
-    return server
 
 
 async def _snapshot(call: ToolCall, group: str, name: str) -> SnapshotOut:
