@@ -213,7 +213,8 @@ def serve(
             watches = []
             if backlog is not None:
                 if once:
-                    await asyncio.to_thread(backlog.refresh)
+                    with contextlib.suppress(Exception):  # logged; the jobs run all the same
+                        await asyncio.to_thread(backlog.refresh)
                 else:
                     watches.append(
                         asyncio.create_task(_watch_backlog(backlog, backlog_interval), name="backlog")
