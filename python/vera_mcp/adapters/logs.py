@@ -34,7 +34,9 @@ _correlation_id: ContextVar[str | None] = ContextVar("vera_correlation_id", defa
 FIELDS = ("tool", "outcome", "duration_ms", "tool_class", "route", "status")
 # never written above DEBUG, whatever a call site passes in `extra`
 SECRET_FIELDS = frozenset({"token", "api_key", "key", "authorization", "query", "password", "secret"})
-_SECRETS = re.compile(r"(?i)\b(bearer\s+)\S+|\bvera_[A-Za-z0-9]+_[A-Za-z0-9_-]+")
+# a bearer credential, and a VERA API key (vera_<12 hex>_<43 base64url>) wherever it appears;
+# names such as vera_mcp_tool_calls stay readable
+_SECRETS = re.compile(r"(?i)\b(bearer\s+)\S+|\bvera_[0-9a-f]{12}_[A-Za-z0-9_-]{16,}")
 
 
 def correlation_id() -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 import valkey.asyncio as valkey_asyncio
 from valkey.exceptions import ValkeyError
 
+from vera_client.domain.errors import InvalidArgumentError
 from vera_mcp.domain.access import QuotaExceededError, ToolClass
 from vera_mcp.domain.quotas import QuotaLimits, Rate
 
@@ -128,20 +129,29 @@ class ValkeyQuotaLedger:
         limits: QuotaLimits | None = None,
         *,
         key_prefix: str = "vera",
-        timeout_seconds: float = 0.25,
+        timeout_seconds: float = 0.5,
+        max_connections: int = 32,
         backoff_seconds: float = 5.0,
         on_backend_error: Callable[[Exception], None] | None = None,
         clock: Clock = time.time,
     ) -> None:
         if not key_prefix or any(c.isspace() for c in key_prefix):
-            raise ValueError(f"a quota key prefix is a non-empty word, not {key_prefix!r}")
-        self._client: valkey_asyncio.Valkey = (
-            valkey_asyncio.Valkey.from_url(
-                client, socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds
+            raise InvalidArgumentError(f"a quota key prefix is a non-empty word, not {key_prefix!r}")
+        # a burst of calls waits for one of max_connections (up to the timeout) instead of
+        # opening a connection each, which would turn a burst into connect timeouts
+        self._own_pool: valkey_asyncio.BlockingConnectionPool | None = None
+        self._client: valkey_asyncio.Valkey
+        if isinstance(client, str):
+            self._own_pool = valkey_asyncio.BlockingConnectionPool.from_url(
+                client,
+                max_connections=max_connections,
+                timeout=timeout_seconds,
+                socket_timeout=timeout_seconds,
+                socket_connect_timeout=timeout_seconds,
             )
-            if isinstance(client, str)
-            else client
-        )
+            self._client = valkey_asyncio.Valkey(connection_pool=self._own_pool)
+        else:
+            self._client = client
         self._limits = limits or QuotaLimits()
         self._prefix = key_prefix
         self._backoff = backoff_seconds
@@ -173,7 +183,10 @@ class ValkeyQuotaLedger:
             raise _refusal(tool_class, rate, seconds_left)
 
     def _valkey_failed(self, exc: Exception) -> None:
-        self._valkey_resumes_at = time.monotonic() + self._backoff
+        now = time.monotonic()
+        if now < self._valkey_resumes_at:
+            return  # a call in flight when the first failure was reported: one report per outage
+        self._valkey_resumes_at = now + self._backoff
         message = " ".join(str(exc).split()) or type(exc).__name__
         log.warning(
             "quota ledger: Valkey failed, counting in this process for %gs: %s", self._backoff, message
@@ -182,4 +195,7 @@ class ValkeyQuotaLedger:
             self._on_backend_error(exc)
 
     async def close(self) -> None:
-        await self._client.aclose()
+        """Close the connections (those of a client passed in are its owner's to close)."""
+        if self._own_pool is not None:
+            await self._client.aclose()
+            await self._own_pool.disconnect()
