@@ -230,3 +230,14 @@ order by r.rolname;
 select count(*) filter (where pg_catalog.pg_terminate_backend(a.pid, 5000))
 from pg_catalog.pg_stat_activity a
 where a.usename = %(role)s and a.pid <> pg_catalog.pg_backend_pid();
+
+-- name: queue_depth
+-- The worker (role vera_worker): per queue, jobs due and waiting (todo), waiting for a later time (scheduled), running (doing).
+select queue_name as queue,
+       count(*) filter (where status = 'todo' and (scheduled_at is null or scheduled_at <= now())) as todo,
+       count(*) filter (where status = 'todo' and scheduled_at > now()) as scheduled,
+       count(*) filter (where status = 'doing') as doing
+from procrastinate.procrastinate_jobs
+where status in ('todo', 'doing')
+group by queue_name
+order by queue_name;

@@ -1,0 +1,1 @@
+"""Infrastructure behind the MCP server's ports: quotas, metrics, traces, logs."""
