@@ -230,3 +230,16 @@ order by r.rolname;
 select count(*) filter (where pg_catalog.pg_terminate_backend(a.pid, 5000))
 from pg_catalog.pg_stat_activity a
 where a.usename = %(role)s and a.pid <> pg_catalog.pg_backend_pid();
+
+-- ---------------------------------------------------------------------------
+-- External (OIDC) identities (identities.py): the gateway's calls, on its own
+-- connection with no caller authenticated.
+
+-- name: principal_for_identity
+-- Gateway: the principal an external identity was provisioned as, or null.
+select vera.principal_for_identity(%(issuer)s, %(subject)s);
+
+-- name: provision_identity
+-- Gateway: provisions a first-seen external identity as a user with a role in a group, exactly once.
+select vera.provision_identity(%(issuer)s, %(subject)s, %(display_name)s, %(email)s, %(group)s,
+                               %(role)s::vera.member_role);

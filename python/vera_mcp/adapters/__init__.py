@@ -1,0 +1,1 @@
+"""MCP/HTTP adapters: the infrastructure behind the MCP server's ports."""
