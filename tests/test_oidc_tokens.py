@@ -6,6 +6,7 @@ the same verifier against PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
 import uuid
@@ -15,6 +16,10 @@ from uuid import UUID
 
 import httpx
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.oidc_idp import AUDIENCE, TestIdp, running_idp
 from vera_client.domain.callers import Principal
@@ -149,12 +154,13 @@ def test_a_known_subject_is_not_provisioned_again(harness: Harness, idp: TestIdp
 def _refusal(harness: Harness, token: str, caplog: pytest.LogCaptureFixture) -> str:
     """The debug reason the verifier logged for refusing token (which must not appear in it)."""
     caplog.clear()
+    provisioned = list(harness.directory.provisioned)
     with caplog.at_level(logging.DEBUG, logger="vera_mcp.oidc"):
         assert harness.verify(token) is None
     text = "\n".join(record.getMessage() for record in caplog.records)
     signature = token.rsplit(".", maxsplit=1)[-1]
     assert token not in text and (not signature or signature not in text)
-    assert harness.directory.provisioned == []
+    assert harness.directory.provisioned == provisioned
     return text
 
 
@@ -402,3 +408,37 @@ def test_parse_jwks_keeps_only_asymmetric_signing_keys(idp: TestIdp) -> None:
     assert list(parse_jwks(document)) == ["rsa-1"]
     with pytest.raises(ValueError, match="not a JWK set"):
         parse_jwks({"keys": "nope"})
+
+
+def test_token_types_refuse_id_tokens_when_configured(idp: TestIdp, caplog: pytest.LogCaptureFixture) -> None:
+    idp.publish("rsa-1", "ec-1")
+    typed = Harness(idp, token_types=("application/at+jwt",))
+    assert typed.verify(idp.token("rsa-1", "leo")) is not None  # typ at+jwt
+    assert typed.verify(idp.token("rsa-1", "leo", header={"typ": "AT+JWT"})) is not None
+    assert "typ 'JWT' is not one of at+jwt" in _refusal(
+        typed, idp.token("rsa-1", "leo", header={"typ": "JWT"}), caplog
+    )
+    assert (
+        Harness(idp).verify(idp.token("rsa-1", "leo", header={"typ": "JWT"})) is not None
+    )  # unchecked by default
+
+
+def test_a_certificate_pem_gives_its_public_key(idp: TestIdp) -> None:
+    key = idp.keys["ec-1"]
+    private = serialization.load_pem_private_key(key.private.as_pem(private=True), password=None)
+    assert isinstance(private, ec.EllipticCurvePrivateKey)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "idp.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private.public_key())
+        .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+        .sign(private, hashes.SHA256())
+    )  # fmt: skip
+    loaded = load_public_key(certificate.public_bytes(serialization.Encoding.PEM).decode())
+    assert not loaded.is_private and loaded.as_dict() == load_public_key(key.public_pem).as_dict()
+
+
+def test_jwks_keys_not_for_verifying_are_skipped(idp: TestIdp) -> None:
+    signing = {**idp.keys["rsa-1"].jwk(), "key_ops": ["verify"]}
+    encrypting = {**idp.keys["ec-1"].jwk(), "key_ops": ["encrypt"]}
+    assert list(parse_jwks({"keys": [signing, encrypting]})) == ["rsa-1"]

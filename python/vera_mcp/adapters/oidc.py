@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 import httpx
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 from joserfc import jwt
@@ -79,15 +80,19 @@ class KeySource(Protocol):
 
 
 def load_public_key(pem: str) -> Key:
-    """A PEM public key (RSA, EC or Ed25519/Ed448) as a JOSE key.
+    """A PEM public key or certificate (RSA, EC or Ed25519/Ed448) as a JOSE key.
 
     ConfigurationError for anything else, a private key or a shared secret
     included: the verifier only ever holds public keys."""
+    public: object
     try:
-        public = serialization.load_pem_public_key(pem.encode())
+        if "-----BEGIN CERTIFICATE-----" in pem:
+            public = x509.load_pem_x509_certificate(pem.encode()).public_key()
+        else:
+            public = serialization.load_pem_public_key(pem.encode())
     except (ValueError, TypeError) as exc:
         raise ConfigurationError(
-            "public_key_pem is not a PEM public key (-----BEGIN PUBLIC KEY-----)"
+            "public_key_pem is not a PEM public key (-----BEGIN PUBLIC KEY-----) or certificate"
         ) from exc
     if isinstance(public, rsa.RSAPublicKey):
         return RSAKey.import_key(public)
@@ -121,6 +126,9 @@ def parse_jwks(document: object) -> dict[str | None, list[Key]]:
         if not isinstance(entry, dict) or entry.get("kty") not in _SIGNING_KEY_TYPES:
             continue
         if entry.get("use", "sig") != "sig":
+            continue
+        operations = entry.get("key_ops")
+        if operations is not None and (not isinstance(operations, list) or "verify" not in operations):
             continue
         public = {
             name: value for name, value in entry.items() if name not in {"d", "p", "q", "dp", "dq", "qi"}
@@ -264,11 +272,18 @@ def _header(token: str) -> dict[str, Any]:
     segment = parts[0]
     try:
         header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
-    except (binascii.Error, ValueError) as exc:
+    except (binascii.Error, ValueError, RecursionError) as exc:
         raise TokenRefused("the header is not base64url JSON") from exc
     if not isinstance(header, dict):
         raise TokenRefused("the header is not a JSON object")
     return header
+
+
+def _media_type(typ: object) -> str | None:
+    """A `typ` header as RFC 7515 4.1.9 compares it: lower case, "application/" dropped."""
+    if not isinstance(typ, str):
+        return None
+    return typ.lower().removeprefix("application/")
 
 
 class OidcVerifier:
@@ -324,12 +339,16 @@ class OidcVerifier:
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise TokenRefused("kid is not a string")
+        if self.settings.token_types and _media_type(header.get("typ")) not in self.settings.token_types:
+            raise TokenRefused(
+                f"typ {_shown(header.get('typ'))} is not one of {', '.join(self.settings.token_types)}"
+            )
         key = await self._keys.key_for(kid, alg)
         if key is None:
             raise TokenRefused(f"no key for kid {_shown(kid)} and algorithm {alg}")
         try:
             decoded = jwt.decode(token, key, algorithms=list(self.settings.algorithms))
-        except (JoseError, ValueError) as exc:
+        except Exception as exc:  # whatever a crafted token makes the library raise, it is a refusal
             raise TokenRefused(
                 f"signature not verified with kid {_shown(kid)}: {type(exc).__name__}"
             ) from exc
@@ -341,6 +360,8 @@ class OidcVerifier:
             registry.validate(claims)
         except ClaimError as exc:
             raise TokenRefused(f"claim {exc.claim!r} refused: {exc.description}") from exc
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TokenRefused(f"claims not checkable: {type(exc).__name__}") from exc
         problem = subject_problem(claims.get("sub"))
         if problem is not None:
             raise TokenRefused(problem)

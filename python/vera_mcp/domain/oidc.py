@@ -96,6 +96,10 @@ class OidcSettings(BaseModel):
         default=30.0, ge=0, le=3600, description="At least this long between fetches an unknown kid triggers"
     )
     jwks_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    token_types: tuple[str, ...] = Field(
+        default=(),
+        description='Accepted `typ` headers, e.g. ["at+jwt"] (RFC 9068) to refuse ID tokens; empty: any',
+    )
     max_token_bytes: int = Field(default=16_384, ge=512, le=1_048_576)
 
     @field_validator("algorithms")
@@ -107,6 +111,11 @@ class OidcSettings(BaseModel):
                 f"algorithms {refused} are not allowed: use asymmetric ones, {sorted(SIGNING_ALGORITHMS)}"
             )
         return tuple(dict.fromkeys(value))
+
+    @field_validator("token_types")
+    @classmethod
+    def _media_types(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name.lower().removeprefix("application/") for name in value)
 
     @field_validator("jwks_url")
     @classmethod
