@@ -73,6 +73,8 @@ class TestIdp:
     keys: dict[str, SigningKey] = field(default_factory=dict)
     published: list[str] = field(default_factory=list)
     jwks_requests: int = 0
+    # when set, served in place of the JWKS (a broken or hostile IdP)
+    body_override: bytes | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -152,7 +154,7 @@ def running_idp() -> Iterator[TestIdp]:
                 return
             with idp.lock:
                 idp.jwks_requests += 1
-            body = json.dumps(idp.jwks()).encode()
+            body = idp.body_override if idp.body_override is not None else json.dumps(idp.jwks()).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))

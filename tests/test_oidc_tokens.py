@@ -442,3 +442,23 @@ def test_jwks_keys_not_for_verifying_are_skipped(idp: TestIdp) -> None:
     signing = {**idp.keys["rsa-1"].jwk(), "key_ops": ["verify"]}
     encrypting = {**idp.keys["ec-1"].jwk(), "key_ops": ["encrypt"]}
     assert list(parse_jwks({"keys": [signing, encrypting]})) == ["rsa-1"]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [(b"<html>not json</html>", "Expecting value"), (b'{"keys": {}}', "not a JWK set"),
+     (b"[" * 100_000, "maximum recursion depth"), (b" " * (2 << 20), "is over")],
+    ids=["not JSON", "not a key set", "deeply nested", "oversized"],
+)  # fmt: skip
+def test_a_broken_jwks_is_refused_and_logged(
+    idp: TestIdp, caplog: pytest.LogCaptureFixture, body: bytes, reason: str
+) -> None:
+    idp.publish("rsa-1")
+    harness = Harness(idp)
+    idp.body_override = body
+    try:
+        with caplog.at_level(logging.WARNING, logger="vera_mcp.oidc"):
+            assert harness.verify(idp.token("rsa-1")) is None
+    finally:
+        idp.body_override = None
+    assert "fetching the JWKS" in caplog.text and reason in caplog.text

@@ -214,7 +214,7 @@ class JwksKeys:
             self.fetches += 1
             try:
                 keys = await self._fetch()
-            except (httpx.HTTPError, ValueError) as exc:
+            except (httpx.HTTPError, ValueError, RecursionError) as exc:
                 log.warning("OIDC: fetching the JWKS %s failed (%s); keeping %d known keys",
                             self.url, exc, sum(len(k) for k in self._keys.values()))  # fmt: skip
                 return
@@ -223,11 +223,14 @@ class JwksKeys:
             log.debug("OIDC: fetched %d keys from %s", sum(len(k) for k in keys.values()), self.url)
 
     async def _fetch(self) -> dict[str | None, list[Key]]:
-        response = await self._http.get(self.url, headers={"Accept": "application/json"})
-        response.raise_for_status()
-        if len(response.content) > _MAX_JWKS_BYTES:
-            raise ValueError(f"JWKS is over {_MAX_JWKS_BYTES} bytes")
-        return parse_jwks(response.json())
+        body = bytearray()
+        async with self._http.stream("GET", self.url, headers={"Accept": "application/json"}) as response:
+            response.raise_for_status()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > _MAX_JWKS_BYTES:  # read no further than that
+                    raise ValueError(f"JWKS is over {_MAX_JWKS_BYTES} bytes")
+        return parse_jwks(json.loads(body))
 
 
 # --- identities ---------------------------------------------------------------------------------
