@@ -83,7 +83,10 @@ def _with_gateway(world: World, body: Callable[[AsyncExecutor], Awaitable[T]], *
 def _verify(world: World, idp: TestIdp, *tokens: str) -> list[VerifiedCaller | None]:
     async def body(executor: AsyncExecutor) -> list[VerifiedCaller | None]:
         verifier = oidc_verifier(_settings(idp, world), executor)
-        return list(await asyncio.gather(*(verifier.verify(token) for token in tokens)))
+        try:
+            return list(await asyncio.gather(*(verifier.verify(token) for token in tokens)))
+        finally:
+            await verifier.aclose()
 
     return _with_gateway(world, body, size=max(2, len(tokens)))
 
@@ -401,5 +404,6 @@ def test_a_provisioned_principal_reads_only_its_mapped_group(
         )
         assert {hit.group_id for hit in other} >= {world.b.organisation, world.b.workspace}
         assert not {hit.item_id for hit in hits} & {hit.item_id for hit in other}
+        await verifier.aclose()
 
     _with_gateway(world, body)

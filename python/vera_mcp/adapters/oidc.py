@@ -78,6 +78,10 @@ class KeySource(Protocol):
         """The key for the token's `kid` and `alg`, or None when there is none."""
         ...
 
+    async def aclose(self) -> None:
+        """Release what the source holds (an HTTP client of its own)."""
+        ...
+
 
 def load_public_key(pem: str) -> Key:
     """A PEM public key or certificate (RSA, EC or Ed25519/Ed448) as a JOSE key.
@@ -111,6 +115,9 @@ class StaticKey:
 
     async def key_for(self, kid: str | None, alg: str) -> Key | None:
         return self._key
+
+    async def aclose(self) -> None:
+        return None
 
 
 def parse_jwks(document: object) -> dict[str | None, list[Key]]:
@@ -162,9 +169,11 @@ class JwksKeys:
         cache_s: float = 300.0,
         refetch_interval_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        owns_http: bool = False,
     ) -> None:
         self.url = url
         self._http = http
+        self._owns_http = owns_http
         self._cache_s = cache_s
         self._interval_s = refetch_interval_s
         self._clock = clock
@@ -173,6 +182,11 @@ class JwksKeys:
         self._attempted_at: float | None = None  # last fetch, successful or not
         self._lock = asyncio.Lock()
         self.fetches = 0  # how many times the URL was requested (for tests and metrics)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if it was made for these keys alone."""
+        if self._owns_http:
+            await self._http.aclose()
 
     def _may_fetch(self) -> bool:
         return self._attempted_at is None or self._clock() - self._attempted_at >= self._interval_s
@@ -309,6 +323,10 @@ class OidcVerifier:
         options["aud"] = {"essential": True, "value": settings.audience}
         self._claim_options = options
 
+    async def aclose(self) -> None:
+        """Release the key source (the JWKS client the verifier made itself)."""
+        await self._keys.aclose()
+
     async def verify(self, token: str) -> VerifiedCaller | None:
         try:
             return await self._verify(token)
@@ -398,8 +416,8 @@ def oidc_verifier(
     settings: OidcSettings, executor: AsyncExecutor, *, http: httpx.AsyncClient | None = None
 ) -> OidcVerifier:
     """The verifier the server runs: keys from settings (a JWKS fetched with
-    `http`, or a client of its own, or the PEM key), identities through the
-    gateway's executor."""
+    `http`, or a client of its own that `aclose()` closes, or the PEM key),
+    identities through the gateway's executor."""
     keys: KeySource
     if settings.jwks_url is not None:
         client = http or httpx.AsyncClient(timeout=settings.jwks_timeout_s, follow_redirects=False)
@@ -408,6 +426,7 @@ def oidc_verifier(
             http=client,
             cache_s=settings.jwks_cache_s,
             refetch_interval_s=settings.jwks_refetch_interval_s,
+            owns_http=http is None,
         )
     else:
         assert settings.public_key_pem is not None  # OidcSettings requires one of the two
