@@ -387,6 +387,8 @@ ISOLATION_TESTED = {
     "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
     "pinned_models(text[])": "test_tenancy",
+    "principal_for_identity(text,text)": "test_oidc (gateway only)",
+    "provision_identity(text,text,text,text,text,vera.member_role)": "test_oidc (gateway only)",
     "read_facts(text,text,text[],timestamp with time zone,integer)": "test_tenancy",
     "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,double precision,double precision,integer)": "test_search",
     "record_feedback(vera.item_kind,uuid,text,text,vector,timestamp with time zone,text[],text)": "test_feedback",

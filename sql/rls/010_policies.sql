@@ -150,4 +150,11 @@ create policy read_administered_groups on vera.audit_log for select
     using (group_id = any ((select vera.administrable_groups())::text[]));
 create policy owner_appends on vera.audit_log for insert to vera_owner with check (true);
 
+-- External (OIDC) identities: reached only through the gateway's definer
+-- functions (sql/functions/220_identities.sql); no login role reads the table.
+alter table vera.external_identities enable row level security;
+alter table vera.external_identities force row level security;
+drop policy if exists owner_manages on vera.external_identities;
+create policy owner_manages on vera.external_identities to vera_owner using (true) with check (true);
+
 reset role;

@@ -133,4 +133,12 @@ grant execute on function
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 grant execute on function vera.missing_vector_indexes(integer) to vera_operator;
 
+-- External (OIDC) identities, sql/functions/220_identities.sql: only the
+-- gateway, which verified the token itself, and operators map an identity to
+-- a principal or provision one; no application role (vera_app and its logins),
+-- nor the worker, may. The table itself is granted to nobody (see the top).
+grant execute on function vera.principal_for_identity(text, text),
+    vera.provision_identity(text, text, text, text, text, vera.member_role)
+    to vera_gateway, vera_operator;
+
 reset role;

@@ -1,1 +1,1 @@
-"""Infrastructure behind the MCP server's ports: quotas, metrics, traces, logs."""
+"""Infrastructure behind the MCP server's ports: token verification, quotas, metrics, traces, logs."""

@@ -241,3 +241,16 @@ from procrastinate.procrastinate_jobs
 where status in ('todo', 'doing')
 group by queue_name
 order by queue_name;
+
+-- ---------------------------------------------------------------------------
+-- External (OIDC) identities (identities.py): the gateway's calls, on its own
+-- connection with no caller authenticated.
+
+-- name: principal_for_identity
+-- Gateway: the principal an external identity was provisioned as, or null.
+select vera.principal_for_identity(%(issuer)s, %(subject)s);
+
+-- name: provision_identity
+-- Gateway: provisions a first-seen external identity as a user with a role in a group, exactly once.
+select vera.provision_identity(%(issuer)s, %(subject)s, %(display_name)s, %(email)s, %(group)s,
+                               %(role)s::vera.member_role);
