@@ -75,7 +75,8 @@ begin
     -- the proposal cites its evidence: the episode and chunk beside it in the u: scope
     update vera.facts f
        set source_id = proposals_source, episode_id = recorded.episode_id, chunk_id = stored_chunk,
-           origin = coalesce(f.origin, '{}') || jsonb_build_object('evidence', propose.evidence)
+           -- its provenance is here in the u: scope now, not in the scope origin named
+           origin = (coalesce(f.origin, '{}') - 'group_id') || jsonb_build_object('evidence', propose.evidence)
      where f.group_id = published.fact_group_id and f.fact_id = published.fact_id;
     return query select published.fact_id, published.fact_group_id, propose.for_group, published.lifecycle,
                         proposals_source, recorded.episode_id, stored_chunk;
