@@ -38,7 +38,7 @@ comment on function vera.check_pack_array(jsonb, text) is 'Internal: a context p
 -- Errors: 22023, 22001, 54000, 42501, VN001, VA005.
 create or replace function vera.store_context_pack(
     query text, token_budget integer, items jsonb, as_of timestamptz default null, groups text[] default null,
-    min_authority real default null, max_tier integer default null, weights jsonb default null,
+    min_authority double precision default null, max_tier integer default null, weights jsonb default null,
     assembler_version text default 'unknown', omitted jsonb default '[]', conflicts jsonb default '[]',
     warnings jsonb default '[]')
 returns uuid
@@ -165,7 +165,7 @@ begin
     return new_pack;
 end
 $$;
-comment on function vera.store_context_pack(text, integer, jsonb, timestamptz, text[], real, integer, jsonb, text,
+comment on function vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text,
                                             jsonb, jsonb, jsonb) is
     'Stores a context pack assembled by the caller (items read from the database); returns its id';
 

@@ -298,7 +298,7 @@ from vera.list_proposals(%(max_rows)s);
 -- name: store_context_pack
 -- Stores a context pack the caller assembled; its id.
 select vera.store_context_pack(%(query)s, %(token_budget)s, %(items)s, %(as_of)s, %(groups)s::text[],
-                               %(min_authority)s::real, %(max_tier)s, %(weights)s, %(assembler_version)s,
+                               %(min_authority)s::float8, %(max_tier)s, %(weights)s, %(assembler_version)s,
                                %(omitted)s, %(conflicts)s, %(warnings)s);
 
 -- name: get_context_pack
