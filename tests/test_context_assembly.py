@@ -66,8 +66,8 @@ def conflict(
     number: int, subject: str, predicate: str, obj: str, lifecycle: str = "published"
 ) -> ConflictValue:
     return ConflictValue(
-        conflict=number, subject=subject, predicate=predicate, fact_id=uuid.uuid4(), group_id=GROUP, object=obj,
-        lifecycle=lifecycle, tier=1 if lifecycle == "published" else 3,
+        conflict=number, subject=subject, predicate=predicate, fact_id=uuid.uuid4(), group_id=GROUP,
+        object=obj, lifecycle=lifecycle, tier=1 if lifecycle == "published" else 3,
         authority=1.0 if lifecycle == "published" else 0.7, verification="auto", source_id=None,
         source_name="cmdb", valid_from=NOW, recorded_at=NOW, proposed_for=None,
     )  # fmt: skip
