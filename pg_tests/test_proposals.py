@@ -89,6 +89,7 @@ def test_only_the_proposer_and_the_scopes_admins_see_it(world: World, service_ke
             found = conn.execute("select count(*) from vera.search('vermilion')").fetchone()
         with caller(world.db, world.a.owner_key, role=APP_LOGIN) as conn:
             waiting = _call(conn, "pending_reviews", world.a.workspace)
+            [reviewed] = _call(conn, "get_fact", proposal["fact_id"])
         with (
             caller(world.db, world.b.owner_key, role=APP_LOGIN) as conn,
             pytest.raises(psycopg.Error) as other,
@@ -101,6 +102,12 @@ def test_only_the_proposer_and_the_scopes_admins_see_it(world: World, service_ke
     assert viewer.value.sqlstate == "VN001"
     assert found is not None and found[0] == 0
     assert proposal["fact_id"] in {w["fact_id"] for w in waiting}
+    # the scope's admin reads the proposal made for it (its names from the origin)
+    assert (reviewed["subject"], reviewed["object"], reviewed["lifecycle"]) == (
+        "billing-api",
+        "vermilion",
+        "proposal",
+    )
     assert other.value.sqlstate == "VN001"
 
 

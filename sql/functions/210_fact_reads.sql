@@ -7,7 +7,10 @@ set role vera_owner;
 
 -- Internal: facts by id as search shows them (subject and object names,
 -- grading, validity and the citation of vera.hit_details), in the order of
--- the ids given. Only rows row-level security lets the caller read.
+-- the ids given. Only rows row-level security lets the caller read. A
+-- proposal read by an admin of the scope it was made for (whose entities
+-- and evidence live in the proposer's u: scope, which the admin cannot
+-- read) shows the names its origin carries and a citation without source.
 create or replace function vera.fact_details(ids uuid[])
 returns table (fact_id uuid, group_id text, subject text, predicate text, object text, fact_text text,
                lifecycle vera.fact_lifecycle, tier smallint, authority real, verification vera.verification,
@@ -22,13 +25,19 @@ as $$
           join vera.facts f on f.fact_id = i.id
          group by f.group_id, f.fact_id
     )
-    select f.fact_id, f.group_id, d.subject, f.predicate, d.object, f.fact_text, f.lifecycle, f.tier, f.authority,
-           f.verification, f.confidence, f.valid_from, f.valid_to, f.recorded_at, f.proposed_for, d.citation
+    select f.fact_id, f.group_id, coalesce(d.subject, f.origin ->> 'subject', subj.canonical_name), f.predicate,
+           coalesce(d.object, f.object_value), f.fact_text, f.lifecycle, f.tier, f.authority,
+           f.verification, f.confidence, f.valid_from, f.valid_to, f.recorded_at, f.proposed_for,
+           coalesce(d.citation, jsonb_build_object(
+               'group_id', f.group_id, 'source', null, 'episode', null, 'chunk', null, 'evidence', null,
+               'valid_from', f.valid_from, 'valid_to', f.valid_to, 'tier', f.tier, 'verification', f.verification,
+               'lifecycle', f.lifecycle, 'recorded_at', f.recorded_at, 'proposed_for', f.proposed_for))
       from wanted w
       join vera.facts f on f.group_id = w.group_id and f.fact_id = w.fact_id
-      join vera.hit_details((select array_agg('fact'::vera.item_kind) from wanted),
-                            (select array_agg(x.fact_id) from wanted x),
-                            (select array_agg(x.group_id) from wanted x)) d on d.item_id = f.fact_id
+      left join vera.entities subj on subj.group_id = f.group_id and subj.entity_id = f.subject_entity_id
+      left join vera.hit_details((select array_agg('fact'::vera.item_kind) from wanted),
+                                 (select array_agg(x.fact_id) from wanted x),
+                                 (select array_agg(x.group_id) from wanted x)) d on d.item_id = f.fact_id
      order by w.position
 $$;
 comment on function vera.fact_details(uuid[]) is 'Internal: facts by id with names, grading and citation';
