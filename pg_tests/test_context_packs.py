@@ -5,6 +5,7 @@ voted on by position exactly as a hit is."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -17,9 +18,10 @@ import pytest
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
-from vera_client.client import VeraClient
-from vera_client.domain.context import ASSEMBLER_VERSION
+from vera_client.client import AsyncVeraClient, VeraClient
+from vera_client.domain.context import ASSEMBLER_VERSION, ContextPack
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
+from vera_client.domain.models import ExploredFact
 
 SIGNALS = {
     "relevance": 1,
@@ -274,3 +276,20 @@ def test_sql_refuses_another_tenants_items_groups_and_anonymous_callers(world: W
         with caller(world.db, None, role=APP_LOGIN) as conn, pytest.raises(psycopg.Error) as anonymous:
             conn.execute(f"select * from vera.{function}({arguments})")  # type: ignore[arg-type]
         assert anonymous.value.sqlstate == "VA005"
+
+
+def test_the_async_client_assembles_and_reads_the_same(world: World, corpus: Corpus) -> None:
+    async def scenario() -> tuple[ContextPack, ContextPack, list[ExploredFact]]:
+        client = await AsyncVeraClient.connect(world.db.dsn(APP_LOGIN), world.a.owner_key)
+        async with client:
+            pack = await client.get_context("billing-api", token_budget=300, groups=[corpus.group])
+            assert pack.pack_id is not None
+            again, explored = await asyncio.gather(
+                client.get_context_pack(pack.pack_id),
+                client.explore("billing-api", depth=1, groups=[corpus.group]),
+            )
+            return pack, again, explored
+
+    pack, again, explored = asyncio.run(scenario())
+    assert again == pack and len(pack.items) == 4
+    assert {e.object for e in explored} == {"team payments", "cluster green"}
