@@ -803,7 +803,8 @@ create table vera.context_packs (
     -- the principal's personal scope
     group_id          text not null references vera.groups (group_id),
     pack_id           uuid not null default gen_random_uuid(),
-    principal_id      uuid not null references vera.principals (principal_id),
+    -- no foreign keys but the group's: group_id leads every key (distribution by group)
+    principal_id      uuid not null,
     -- the groups the search covered (erasure in one of them scrubs the pack)
     searched_groups   text[] not null,
     -- query, token_budget, as_of, scopes, min_authority, max_tier
@@ -829,7 +830,7 @@ create table vera.context_pack_items (
     item_id       uuid not null,
     -- where the fact or passage lives, and the episode and source it came from:
     -- erasing them empties the item (vera.erase_pack_items)
-    item_group_id text not null references vera.groups (group_id),
+    item_group_id text not null,
     episode_id    uuid,
     source_id     uuid,
     text          text not null,
