@@ -142,3 +142,24 @@ grant execute on function vera.principal_for_identity(text, text),
     to vera_gateway, vera_operator;
 
 reset role;
+
+-- ===== the MCP server's reads, proposals and context packs (issue 13) =====
+set role vera_owner;
+grant execute on function
+    vera.get_fact(uuid, text[]),
+    vera.get_evidence(uuid, text[]),
+    vera.explain_fact(uuid, text[]),
+    vera.get_entity(text, text[], timestamptz, integer),
+    vera.get_source(uuid, integer),
+    vera.explore(text, integer, timestamptz, text[], integer),
+    vera.changes(timestamptz, integer, text[]),
+    vera.conflicts(integer, text[]),
+    vera.propose(text, text, text, text, text),
+    vera.retract_proposal(uuid),
+    vera.list_proposals(integer),
+    vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text, jsonb,
+                            jsonb, jsonb),
+    vera.get_context_pack(uuid),
+    vera.record_pack_feedback(uuid, integer, text, public.vector, text)
+    to vera_app, vera_gateway;
+reset role;
