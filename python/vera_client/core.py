@@ -28,7 +28,7 @@ from vera_client.adapters.providers.metering import MeterKey, Totals
 from vera_client.adapters.tokenizers.minilm import MiniLMTokenCounter
 from vera_client.bootstrap import Providers
 from vera_client.domain.callers import Caller
-from vera_client.domain.context import SEARCH_QUERY_CHARS, ContextPack, assemble, check_request
+from vera_client.domain.context import ContextPack, assemble, check_request
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
 from vera_client.domain.languages import model_reads
 from vera_client.domain.models import (
@@ -594,7 +594,7 @@ class Operations:
         (100-32,000 MiniLM tokens), with omissions, conflicts and freshness warnings; stored, with its id."""
         check_request(query, token_budget, min_authority, max_tier)
         _check_k(k)
-        hits = yield from self.search(query[:SEARCH_QUERY_CHARS], k=k, as_of=as_of, groups=groups)
+        hits = yield from self.search(query, k=k, as_of=as_of, groups=groups)
         competing: list[ConflictValue] = []
         if any(hit.kind == "fact" for hit in hits):
             competing = yield from ask(calls.conflicts(1000, groups))
@@ -628,7 +628,7 @@ class Operations:
     def pack_feedback(self, pack: UUID, position: int, vote: str) -> Plan[Vote]:
         """'up' or 'down' on the item at a position of one of the caller's packs, as on a search hit."""
         stored = yield from self.get_context_pack(pack)
-        search_text = stored.query[:SEARCH_QUERY_CHARS]
+        search_text = stored.query
         vector, model = yield from self._query_vector(search_text, stored.groups)
         call = calls.record_pack_feedback(pack, position, vote, embedding=vector, embedding_model=model)
         return (yield from ask(call))

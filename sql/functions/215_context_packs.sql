@@ -214,8 +214,7 @@ comment on function vera.get_context_pack(uuid) is 'A context pack, for the prin
 
 -- Contract: the caller's vote ('up' or 'down') on the item at a position of
 -- one of its own packs: recorded exactly as vera.record_feedback records a
--- vote on a hit of the pack's query (its first 4,000 characters, the
--- search limit), as of the pack's as_of and in its groups; query_embedding
+-- vote on a hit of the pack's query, as of the pack's as_of and in its groups; query_embedding
 -- and embedding_model as there. Errors: VN001 (not a pack of the caller,
 -- no such position, an erased item, or no longer among the query's first
 -- 100 hits), 22023, VA005.
@@ -248,7 +247,7 @@ begin
     end if;
     return query
         select * from vera.record_feedback(
-            item.item_kind, item.item_id, left(pack.request ->> 'query', 4000), record_pack_feedback.vote,
+            item.item_kind, item.item_id, pack.request ->> 'query', record_pack_feedback.vote,
             record_pack_feedback.query_embedding, (pack.request ->> 'as_of')::timestamptz,
             case when jsonb_typeof(pack.request -> 'scopes') = 'array'
                  then array(select jsonb_array_elements_text(pack.request -> 'scopes')) end,

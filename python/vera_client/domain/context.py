@@ -24,8 +24,6 @@ ASSEMBLER_VERSION = "vera-context/1"
 MIN_TOKEN_BUDGET = 100
 MAX_TOKEN_BUDGET = 32_000
 MAX_QUERY_CHARS = 8_192
-# vera.search takes at most 4,000 characters: a longer request searches with its beginning
-SEARCH_QUERY_CHARS = 4_000
 # recency is exp(-ln2 * age / half_life): below 1/8 a fact is older than three half-lives
 # (90 days with the default 30-day half-life) since its source last stated it
 STALE_RECENCY = 0.125
