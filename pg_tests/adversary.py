@@ -307,7 +307,7 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
 def _tenant_rows_filter(table: str, columns: set[str]) -> str:
     if "group_id" in columns:
         return "group_id = any(%(groups)s)"
-    if table == "principals":
+    if table in {"principals", "external_identities"}:
         return "principal_id = any(%(principals)s)"
     if table in {"api_keys", "api_key_usage"}:
         return "key_id in (select key_id from vera.api_keys where principal_id = any(%(principals)s))"

@@ -387,6 +387,8 @@ ISOLATION_TESTED = {
     "shown(text,integer)": "test_bad_input (pure)",
     "active_weights(text)": "test_feedback",
     "pinned_models(text[])": "test_tenancy",
+    "principal_for_identity(text,text)": "test_oidc (gateway only)",
+    "provision_identity(text,text,text,text,text,vera.member_role)": "test_oidc (gateway only)",
     "read_facts(text,text,text[],timestamp with time zone,integer)": "test_tenancy",
     "search(text,vector,integer,timestamp with time zone,text[],jsonb,integer,integer,text,double precision,double precision,integer)": "test_search",
     "record_feedback(vera.item_kind,uuid,text,text,vector,timestamp with time zone,text[],text)": "test_feedback",
@@ -396,6 +398,21 @@ ISOLATION_TESTED = {
     "list_snapshots(text)": "test_snapshots",
     "drop_snapshot(text,text)": "test_snapshots",
     "search_snapshot(text,text,text,vector,integer,integer,integer,text,double precision,double precision)": "test_snapshots",
+    # issue 13: the MCP server's reads, proposals and context packs
+    "get_fact(uuid,text[])": "test_knowledge_reads",
+    "get_evidence(uuid,text[])": "test_knowledge_reads",
+    "explain_fact(uuid,text[])": "test_knowledge_reads",
+    "get_entity(text,text[],timestamp with time zone,integer)": "test_knowledge_reads",
+    "get_source(uuid,integer)": "test_knowledge_reads",
+    "explore(text,integer,timestamp with time zone,text[],integer)": "test_knowledge_reads",
+    "changes(timestamp with time zone,integer,text[])": "test_knowledge_reads",
+    "conflicts(integer,text[])": "test_knowledge_reads",
+    "propose(text,text,text,text,text)": "test_proposals",
+    "retract_proposal(uuid)": "test_proposals",
+    "list_proposals(integer)": "test_proposals",
+    "store_context_pack(text,integer,jsonb,timestamp with time zone,text[],double precision,integer,jsonb,text,jsonb,jsonb,jsonb)": "test_context_packs",
+    "get_context_pack(uuid)": "test_context_packs",
+    "record_pack_feedback(uuid,integer,text,vector,text)": "test_context_packs",
 }
 
 

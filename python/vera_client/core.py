@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
@@ -25,26 +25,39 @@ from vera_client.adapters.embedders import model_languages
 from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.calls import Call
 from vera_client.adapters.providers.metering import MeterKey, Totals
+from vera_client.adapters.tokenizers.minilm import MiniLMTokenCounter
 from vera_client.bootstrap import Providers
 from vera_client.domain.callers import Caller
+from vera_client.domain.context import ContextPack, assemble, check_request
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError, PermissionDeniedError
 from vera_client.domain.languages import model_reads
 from vera_client.domain.models import (
     ApiKeyInfo,
     Calibration,
+    ConflictValue,
+    Entity,
     EpisodeVersion,
+    Evidence,
+    ExploredFact,
+    Fact,
+    FactChange,
     Hit,
     Membership,
     NewApiKey,
     PassageReviewOutcome,
     PendingPassage,
     PendingReview,
+    Proposal,
+    ProposalState,
     PublishedClaim,
+    RetractedProposal,
     ReviewOutcome,
     SnapshotInfo,
     SnapshotTaken,
     Source,
+    SourceDetail,
     StoredChunk,
+    TimelineFact,
     Vote,
 )
 from vera_client.domain.ports import Embedder
@@ -94,6 +107,8 @@ class Shared:
         settings = providers.settings.reranker if providers is not None else None
         self.rerank_weight = settings.weight if settings is not None else 0.0
         self.rerank_top_n = settings.top_n if settings is not None else 0
+        # context packs count their budget in the MiniLM tokenizer's word pieces
+        self.token_counter = MiniLMTokenCounter()
 
     def known_pins(self, caller: Caller, groups: Sequence[str] | None) -> list[tuple[str, int]] | None:
         """The pins this caller read lately for these groups, else None. Keyed by caller:
@@ -495,4 +510,129 @@ class Operations:
             k_rrf=k_rrf,
             candidates=candidates,
         )
+        return (yield from ask(call))
+
+    # --- knowledge reads (the MCP server's tools): each answers as the caller, through RLS
+
+    def get_fact(self, fact: UUID, *, groups: Sequence[str] | None = None) -> Plan[Fact]:
+        """One fact with its citation (NotFoundError when the caller cannot read it)."""
+        return (yield from ask(calls.get_fact(fact, groups)))
+
+    def get_evidence(self, fact: UUID, *, groups: Sequence[str] | None = None) -> Plan[Evidence]:
+        """Where a fact came from: source, episode, chunk text and the cited span."""
+        return (yield from ask(calls.get_evidence(fact, groups)))
+
+    def explain_fact(self, fact: UUID, *, groups: Sequence[str] | None = None) -> Plan[list[TimelineFact]]:
+        """The fact, the statements supporting it, and the values it superseded or that superseded it."""
+        return (yield from ask(calls.explain_fact(fact, groups)))
+
+    def get_entity(
+        self,
+        name_or_id: str,
+        *,
+        groups: Sequence[str] | None = None,
+        as_of: datetime | None = None,
+        max_rows: int = 200,
+    ) -> Plan[list[Entity]]:
+        """The entity of that name (or id) in each group searched, its aliases and its facts then."""
+        return (yield from ask(calls.get_entity(name_or_id, groups, as_of, max_rows)))
+
+    def get_source(self, source: UUID, *, max_episodes: int = 100) -> Plan[SourceDetail]:
+        """A source, its freshness and its versions (episodes), newest first."""
+        return (yield from ask(calls.get_source(source, max_episodes)))
+
+    def explore(
+        self,
+        entity: str,
+        *,
+        depth: int = 2,
+        as_of: datetime | None = None,
+        groups: Sequence[str] | None = None,
+        max_rows: int = 100,
+    ) -> Plan[list[ExploredFact]]:
+        """Facts reached breadth-first from an entity, 1-5 hops (vera.explore's order)."""
+        return (yield from ask(calls.explore(entity, depth, as_of, groups, max_rows)))
+
+    def changes(
+        self, since: datetime, *, max_rows: int = 100, groups: Sequence[str] | None = None
+    ) -> Plan[list[FactChange]]:
+        """Facts published, superseded or retracted after since, newest first."""
+        return (yield from ask(calls.changes(since, max_rows, groups)))
+
+    def conflicts(
+        self, *, max_rows: int = 100, groups: Sequence[str] | None = None
+    ) -> Plan[list[ConflictValue]]:
+        """Competing values of functional predicates, side by side (one row per value)."""
+        return (yield from ask(calls.conflicts(max_rows, groups)))
+
+    # --- the caller's proposals
+
+    def propose(
+        self, subject: str, predicate: str, obj: str, evidence: str, for_group: str
+    ) -> Plan[Proposal]:
+        """A claim of the caller with its evidence: a proposal in its u: scope, for for_group's review."""
+        return (yield from ask(calls.propose(subject, predicate, obj, evidence, for_group)))
+
+    def retract_proposal(self, fact: UUID) -> Plan[RetractedProposal]:
+        """Withdraw one of the caller's own live proposals."""
+        return (yield from ask(calls.retract_proposal(fact)))
+
+    def list_proposals(self, *, max_rows: int = 100) -> Plan[list[ProposalState]]:
+        """The caller's own proposals, newest first, with their state."""
+        return (yield from ask(calls.list_proposals(max_rows)))
+
+    # --- context packs
+
+    def get_context(
+        self,
+        query: str,
+        *,
+        token_budget: int = 2000,
+        as_of: datetime | None = None,
+        groups: Sequence[str] | None = None,
+        min_authority: float | None = None,
+        max_tier: int | None = None,
+        k: int = 50,
+    ) -> Plan[ContextPack]:
+        """A context pack: the best of the first k hits (searched as search does) that fit token_budget
+        (100-32,000 MiniLM tokens), with omissions, conflicts and freshness warnings; stored, with its id."""
+        check_request(query, token_budget, min_authority, max_tier)
+        _check_k(k)
+        hits = yield from self.search(query, k=k, as_of=as_of, groups=groups)
+        competing: list[ConflictValue] = []
+        if any(hit.kind == "fact" for hit in hits):
+            competing = yield from ask(calls.conflicts(1000, groups))
+        counter = self.shared.token_counter
+        pack = yield from ask(
+            Work(
+                lambda: assemble(
+                    query=query,
+                    hits=hits,
+                    conflicts=competing,
+                    count_tokens=counter.count,
+                    token_budget=token_budget,
+                    as_of=as_of,
+                    groups=groups,
+                    min_authority=min_authority,
+                    max_tier=max_tier,
+                )
+            )
+        )
+        weights = {}
+        for group in sorted({item.group_id for item in pack.items}):
+            weights[group] = yield from ask(calls.active_weights(group))
+        pack = replace(pack, weights=weights)
+        pack_id = yield from ask(calls.store_context_pack(pack))
+        return (yield from self.get_context_pack(pack_id))
+
+    def get_context_pack(self, pack: UUID) -> Plan[ContextPack]:
+        """One of the caller's context packs (NotFoundError for anyone else's)."""
+        return (yield from ask(calls.get_context_pack(pack)))
+
+    def pack_feedback(self, pack: UUID, position: int, vote: str) -> Plan[Vote]:
+        """'up' or 'down' on the item at a position of one of the caller's packs, as on a search hit."""
+        stored = yield from self.get_context_pack(pack)
+        search_text = stored.query
+        vector, model = yield from self._query_vector(search_text, stored.groups)
+        call = calls.record_pack_feedback(pack, position, vote, embedding=vector, embedding_model=model)
         return (yield from ask(call))

@@ -67,6 +67,12 @@ begin
      where e.group_id = target_group and e.episode_id = any (episode_ids);
 
     if erase then
+        -- context packs keep no text of what is erased (sql/functions/215_context_packs.sql)
+        perform vera.erase_pack_items(
+            target_group, episode_ids,
+            array(select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x),
+            array(select c.chunk_id from vera.chunks c
+                   where c.group_id = target_group and c.episode_id = any (episode_ids)));
         delete from vera.feedback fb
          where fb.group_id = target_group
            and ((fb.item_kind = 'fact' and fb.item_id in (select (x #>> '{}')::uuid from jsonb_array_elements(erased.fact_ids) x))
@@ -188,6 +194,10 @@ begin
                    where e.group_id = src.group_id and e.source_id = src.source_id), '{}'),
         true, 'source.erase', 'source', src.source_id::text, reason);
     -- facts of the source without an episode, and the source row itself
+    perform vera.erase_pack_items(
+        src.group_id, '{}',
+        array(select f.fact_id from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id),
+        '{}', src.source_id);
     delete from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id;
     delete from vera.sources s where s.group_id = src.group_id and s.source_id = src.source_id;
     return cleanup_job;

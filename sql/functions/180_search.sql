@@ -658,8 +658,8 @@ begin
         raise exception 'an all-zero query embedding has no direction (cosine distance is undefined)'
             using errcode = '22023';
     end if;
-    if char_length(query) > 4000 then
-        raise exception 'query is % characters; at most 4000', char_length(query) using errcode = '22001';
+    if char_length(query) > 8192 then
+        raise exception 'query is % characters; at most 8192', char_length(query) using errcode = '22001';
     end if;
     if k is null or k < 1 or k > 1000 then
         raise exception 'k must be between 1 and 1000, got %', coalesce(k::text, 'null') using errcode = '22023';

@@ -150,4 +150,60 @@ create policy read_administered_groups on vera.audit_log for select
     using (group_id = any ((select vera.administrable_groups())::text[]));
 create policy owner_appends on vera.audit_log for insert to vera_owner with check (true);
 
+-- External (OIDC) identities: reached only through the gateway's definer
+-- functions (sql/functions/220_identities.sql); no login role reads the table.
+alter table vera.external_identities enable row level security;
+alter table vera.external_identities force row level security;
+drop policy if exists owner_manages on vera.external_identities;
+create policy owner_manages on vera.external_identities to vera_owner using (true) with check (true);
+
+reset role;
+
+-- ===== context packs (issue 13: sql/schema/100_context_packs.sql) =====
+-- A pack lives in its principal's u: scope: the group's policies make it
+-- that principal's alone. Erasure must empty the copies of erased text in
+-- everyone's packs: the admins of the group an item's text came from may
+-- read and update that item (only vera.erase_pack_items does, inside the
+-- erasure), and the packs that searched the group (to drop the omissions,
+-- warnings and conflict values naming erased items). No application role
+-- selects these tables; the definer functions read them.
+set role vera_owner;
+do $context_packs$
+declare
+    pack_table text;
+begin
+    foreach pack_table in array array['context_packs', 'context_pack_items'] loop
+        execute format('alter table vera.%I enable row level security', pack_table);
+        execute format('alter table vera.%I force row level security', pack_table);
+        execute format('drop policy if exists read_own_groups on vera.%I', pack_table);
+        execute format('drop policy if exists insert_own_groups on vera.%I', pack_table);
+        execute format('drop policy if exists update_own_groups on vera.%I', pack_table);
+        execute format('drop policy if exists delete_own_groups on vera.%I', pack_table);
+        execute format($p$create policy read_own_groups on vera.%I for select
+            using (group_id = any ((select vera.readable_groups())::text[]))$p$, pack_table);
+        execute format($p$create policy insert_own_groups on vera.%I for insert
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, pack_table);
+        execute format($p$create policy update_own_groups on vera.%I for update
+            using (group_id = any ((select vera.writable_groups())::text[]))
+            with check (group_id = any ((select vera.writable_groups())::text[]))$p$, pack_table);
+        execute format($p$create policy delete_own_groups on vera.%I for delete
+            using (group_id = any ((select vera.writable_groups())::text[]))$p$, pack_table);
+    end loop;
+end
+$context_packs$;
+drop policy if exists read_items_of_administered_groups on vera.context_pack_items;
+drop policy if exists erase_items_of_administered_groups on vera.context_pack_items;
+create policy read_items_of_administered_groups on vera.context_pack_items for select
+    using (item_group_id = any ((select vera.administrable_groups())::text[]));
+create policy erase_items_of_administered_groups on vera.context_pack_items for update
+    using (item_group_id = any ((select vera.administrable_groups())::text[]))
+    with check (item_group_id = any ((select vera.administrable_groups())::text[]) and erased and text = '');
+drop policy if exists read_packs_of_administered_groups on vera.context_packs;
+drop policy if exists erase_packs_of_administered_groups on vera.context_packs;
+create policy read_packs_of_administered_groups on vera.context_packs for select
+    using (searched_groups && (select vera.administrable_groups())::text[]);
+create policy erase_packs_of_administered_groups on vera.context_packs for update
+    using (searched_groups && (select vera.administrable_groups())::text[])
+    with check (searched_groups && (select vera.administrable_groups())::text[]);
+
 reset role;

@@ -133,4 +133,33 @@ grant execute on function
 grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 grant execute on function vera.missing_vector_indexes(integer) to vera_operator;
 
+-- External (OIDC) identities, sql/functions/220_identities.sql: only the
+-- gateway, which verified the token itself, and operators map an identity to
+-- a principal or provision one; no application role (vera_app and its logins),
+-- nor the worker, may. The table itself is granted to nobody (see the top).
+grant execute on function vera.principal_for_identity(text, text),
+    vera.provision_identity(text, text, text, text, text, vera.member_role)
+    to vera_gateway, vera_operator;
+
+reset role;
+
+-- ===== the MCP server's reads, proposals and context packs (issue 13) =====
+set role vera_owner;
+grant execute on function
+    vera.get_fact(uuid, text[]),
+    vera.get_evidence(uuid, text[]),
+    vera.explain_fact(uuid, text[]),
+    vera.get_entity(text, text[], timestamptz, integer),
+    vera.get_source(uuid, integer),
+    vera.explore(text, integer, timestamptz, text[], integer),
+    vera.changes(timestamptz, integer, text[]),
+    vera.conflicts(integer, text[]),
+    vera.propose(text, text, text, text, text),
+    vera.retract_proposal(uuid),
+    vera.list_proposals(integer),
+    vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text, jsonb,
+                            jsonb, jsonb),
+    vera.get_context_pack(uuid),
+    vera.record_pack_feedback(uuid, integer, text, public.vector, text)
+    to vera_app, vera_gateway;
 reset role;

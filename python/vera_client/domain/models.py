@@ -296,3 +296,184 @@ class AppLogin:
     limits: LoginLimits
     can_login: bool
     sessions: int
+
+
+# --- knowledge reads (issue 13: the MCP server's tools) ---------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fact:
+    """One fact as read_facts and search show it, with its citation (source, episode, chunk, evidence)."""
+
+    fact_id: UUID
+    group_id: str
+    subject: str
+    predicate: str
+    object: str
+    fact_text: str
+    lifecycle: str
+    tier: int
+    authority: float
+    verification: str
+    confidence: float
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    proposed_for: str | None
+    citation: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TimelineFact(Fact):
+    """A fact of explain_fact's timeline: relation is 'fact', 'supporting', 'superseded' or 'superseding'."""
+
+    relation: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExploredFact(Fact):
+    """A fact explore reached, at hop 1 (it names the starting entity) or later."""
+
+    hop: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FactChange(Fact):
+    """What happened to a fact lately: change is 'published', 'superseded' or 'retracted', at `at`."""
+
+    change: str
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EntityFact(Fact):
+    """A fact about an entity: role 'subject' or 'object'."""
+
+    role: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Entity:
+    """An entity of one group, its aliases and the facts that hold with it (as of the instant asked)."""
+
+    entity_id: UUID
+    group_id: str
+    canonical_name: str
+    entity_type: str | None
+    aliases: list[str]
+    facts: list[EntityFact]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Evidence:
+    """Where a fact came from: source, episode (version of a record), chunk text and the cited span."""
+
+    fact_id: UUID
+    group_id: str
+    source_id: UUID | None
+    source_name: str | None
+    source_kind: str | None
+    tier: int
+    episode_id: UUID | None
+    external_id: str | None
+    version: int | None
+    title: str | None
+    uri: str | None
+    observed_at: datetime | None
+    recorded_at: datetime | None
+    chunk_id: UUID | None
+    ordinal: int | None
+    heading: str | None
+    chunk_text: str | None
+    evidence_start: int | None
+    evidence_end: int | None
+    evidence_text: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceVersion:
+    """One episode of a source: a version of one of its records."""
+
+    episode_id: UUID
+    external_id: str
+    version: int
+    title: str | None
+    observed_at: datetime
+    recorded_at: datetime
+    status: str
+    retracted: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceDetail:
+    """A source with its freshness (last ingestion, age in seconds) and its versions, newest first."""
+
+    source_id: UUID
+    group_id: str
+    kind: str
+    name: str
+    uri: str | None
+    trust_tier: int
+    created_at: datetime
+    retracted_at: datetime | None
+    episode_count: int
+    last_recorded_at: datetime | None
+    last_observed_at: datetime | None
+    age_seconds: float | None
+    versions: list[SourceVersion]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConflictValue:
+    """One of the competing values of a subject and predicate (conflict numbers the subject+predicate)."""
+
+    conflict: int
+    subject: str
+    predicate: str
+    fact_id: UUID
+    group_id: str
+    object: str
+    lifecycle: str
+    tier: int
+    authority: float
+    verification: str
+    source_id: UUID | None
+    source_name: str | None
+    valid_from: datetime
+    recorded_at: datetime
+    proposed_for: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Proposal:
+    """A claim proposed by the caller: where it waits (its u: scope), for which scope, and its evidence."""
+
+    fact_id: UUID
+    group_id: str
+    proposed_for: str
+    lifecycle: str
+    source_id: UUID
+    episode_id: UUID
+    chunk_id: UUID
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProposalState:
+    """One of the caller's proposals: lifecycle proposal (waiting), accepted, rejected or retracted."""
+
+    fact_id: UUID
+    proposed_for: str
+    subject: str
+    predicate: str
+    object: str
+    fact_text: str
+    lifecycle: str
+    evidence: str | None
+    recorded_at: datetime
+    reviewed_at: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetractedProposal:
+    fact_id: UUID
+    lifecycle: str

@@ -6,6 +6,7 @@ defers jobs into it from the same transactions as the writes they follow
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavaila
 from vera_client.domain.ports import GraphProjection, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
+from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
 from vera_worker.domain.jobs import EmbedJob, JobName
 
 logger = logging.getLogger(__name__)
@@ -182,6 +184,14 @@ async def _watch_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: f
         await asyncio.sleep(stalled_after / 2)
 
 
+async def _watch_backlog(backlog: BacklogMonitor, interval: float) -> None:
+    while True:
+        # a failed reading was logged by refresh; the next one tries again
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(backlog.refresh)
+        await asyncio.sleep(interval)
+
+
 def serve(
     app: procrastinate.App,
     dsn: str,
@@ -190,26 +200,41 @@ def serve(
     once: bool,
     concurrency: int,
     stalled_after: float,
+    backlog: BacklogMonitor | None = None,
+    backlog_interval: float = DEFAULT_INTERVAL_SECONDS,
 ) -> None:
     """Run a worker on queues (`vera worker`). Besides its jobs it watches for jobs of workers
     that are gone (stalled_after seconds without a heartbeat) and queues them again: once at
-    the start with once, every stalled_after / 2 seconds otherwise."""
+    the start with once, every stalled_after / 2 seconds otherwise. With a backlog monitor,
+    it reads the queues' depth every backlog_interval seconds (once with once)."""
 
     async def run() -> None:
         async with app.open_async():
+            watches = []
+            if backlog is not None:
+                if once:
+                    with contextlib.suppress(Exception):  # logged; the jobs run all the same
+                        await asyncio.to_thread(backlog.refresh)
+                else:
+                    watches.append(
+                        asyncio.create_task(_watch_backlog(backlog, backlog_interval), name="backlog")
+                    )
             if once:
                 await retry_stalled_jobs(app, dsn, stalled_after)
                 await app.run_worker_async(
                     queues=list(queues), wait=False, concurrency=concurrency, **worker_options(stalled_after)
                 )
                 return
-            watcher = asyncio.create_task(_watch_stalled_jobs(app, dsn, stalled_after), name="stalled jobs")
+            watches.append(
+                asyncio.create_task(_watch_stalled_jobs(app, dsn, stalled_after), name="stalled jobs")
+            )
             try:
                 await app.run_worker_async(
                     queues=list(queues), wait=True, concurrency=concurrency, **worker_options(stalled_after)
                 )
             finally:
-                watcher.cancel()
-                await asyncio.gather(watcher, return_exceptions=True)
+                for watch in watches:
+                    watch.cancel()
+                await asyncio.gather(*watches, return_exceptions=True)
 
     asyncio.run(run())

@@ -38,6 +38,7 @@ from vera_worker.adapters.ingestion import (
 )
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain, serve
+from vera_worker.adapters.queue_metrics import DEFAULT_THRESHOLD, BacklogMonitor, database_queue_depths
 
 logger = logging.getLogger(__name__)
 
@@ -142,24 +143,56 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
 @click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
 @click.option("--queue", "queues", multiple=True, type=click.Choice(SERVED_QUEUES),
               help="Serve only this queue (repeatable; default: all the worker runs).")  # fmt: skip
+@click.option("--metrics-port", type=click.IntRange(1, 65535),
+              help="Serve Prometheus metrics (queue depth, backlog signal) on this port.")  # fmt: skip
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, help="Address of the metrics port.")
+@click.option("--backlog-threshold", type=click.IntRange(min=0),
+              help=f"Signal a queue's backlog above this many due jobs [{DEFAULT_THRESHOLD}].")  # fmt: skip
 @friendly_errors
-def worker_command(once: bool, queues: tuple[str, ...]) -> None:
-    """Run the worker: ingestion runs, embeddings, graph projection, judges, cleanup after retraction."""
+def worker_command(
+    once: bool,
+    queues: tuple[str, ...],
+    metrics_port: int | None,
+    metrics_host: str,
+    backlog_threshold: int | None,
+) -> None:
+    """Run the worker: ingestion runs, embeddings, graph projection, judges, cleanup after retraction.
+
+    With --metrics-port (or --backlog-threshold) it also watches the depth of every queue: a
+    queue whose due jobs exceed the threshold sets vera_queue_backlog_over_threshold and logs
+    a warning once.
+    """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     database = database_from_env()
     start_if_embedded(database)
     app = _app(database)
     concurrency = database.settings.worker.concurrency
+    backlog = None
+    if metrics_port is not None or backlog_threshold is not None:
+        read = database_queue_depths(
+            database.worker_dsn, connect_timeout=database.settings.db.connect_timeout
+        )
+        threshold = DEFAULT_THRESHOLD if backlog_threshold is None else backlog_threshold
+        backlog = BacklogMonitor(read, queues=SERVED_QUEUES, threshold=threshold)
+    metrics_server = None
+    if backlog is not None and metrics_port is not None:
+        metrics_server = backlog.serve(metrics_port, metrics_host)
+        click.echo(f"vera worker: metrics on http://{metrics_host}:{metrics_port}/metrics")
     until = "until idle" if once else "Ctrl+C stops"
     click.echo(f"vera worker: queues {', '.join(queues or SERVED_QUEUES)}; {until}")
-    serve(
-        app,
-        database.worker_dsn,
-        queues=queues or SERVED_QUEUES,
-        once=once,
-        concurrency=concurrency,
-        stalled_after=database.settings.worker.stalled_after,
-    )
+    try:
+        serve(
+            app,
+            database.worker_dsn,
+            queues=queues or SERVED_QUEUES,
+            once=once,
+            concurrency=concurrency,
+            stalled_after=database.settings.worker.stalled_after,
+            backlog=backlog,
+        )
+    finally:
+        if metrics_server is not None:
+            metrics_server.shutdown()
 
 
 @commands.command("ingest")

@@ -15,24 +15,45 @@ import numpy as np
 from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 
+from vera_client.domain.context import (
+    ContextPack,
+    conflicts_json,
+    items_json,
+    omitted_json,
+    pack_from_row,
+    warnings_json,
+)
 from vera_client.domain.models import (
     ApiKeyInfo,
     Calibration,
+    ConflictValue,
+    Entity,
+    EntityFact,
     EpisodeVersion,
+    Evidence,
+    ExploredFact,
+    Fact,
+    FactChange,
     Hit,
     Membership,
     NewApiKey,
     PassageReviewOutcome,
     PendingPassage,
     PendingReview,
+    Proposal,
+    ProposalState,
     PublishedClaim,
+    RetractedProposal,
     ReviewOutcome,
     Signals,
     SnapshotInfo,
     SnapshotTaken,
     Source,
+    SourceDetail,
+    SourceVersion,
     StoredChunk,
     Tenant,
+    TimelineFact,
     VectorIndexBuild,
     Vote,
 )
@@ -478,3 +499,152 @@ def set_fact_embeddings(
         "embedding_model": embedding_model,
     }
     return Call("set_fact_embeddings", params, scalar)
+
+
+# --- knowledge reads, proposals and context packs (the MCP server's tools) -------------------------
+
+
+def _groups(groups: Sequence[str] | None) -> list[str] | None:
+    return list(groups) if groups is not None else None
+
+
+def get_fact(fact: UUID, groups: Sequence[str] | None) -> Call[Fact]:
+    return Call("get_fact", {"fact": fact, "groups": _groups(groups)}, record(Fact))
+
+
+def get_evidence(fact: UUID, groups: Sequence[str] | None) -> Call[Evidence]:
+    return Call("get_evidence", {"fact": fact, "groups": _groups(groups)}, record(Evidence))
+
+
+def explain_fact(fact: UUID, groups: Sequence[str] | None) -> Call[list[TimelineFact]]:
+    return Call("explain_fact", {"fact": fact, "groups": _groups(groups)}, records(TimelineFact))
+
+
+_ENTITY_COLUMNS = ("entity_id", "entity_group_id", "canonical_name", "entity_type", "aliases")
+
+
+def entities(columns: Sequence[str], rows: Rows) -> list[Entity]:
+    """vera.get_entity's rows (one per entity and fact) as entities with their facts, in order."""
+    found: dict[tuple[str, UUID], tuple[dict[str, Any], list[EntityFact]]] = {}
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        head = {name: values.pop(name) for name in _ENTITY_COLUMNS}
+        key = (head["entity_group_id"], head["entity_id"])
+        _, facts = found.setdefault(key, (head, []))
+        if values["fact_id"] is not None:
+            facts.append(EntityFact(**values))
+    return [
+        Entity(
+            entity_id=head["entity_id"],
+            group_id=head["entity_group_id"],
+            canonical_name=head["canonical_name"],
+            entity_type=head["entity_type"],
+            aliases=list(head["aliases"] or []),
+            facts=facts,
+        )
+        for head, facts in found.values()
+    ]
+
+
+def get_entity(
+    entity: str, groups: Sequence[str] | None, as_of: datetime | None, max_rows: int
+) -> Call[list[Entity]]:
+    params = {"entity": entity, "groups": _groups(groups), "as_of": as_of, "max_rows": max_rows}
+    return Call("get_entity", params, entities)
+
+
+def source_detail(columns: Sequence[str], rows: Rows) -> SourceDetail:
+    values = dict(zip(columns, rows[0], strict=True))
+    episodes = values.pop("episodes")
+    versions = [
+        SourceVersion(
+            episode_id=UUID(e["episode_id"]),
+            external_id=e["external_id"],
+            version=e["version"],
+            title=e["title"],
+            observed_at=datetime.fromisoformat(e["observed_at"]),
+            recorded_at=datetime.fromisoformat(e["recorded_at"]),
+            status=e["status"],
+            retracted=e["retracted"],
+        )
+        for e in episodes
+    ]
+    return SourceDetail(versions=versions, **values)
+
+
+def get_source(source: UUID, max_episodes: int) -> Call[SourceDetail]:
+    return Call("get_source", {"source": source, "max_episodes": max_episodes}, source_detail)
+
+
+def explore(
+    entity: str, depth: int, as_of: datetime | None, groups: Sequence[str] | None, max_rows: int
+) -> Call[list[ExploredFact]]:
+    params = {
+        "entity": entity,
+        "depth": depth,
+        "as_of": as_of,
+        "groups": _groups(groups),
+        "max_rows": max_rows,
+    }
+    return Call("explore", params, records(ExploredFact))
+
+
+def changes(since: datetime, max_rows: int, groups: Sequence[str] | None) -> Call[list[FactChange]]:
+    params = {"since": since, "max_rows": max_rows, "groups": _groups(groups)}
+    return Call("changes", params, records(FactChange))
+
+
+def conflicts(max_rows: int, groups: Sequence[str] | None) -> Call[list[ConflictValue]]:
+    return Call("conflicts", {"max_rows": max_rows, "groups": _groups(groups)}, records(ConflictValue))
+
+
+def propose(subject: str, predicate: str, obj: str, evidence: str, for_group: str) -> Call[Proposal]:
+    params = {"subject": subject, "predicate": predicate, "object": obj, "evidence": evidence,
+              "for_group": for_group}  # fmt: skip
+    return Call("propose", params, record(Proposal))
+
+
+def retract_proposal(fact: UUID) -> Call[RetractedProposal]:
+    return Call("retract_proposal", {"fact": fact}, record(RetractedProposal))
+
+
+def list_proposals(max_rows: int) -> Call[list[ProposalState]]:
+    return Call("list_proposals", {"max_rows": max_rows}, records(ProposalState))
+
+
+def store_context_pack(pack: ContextPack) -> Call[UUID]:
+    params = {
+        "query": pack.query,
+        "token_budget": pack.token_budget,
+        "items": Jsonb(items_json(pack)),
+        "as_of": pack.as_of,
+        "groups": pack.groups,
+        "min_authority": pack.min_authority,
+        "max_tier": pack.max_tier,
+        "weights": Jsonb(pack.weights) if pack.weights is not None else None,
+        "assembler_version": pack.assembler_version,
+        "omitted": Jsonb(omitted_json(pack)),
+        "conflicts": Jsonb(conflicts_json(pack)),
+        "warnings": Jsonb(warnings_json(pack)),
+    }
+    return Call("store_context_pack", params, scalar)
+
+
+def get_context_pack(pack: UUID) -> Call[ContextPack]:
+    def read(columns: Sequence[str], rows: Rows) -> ContextPack:
+        return pack_from_row(dict(zip(columns, rows[0], strict=True)))
+
+    return Call("get_context_pack", {"pack": pack}, read)
+
+
+def record_pack_feedback(
+    pack: UUID, position: int, vote: str, *, embedding: Sequence[float] | None, embedding_model: str | None
+) -> Call[Vote]:
+    params = {
+        "pack": pack,
+        "position": position,
+        "vote": vote,
+        "embedding": _vector(embedding),
+        "embedding_model": embedding_model,
+    }
+    return Call("record_pack_feedback", params, record(Vote))

@@ -11,12 +11,17 @@ what it may read and write. Vectors travel in pgvector's binary format.
 process that works through one) and opens such transactions; `AsyncExecutor`
 is the same for asyncio. Both are thin: what a call means lives in calls.py,
 what SQL it runs in queries.sql, what an error means in errors.py.
+
+An optional observer (`observe`) wraps every call: given the call's query
+name, it returns a context manager entered around the SQL (the MCP server's
+tracing opens a span in it). The client library stays free of any tracing
+library; with no observer nothing extra runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager, nullcontext
 from typing import Any, TypeVar
 
 import psycopg
@@ -32,6 +37,13 @@ from vera_client.domain.callers import ApiKey, Caller, Operator, Principal
 from vera_client.domain.errors import DatabaseUnavailableError
 
 T = TypeVar("T")
+
+# Given a call's query name (never its parameters), a context manager entered around its SQL.
+SqlObserver = Callable[[str], AbstractContextManager[object]]
+
+
+def _observed(observe: SqlObserver | None, call: Call[Any]) -> AbstractContextManager[object]:
+    return observe(call.query) if observe is not None else nullcontext()
 
 
 def _authentication(caller: Caller) -> tuple[str, dict[str, Any]] | None:
@@ -51,11 +63,12 @@ def _read(call: Call[T], cursor: psycopg.Cursor[Any], rows: list[tuple[Any, ...]
 class Transaction:
     """One open, authenticated transaction: run calls in it; they commit together."""
 
-    def __init__(self, conn: psycopg.Connection) -> None:
+    def __init__(self, conn: psycopg.Connection, observe: SqlObserver | None = None) -> None:
         self.conn = conn
+        self.observe = observe
 
     def run(self, call: Call[T]) -> T:
-        with translated_errors():
+        with _observed(self.observe, call), translated_errors():
             cursor = self.conn.execute(query(call.query), call.params)
             rows = cursor.fetchall() if cursor.description is not None else []
         return _read(call, cursor, rows)
@@ -64,11 +77,12 @@ class Transaction:
 class AsyncTransaction:
     """Transaction for asyncio."""
 
-    def __init__(self, conn: psycopg.AsyncConnection) -> None:
+    def __init__(self, conn: psycopg.AsyncConnection, observe: SqlObserver | None = None) -> None:
         self.conn = conn
+        self.observe = observe
 
     async def run(self, call: Call[T]) -> T:
-        with translated_errors():
+        with _observed(self.observe, call), translated_errors():
             cursor = await self.conn.execute(query(call.query), call.params)
             rows = await cursor.fetchall() if cursor.description is not None else []
         return call.read([column.name for column in cursor.description or []], rows)
@@ -76,7 +90,10 @@ class AsyncTransaction:
 
 @contextmanager
 def begin(
-    conn: psycopg.Connection, caller: Caller, isolation: IsolationLevel | None = None
+    conn: psycopg.Connection,
+    caller: Caller,
+    isolation: IsolationLevel | None = None,
+    observe: SqlObserver | None = None,
 ) -> Iterator[Transaction]:
     """A transaction on conn acting as caller; committed when the block ends, rolled back on error."""
     with translated_errors():
@@ -87,7 +104,7 @@ def begin(
                 auth = _authentication(caller)
                 if auth is not None:
                     conn.execute(*auth)
-                yield Transaction(conn)
+                yield Transaction(conn, observe)
         finally:
             if isolation is not None and not conn.closed:
                 conn.isolation_level = None
@@ -95,7 +112,10 @@ def begin(
 
 @asynccontextmanager
 async def begin_async(
-    conn: psycopg.AsyncConnection, caller: Caller, isolation: IsolationLevel | None = None
+    conn: psycopg.AsyncConnection,
+    caller: Caller,
+    isolation: IsolationLevel | None = None,
+    observe: SqlObserver | None = None,
 ) -> AsyncIterator[AsyncTransaction]:
     with translated_errors():
         if isolation is not None:
@@ -105,7 +125,7 @@ async def begin_async(
                 auth = _authentication(caller)
                 if auth is not None:
                     await conn.execute(*auth)
-                yield AsyncTransaction(conn)
+                yield AsyncTransaction(conn, observe)
         finally:
             if isolation is not None and not conn.closed:
                 await conn.set_isolation_level(None)
@@ -118,12 +138,18 @@ def _unavailable(dsn: str, timeout: float) -> DatabaseUnavailableError:
 class Executor:
     """Runs calls as a caller, each in a transaction of its own, on pooled connections. Thread-safe."""
 
-    def __init__(self, pool: psycopg_pool.ConnectionPool) -> None:
+    def __init__(self, pool: psycopg_pool.ConnectionPool, *, observe: SqlObserver | None = None) -> None:
         self.pool = pool
+        self.observe = observe
 
     @classmethod
     def connect(
-        cls, dsn: str, *, pool: PoolSettings | None = None, connect_timeout: float = 10.0
+        cls,
+        dsn: str,
+        *,
+        pool: PoolSettings | None = None,
+        connect_timeout: float = 10.0,
+        observe: SqlObserver | None = None,
     ) -> Executor:
         """A pool on dsn, opened and waited for (DatabaseUnavailableError within connect_timeout)."""
         pool = pool or PoolSettings()
@@ -141,12 +167,16 @@ class Executor:
         except psycopg_pool.PoolTimeout as exc:
             connections.close()
             raise _unavailable(dsn, connect_timeout) from exc
-        return cls(connections)
+        return cls(connections, observe=observe)
 
     @contextmanager
     def transaction(self, caller: Caller, isolation: IsolationLevel | None = None) -> Iterator[Transaction]:
         """Several calls in one transaction as caller (they commit or roll back together)."""
-        with translated_errors(), self.pool.connection() as conn, begin(conn, caller, isolation) as tx:
+        with (
+            translated_errors(),
+            self.pool.connection() as conn,
+            begin(conn, caller, isolation, self.observe) as tx,
+        ):
             yield tx
 
     def run(self, caller: Caller, call: Call[T]) -> T:
@@ -160,12 +190,18 @@ class Executor:
 class AsyncExecutor:
     """Executor for asyncio."""
 
-    def __init__(self, pool: psycopg_pool.AsyncConnectionPool) -> None:
+    def __init__(self, pool: psycopg_pool.AsyncConnectionPool, *, observe: SqlObserver | None = None) -> None:
         self.pool = pool
+        self.observe = observe
 
     @classmethod
     async def connect(
-        cls, dsn: str, *, pool: PoolSettings | None = None, connect_timeout: float = 10.0
+        cls,
+        dsn: str,
+        *,
+        pool: PoolSettings | None = None,
+        connect_timeout: float = 10.0,
+        observe: SqlObserver | None = None,
     ) -> AsyncExecutor:
         pool = pool or PoolSettings()
         connections = psycopg_pool.AsyncConnectionPool(
@@ -182,14 +218,17 @@ class AsyncExecutor:
         except psycopg_pool.PoolTimeout as exc:
             await connections.close()
             raise _unavailable(dsn, connect_timeout) from exc
-        return cls(connections)
+        return cls(connections, observe=observe)
 
     @asynccontextmanager
     async def transaction(
         self, caller: Caller, isolation: IsolationLevel | None = None
     ) -> AsyncIterator[AsyncTransaction]:
         with translated_errors():
-            async with self.pool.connection() as conn, begin_async(conn, caller, isolation) as tx:
+            async with (
+                self.pool.connection() as conn,
+                begin_async(conn, caller, isolation, self.observe) as tx,
+            ):
                 yield tx
 
     async def run(self, caller: Caller, call: Call[T]) -> T:

@@ -234,3 +234,108 @@ order by r.rolname;
 select count(*) filter (where pg_catalog.pg_terminate_backend(a.pid, 5000))
 from pg_catalog.pg_stat_activity a
 where a.usename = %(role)s and a.pid <> pg_catalog.pg_backend_pid();
+
+-- name: queue_depth
+-- The worker (role vera_worker): per queue, jobs due and waiting (todo), waiting for a later time (scheduled), running (doing).
+select queue_name as queue,
+       count(*) filter (where status = 'todo' and (scheduled_at is null or scheduled_at <= now())) as todo,
+       count(*) filter (where status = 'todo' and scheduled_at > now()) as scheduled,
+       count(*) filter (where status = 'doing') as doing
+from procrastinate.procrastinate_jobs
+where status in ('todo', 'doing')
+group by queue_name
+order by queue_name;
+
+-- ---------------------------------------------------------------------------
+-- External (OIDC) identities (identities.py): the gateway's calls, on its own
+-- connection with no caller authenticated.
+
+-- name: principal_for_identity
+-- Gateway: the principal an external identity was provisioned as, or null.
+select vera.principal_for_identity(%(issuer)s, %(subject)s);
+
+-- name: provision_identity
+-- Gateway: provisions a first-seen external identity as a user with a role in a group, exactly once.
+select vera.provision_identity(%(issuer)s, %(subject)s, %(display_name)s, %(email)s, %(group)s,
+                               %(role)s::vera.member_role);
+
+-- name: get_fact
+-- One fact the caller may read, with its citation (issue 13).
+select fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
+       verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
+from vera.get_fact(%(fact)s, %(groups)s::text[]);
+
+-- name: get_evidence
+-- The evidence of one fact: source, episode, chunk text and span.
+select fact_id, group_id, source_id, source_name, source_kind, tier, episode_id, external_id, version, title, uri,
+       observed_at, recorded_at, chunk_id, ordinal, heading, chunk_text, evidence_start, evidence_end, evidence_text
+from vera.get_evidence(%(fact)s, %(groups)s::text[]);
+
+-- name: explain_fact
+-- A fact's timeline: the fact, supporting statements, the values it superseded and that superseded it.
+select relation, fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
+       verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
+from vera.explain_fact(%(fact)s, %(groups)s::text[]);
+
+-- name: get_entity
+-- An entity by name or id, its aliases and its facts as subject or object (one row per entity and fact).
+select entity_id, entity_group_id, canonical_name, entity_type, aliases, role, fact_id, group_id, subject,
+       predicate, object, fact_text, lifecycle::text, tier, authority, verification::text, confidence, valid_from,
+       valid_to, recorded_at, proposed_for, citation
+from vera.get_entity(%(entity)s, %(groups)s::text[], %(as_of)s, %(max_rows)s);
+
+-- name: get_source
+-- A source with its freshness and its versions, newest first.
+select source_id, group_id, kind, name, uri, trust_tier, created_at, retracted_at, episode_count,
+       last_recorded_at, last_observed_at, age_seconds, episodes
+from vera.get_source(%(source)s, %(max_episodes)s);
+
+-- name: explore
+-- Breadth-first, 1-5 hops over facts that share entities.
+select hop, fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
+       verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
+from vera.explore(%(entity)s, %(depth)s, %(as_of)s, %(groups)s::text[], %(max_rows)s);
+
+-- name: changes
+-- Facts published, superseded or retracted after an instant, newest first.
+select change, at, fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
+       verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
+from vera.changes(%(since)s, %(max_rows)s, %(groups)s::text[]);
+
+-- name: conflicts
+-- Subjects and predicates with competing values, side by side.
+select conflict, subject, predicate, fact_id, group_id, object, lifecycle::text, tier, authority,
+       verification::text, source_id, source_name, valid_from, recorded_at, proposed_for
+from vera.conflicts(%(max_rows)s, %(groups)s::text[]);
+
+-- name: propose
+-- The caller's claim with its evidence, as a proposal for a shared scope.
+select fact_id, group_id, proposed_for, lifecycle::text, source_id, episode_id, chunk_id
+from vera.propose(%(subject)s, %(predicate)s, %(object)s, %(evidence)s, %(for_group)s);
+
+-- name: retract_proposal
+-- Withdraws one of the caller's own live proposals.
+select fact_id, lifecycle::text from vera.retract_proposal(%(fact)s);
+
+-- name: list_proposals
+-- The caller's own proposals, newest first.
+select fact_id, proposed_for, subject, predicate, object, fact_text, lifecycle::text, evidence, recorded_at,
+       reviewed_at
+from vera.list_proposals(%(max_rows)s);
+
+-- name: store_context_pack
+-- Stores a context pack the caller assembled; its id.
+select vera.store_context_pack(%(query)s, %(token_budget)s, %(items)s, %(as_of)s, %(groups)s::text[],
+                               %(min_authority)s::float8, %(max_tier)s, %(weights)s, %(assembler_version)s,
+                               %(omitted)s, %(conflicts)s, %(warnings)s);
+
+-- name: get_context_pack
+-- One of the caller's context packs.
+select pack_id, created_at, searched_groups, request, weights, assembler_version, items, omitted, conflicts,
+       warnings
+from vera.get_context_pack(%(pack)s);
+
+-- name: record_pack_feedback
+-- A vote on the item at a position of one of the caller's packs, as on a hit.
+select feedback_id, group_id, signals, created
+from vera.record_pack_feedback(%(pack)s, %(position)s, %(vote)s, %(embedding)s::vector, %(embedding_model)s);
