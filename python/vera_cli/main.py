@@ -1,6 +1,6 @@
 """`vera`: one command line assembled from the parts each package contributes
 (the client's database, search and source commands; the worker's worker,
-ingest and demo). Each part is a click group of its own, so that a package
+ingest and demo; the MCP server's mcp). Each part is a click group of its own, so that a package
 adds commands without importing the others; only this module sees them all."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from __future__ import annotations
 import click
 
 from vera_client.entrypoints.cli import commands as client_commands
+from vera_mcp.entrypoints.cli import commands as mcp_commands
 from vera_worker.entrypoints.cli import commands as worker_commands
 
-PARTS: tuple[click.Group, ...] = (client_commands, worker_commands)
+PARTS: tuple[click.Group, ...] = (client_commands, worker_commands, mcp_commands)
 
 
 @click.group()

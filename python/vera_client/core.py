@@ -458,6 +458,10 @@ class Operations:
         )
         return (yield from ask(call))
 
+    def search_version(self) -> Plan[str]:
+        """The version of the ranking code that answers searches (snapshots pin it)."""
+        return (yield from ask(calls.search_version()))
+
     def calibrate(self, group: str, min_samples: int | None = None) -> Plan[Calibration]:
         """calibrate_weights from the group's votes."""
         return (yield from ask(calls.calibrate_weights(group, min_samples)))

@@ -1,1 +1,2 @@
-"""Infrastructure behind the MCP server's ports: token verification, quotas, metrics, traces, logs."""
+"""Infrastructure behind the MCP server's ports and its transports: token verification, quotas,
+metrics, traces, logs, the tools and the HTTP app. The only place mcp, starlette and uvicorn are imported."""

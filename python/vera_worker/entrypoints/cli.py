@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shlex
 import sys
@@ -17,6 +18,7 @@ from vera_client.adapters.examples import example_dir
 from vera_client.adapters.postgres import provisioning
 from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
+from vera_client.config import DbSettings
 from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
     database_from_env,
@@ -286,3 +288,41 @@ def demo() -> None:
     click.echo("    begin;  -- the key travels as a parameter, never in the SQL text:")
     click.echo(f"    select vera.authenticate($1) \\bind {key} \\g")
     click.echo("    select rank, kind, text from vera.search('who owns ledger-db?'); commit;")
+    stdio, http = agent_client_config(
+        str(installed) if installed.exists() else "vera", key, database.settings.db
+    )
+    click.echo("\nConnect an agent (MCP; see docs/mcp.md). A local client that starts the server itself:")
+    click.echo(json.dumps(stdio, indent=2, ensure_ascii=False))
+    click.echo(f"Or over HTTP, after `{command} mcp serve --http`:")
+    click.echo(json.dumps(http, indent=2, ensure_ascii=False))
+
+
+# `vera mcp serve --http` listens here unless VERA_MCP_HOST / VERA_MCP_PORT say otherwise
+MCP_HTTP_URL = "http://127.0.0.1:8765/mcp"
+
+
+def agent_client_config(
+    command: str, key: str, db: DbSettings
+) -> tuple[dict[str, object], dict[str, object]]:
+    """The `mcpServers` entries (Claude Desktop/Code style) that connect an agent to this memory:
+    stdio (the client starts `vera mcp serve --stdio` with the key, and the database's location
+    when it is not the default one) and streamable HTTP with the key as a Bearer token."""
+    env = {"VERA_API_KEY": key}
+    defaults = DbSettings()
+    if db.embedded:
+        located: list[tuple[str, object, object]] = [
+            ("DATA_DIR", db.data_dir, defaults.data_dir),
+            ("PORT", db.port, defaults.port),
+            ("DATABASE", db.database, defaults.database),
+        ]
+        for name, value, default in located:
+            if value != default:
+                env[f"VERA_DB__{name}"] = str(value)
+    stdio: dict[str, object] = {
+        "mcpServers": {"vera": {"command": command, "args": ["mcp", "serve", "--stdio"], "env": env}}
+    }
+    bearer = {"Authorization": f"Bearer {key}"}
+    http: dict[str, object] = {
+        "mcpServers": {"vera": {"type": "http", "url": MCP_HTTP_URL, "headers": bearer}}
+    }
+    return stdio, http

@@ -306,6 +306,10 @@ def complete_cleanup(job: int) -> Call[bool]:
 # --- the read path ----------------------------------------------------------------------------------
 
 
+def search_version() -> Call[str]:
+    return Call("search_version", {}, scalar)
+
+
 def pinned_models(groups: Sequence[str] | None) -> Call[list[tuple[str, int]]]:
     """The embedding models (and dimensions) pinned by the groups (default: every readable group)."""
     return Call("pinned_models", {"groups": list(groups) if groups is not None else None}, pins)

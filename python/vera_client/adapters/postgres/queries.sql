@@ -71,6 +71,10 @@ select vera.request_ingest(%(group)s, %(source)s, %(path)s);
 -- The typed client's calls (vera_client.client): one per SQL API function,
 -- columns named as the result dataclasses' fields.
 
+-- name: search_version
+-- The version of the ranking code (snapshots pin it); needs no caller.
+select vera.search_version();
+
 -- name: whoami
 select principal_id, display_name, kind::text as kind, group_id, group_kind::text as group_kind, group_name,
        parent_group_id, role::text as role

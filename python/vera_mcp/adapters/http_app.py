@@ -1,0 +1,107 @@
+"""The streamable HTTP transport: one Starlette app (build_http_app) serving MCP
+at /mcp as an OAuth 2.1 resource server (Bearer tokens through the SDK's auth
+middleware; RFC 9728 metadata; every 401 names it in WWW-Authenticate), with
+Host/Origin checks against DNS rebinding, a body size limit, and health."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+import uvicorn
+from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from vera_client.client import AsyncVeraClient
+from vera_mcp.adapters.health import health_routes
+from vera_mcp.adapters.runner import ToolRunner
+from vera_mcp.adapters.tools import build_mcp_server
+from vera_mcp.adapters.verifier import ChainedTokenVerifier
+from vera_mcp.config import McpSettings
+from vera_mcp.domain.access import Scope
+from vera_mcp.domain.ports import QuotaLedger, TokenVerification
+
+MCP_PATH = "/mcp"
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def transport_security(settings: McpSettings) -> TransportSecuritySettings:
+    """Hosts and origins the server answers: loopback (any port), the public URL's, and the configured ones.
+    A page on another site cannot reach the server through a rebound DNS name nor from its origin."""
+    public = urlsplit(settings.base_url)
+    hosts = [f"{name}:*" for name in LOOPBACK_HOSTS] + [public.netloc]
+    if public.port is None:  # a Host header may carry the default port explicitly
+        hosts.append(f"{public.netloc}:*")
+    origins = [f"http://{name}:*" for name in LOOPBACK_HOSTS] + [f"{public.scheme}://{public.netloc}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=sorted({*hosts, *settings.allowed_hosts}),
+        allowed_origins=sorted({*origins, *settings.allowed_origins}),
+    )
+
+
+def build_http_app(
+    settings: McpSettings,
+    client: AsyncVeraClient,
+    verifiers: Sequence[TokenVerification],
+    ledger: QuotaLedger | None,
+    *,
+    server_version: str,
+) -> Starlette:
+    """The whole HTTP server as one Starlette app (add routes and middleware to it)."""
+    resource = settings.base_url + MCP_PATH
+    issuers = settings.authorization_servers or [settings.base_url]
+    runner = ToolRunner(
+        client, server_version=server_version, ledger=ledger, timeout_s=settings.request_timeout_s
+    )
+    auth = AuthSettings(
+        issuer_url=AnyHttpUrl(issuers[0]),
+        resource_server_url=AnyHttpUrl(resource),
+        # each verifier checks the audience of its tokens itself (an API key has none)
+        validate_token_resource=False,
+        # no scope is required to connect: each tool asks for its own (ToolRunner.run_tool)
+        required_scopes=None,
+    )
+    server = build_mcp_server(runner, token_verifier=ChainedTokenVerifier(verifiers, resource), auth=auth)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        # plain JSON answers, and no session state on the server: any replica can answer any request
+        json_response=True,
+        stateless_http=True,
+        max_request_body_size=settings.max_body_bytes,
+        transport_security=transport_security(settings),
+        host=settings.host,
+    )
+    # the SDK serves the metadata at METADATA_PATH + /mcp (RFC 9728 §3.1, named by every 401);
+    # clients that look at the root find the same document, with the scopes the tools ask for
+    metadata = ProtectedResourceMetadata(
+        resource=AnyHttpUrl(resource),
+        authorization_servers=[AnyHttpUrl(url) for url in issuers],
+        scopes_supported=[scope.value for scope in Scope],
+        resource_name="VERA memory",
+    )
+    app.router.routes.append(
+        Route(METADATA_PATH, ProtectedResourceMetadataHandler(metadata).handle, methods=["GET"])
+    )
+    app.router.routes.extend(health_routes(client))
+    return app
+
+
+async def serve_http(app: Starlette, settings: McpSettings) -> None:
+    """Run the app with uvicorn until it is told to stop (SIGINT/SIGTERM)."""
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
+        proxy_headers=True,
+        server_header=False,
+    )
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,128 @@
+"""The one function every tool call passes through (`ToolRunner.run_tool`): it
+finds the caller, refuses a token without the scope the tool needs, counts the
+call against the caller's quota, runs the work as the caller with a deadline,
+and turns every failure into a tool error an agent can read. Per-call concerns
+(metrics, spans, logs) belong here and nowhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+
+from vera_client.client import AsyncVeraClient
+from vera_client.domain.errors import VeraError
+from vera_client.domain.models import Membership
+from vera_mcp.adapters.verifier import VeraAccessToken
+from vera_mcp.domain.access import Scope, ToolClass, VerifiedCaller
+from vera_mcp.domain.ports import QuotaLedger
+from vera_mcp.domain.scoping import resolve_scope, resolve_scopes
+
+T = TypeVar("T")
+log = logging.getLogger("vera_mcp.tools")
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call in progress: the caller's view of the client, and its scopes by name."""
+
+    vera: AsyncVeraClient
+    verified: VerifiedCaller
+    correlation_id: str
+    _memberships: list[Membership] | None = field(default=None, repr=False)
+
+    async def memberships(self) -> list[Membership]:
+        """What whoami lists for the caller (asked once per call)."""
+        if self._memberships is None:
+            self._memberships = await self.vera.whoami()
+        return self._memberships
+
+    async def scope(self, name: str) -> str:
+        """The group id of a scope the caller names (NotFoundError when it reaches no such scope)."""
+        return resolve_scope(name, await self.memberships())
+
+    async def scopes(self, names: Sequence[str] | None) -> list[str] | None:
+        """Group ids of the named scopes; None (every readable scope) when none are named."""
+        if not names:
+            return None
+        return resolve_scopes(names, await self.memberships())
+
+
+def _verified_of(ctx: Context[Any, Any] | None) -> VerifiedCaller | None:
+    """The caller the HTTP transport verified for this request, if any."""
+    token = None
+    request = ctx.request_context.request if ctx is not None and ctx.request_context is not None else None
+    user = getattr(request, "scope", {}).get("user") if request is not None else None
+    if isinstance(user, AuthenticatedUser):
+        token = user.access_token
+    if token is None:
+        token = get_access_token()
+    return token.verified if isinstance(token, VeraAccessToken) else None
+
+
+class ToolRunner:
+    """Runs tools as their callers over one client (one pool).
+
+    fixed_caller: the caller of every call when the transport verifies none
+        itself (stdio: the key in VERA_API_KEY, verified at start).
+    ledger: counts calls per principal and tool class when configured.
+    timeout_s: a call's deadline; past it the call is abandoned with a tool error.
+    """
+
+    def __init__(
+        self,
+        client: AsyncVeraClient,
+        *,
+        server_version: str,
+        ledger: QuotaLedger | None = None,
+        timeout_s: float = 30.0,
+        fixed_caller: VerifiedCaller | None = None,
+    ) -> None:
+        self.client = client
+        self.server_version = server_version
+        self.ledger = ledger
+        self.timeout_s = timeout_s
+        self.fixed_caller = fixed_caller
+
+    def current_caller(self, ctx: Context[Any, Any] | None) -> VerifiedCaller | None:
+        return _verified_of(ctx) or self.fixed_caller
+
+    async def run_tool(
+        self,
+        ctx: Context[Any, Any] | None,
+        name: str,
+        tool_class: ToolClass,
+        scope_needed: Scope,
+        work: Callable[[ToolCall], Awaitable[T]],
+    ) -> T:
+        correlation_id = uuid.uuid4().hex[:16]
+        verified = self.current_caller(ctx)
+        if verified is None:
+            raise ToolError("not authenticated: send a bearer token (an API key or an OAuth access token)")
+        if scope_needed not in verified.scopes:
+            raise ToolError(f"this token lacks the scope {scope_needed.value!r}, which {name} needs")
+        try:
+            if self.ledger is not None:
+                await self.ledger.take(verified.principal_id, tool_class)
+            call = ToolCall(self.client.as_caller(verified.caller), verified, correlation_id)
+            async with asyncio.timeout(self.timeout_s):
+                return await work(call)
+        except VeraError as error:  # the database's or the client's own one-line message
+            log.info("tool %s refused (%s): %s [%s]", name, type(error).__name__, error, correlation_id)
+            raise ToolError(str(error)) from error
+        except TimeoutError as error:
+            log.warning("tool %s timed out after %g s [%s]", name, self.timeout_s, correlation_id)
+            raise ToolError(f"{name} took longer than {self.timeout_s:g} s and was stopped") from error
+        except ToolError:
+            raise
+        except Exception as error:
+            log.exception("tool %s failed [%s]", name, correlation_id)
+            raise ToolError(f"internal error in {name} (correlation id {correlation_id})") from error

@@ -1,0 +1,265 @@
+"""The MCP server and its tools: each a typed function (the SDK publishes the JSON
+Schema of its arguments and of its result) that runs through ToolRunner.run_tool
+as the authenticated caller, so row-level security, roles, tiers and the
+contamination guard hold exactly as in SQL."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import Field, ValidationError
+
+from vera_client.domain.errors import InvalidArgumentError, NotFoundError
+from vera_mcp.adapters.runner import ToolCall, ToolRunner
+from vera_mcp.domain.access import Scope, ToolClass
+from vera_mcp.domain.limits import LIMITS
+from vera_mcp.domain.shapes import (
+    HitOut,
+    PendingItem,
+    PendingList,
+    ReviewOut,
+    SearchResult,
+    SnapshotList,
+    SnapshotOut,
+    VoteOut,
+    WhoAmI,
+    scope_infos,
+)
+
+INSTRUCTIONS = """VERA is a verified, time-aware knowledge memory. Call whoami first: it lists the
+scopes you can read (name them by group_id, or by name when unambiguous) and the bounds of every
+argument. search answers with ranked, cited hits (facts and passages) and the six signals of each;
+tell VERA which hits helped with feedback (the hit's kind and item_id, and your query)."""
+
+Query = Annotated[
+    str,
+    Field(min_length=1, max_length=LIMITS.max_query_chars, description="what to look for, in any language"),
+]
+K = Annotated[int, Field(ge=LIMITS.min_k, le=LIMITS.max_k, description="how many hits")]
+ScopeName = Annotated[
+    str,
+    Field(min_length=1, max_length=LIMITS.max_name_chars, description="a group_id or a name whoami lists"),
+]
+ScopeNames = Annotated[
+    list[ScopeName] | None,
+    Field(max_length=LIMITS.max_scopes, description="scopes to search; default: every scope you can read"),
+]
+AsOf = Annotated[
+    datetime | None, Field(description="knowledge time (ISO 8601): answer as VERA knew it then; default: now")
+]
+SnapshotName = Annotated[str, Field(min_length=1, max_length=LIMITS.max_name_chars)]
+Note = Annotated[str | None, Field(max_length=LIMITS.max_note_chars)]
+ItemKind = Literal["fact", "passage"]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+class VeraMCPServer(MCPServer[Any]):
+    """MCPServer whose argument errors read as one line: each argument and what is wrong with it
+    (the bound it broke), without the rejected value (it is the caller's data)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            problems = "; ".join(
+                f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
+                for problem in error.__cause__.errors(include_url=False, include_input=False)
+            )
+            raise ToolError(f"invalid arguments for {name}: {problems}") from error.__cause__
+
+
+def build_mcp_server(
+    runner: ToolRunner,
+    *,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> VeraMCPServer:
+    """The MCP server with VERA's tools; over HTTP with the resource-server auth of the SDK."""
+    server = VeraMCPServer(
+        "vera",
+        title="VERA memory",
+        version=runner.server_version,
+        instructions=INSTRUCTIONS,
+        token_verifier=token_verifier,
+        auth=auth,
+        log_level="WARNING",
+    )
+
+    @server.tool(annotations=READ_ONLY)
+    async def whoami(ctx: Context) -> WhoAmI:
+        """Who you are: your principal, the scopes you can read with your role in each, what your token
+        may attempt, the server and search versions, and the bounds of every argument."""
+
+        async def work(call: ToolCall) -> WhoAmI:
+            memberships = await call.memberships()
+            if not memberships:  # every principal has its personal scope; one without any can do nothing
+                raise NotFoundError("your principal reaches no scope")
+            first = memberships[0]
+            return WhoAmI(
+                principal_id=first.principal_id,
+                display_name=first.display_name,
+                principal_kind=first.kind,
+                via=call.verified.via,
+                token_scopes=sorted(scope.value for scope in call.verified.scopes),
+                scopes=scope_infos(memberships),
+                server_version=runner.server_version,
+                search_version=await call.vera.search_version(),
+                limits=LIMITS.as_dict(),
+            )
+
+        return await runner.run_tool(ctx, "whoami", ToolClass.READ, Scope.READ, work)
+
+    @server.tool(annotations=READ_ONLY)
+    async def search(
+        *,
+        query: Query,
+        ctx: Context,
+        k: K = 10,
+        as_of: AsOf = None,
+        scopes: ScopeNames = None,
+        snapshot: Annotated[
+            str | None,
+            Field(
+                max_length=LIMITS.max_name_chars, description="search this snapshot of the one scope named"
+            ),
+        ] = None,
+    ) -> SearchResult:
+        """Ranked, cited hits for a query: facts and passages, each with its citation (source, episode,
+        evidence, validity, tier, verification) and the six signals of the blend."""
+
+        async def work(call: ToolCall) -> SearchResult:
+            groups = await call.scopes(scopes)
+            if snapshot is not None:
+                if groups is None or len(groups) != 1 or as_of is not None:
+                    raise InvalidArgumentError("a snapshot search names exactly one scope and no as_of")
+                hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k)
+            else:
+                hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups)
+            return SearchResult(
+                query=query, as_of=as_of, snapshot=snapshot, hits=[HitOut.of(h) for h in hits]
+            )
+
+        return await runner.run_tool(ctx, "search", ToolClass.READ, Scope.READ, work)
+
+    @server.tool(annotations=WRITES)
+    async def feedback(
+        *,
+        kind: ItemKind,
+        item_id: UUID,
+        query: Query,
+        vote: Literal["up", "down"],
+        ctx: Context,
+        as_of: AsOf = None,
+        scopes: ScopeNames = None,
+    ) -> VoteOut:
+        """Say whether a hit helped: its kind and item_id as search returned them, the query that found
+        it (and the as_of and scopes of that search). Your later vote on the same hit and query replaces
+        this one."""
+
+        async def work(call: ToolCall) -> VoteOut:
+            groups = await call.scopes(scopes)
+            vote_ = await call.vera.feedback(kind, item_id, query, vote, as_of=as_of, groups=groups)
+            return VoteOut.of(vote_)
+
+        return await runner.run_tool(ctx, "feedback", ToolClass.FEEDBACK, Scope.FEEDBACK, work)
+
+    _snapshot_tools(server, runner)
+    _review_tools(server, runner)
+    return server
+
+
+def _snapshot_tools(server: VeraMCPServer, runner: ToolRunner) -> None:
+    @server.tool(annotations=WRITES)
+    async def create_snapshot(scope: ScopeName, name: SnapshotName, ctx: Context) -> SnapshotOut:
+        """Freeze what search answers in a scope now, under a name, so later searches of the snapshot give
+        the same answers (admins of the scope)."""
+
+        async def work(call: ToolCall) -> SnapshotOut:
+            group = await call.scope(scope)
+            await call.vera.create_snapshot(group, name)
+            return await _snapshot(call, group, name)
+
+        return await runner.run_tool(ctx, "create_snapshot", ToolClass.SNAPSHOT, Scope.SNAPSHOT, work)
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_snapshot(scope: ScopeName, name: SnapshotName, ctx: Context) -> SnapshotOut:
+        """One snapshot of a scope: when it was taken, how many items, which search version."""
+
+        async def work(call: ToolCall) -> SnapshotOut:
+            return await _snapshot(call, await call.scope(scope), name)
+
+        return await runner.run_tool(ctx, "get_snapshot", ToolClass.READ, Scope.READ, work)
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_snapshots(scope: ScopeName, ctx: Context) -> SnapshotList:
+        """The snapshots of a scope."""
+
+        async def work(call: ToolCall) -> SnapshotList:
+            group = await call.scope(scope)
+            found = await call.vera.list_snapshots(group)
+            return SnapshotList(scope=group, snapshots=[SnapshotOut.of(group, s) for s in found])
+
+        return await runner.run_tool(ctx, "list_snapshots", ToolClass.READ, Scope.READ, work)
+
+
+def _review_tools(server: VeraMCPServer, runner: ToolRunner) -> None:
+    @server.tool(annotations=READ_ONLY)
+    async def pending_reviews(scope: ScopeName, ctx: Context) -> PendingList:
+        """Claims and passages waiting for a decision in a scope: tier-3 knowledge and proposals made
+        for it (admins of the scope)."""
+
+        async def work(call: ToolCall) -> PendingList:
+            group = await call.scope(scope)
+            claims = await call.vera.pending_reviews(group)
+            passages = await call.vera.pending_passages(group)
+            items = [PendingItem.of_claim(c) for c in claims]
+            items += [PendingItem.of_passage(group, p) for p in passages]
+            return PendingList(scope=group, items=items)
+
+        return await runner.run_tool(ctx, "pending_reviews", ToolClass.REVIEW, Scope.REVIEW, work)
+
+    @server.tool(annotations=WRITES)
+    async def review(
+        *,
+        scope: ScopeName,
+        item_id: UUID,
+        decision: Literal["approve", "reject"],
+        ctx: Context,
+        kind: ItemKind = "fact",
+        note: Note = None,
+    ) -> ReviewOut:
+        """Approve (publish, human verified) or reject a pending claim or passage of a scope, as
+        pending_reviews listed it (admins of the scope); the note is kept in the audit log."""
+
+        async def work(call: ToolCall) -> ReviewOut:
+            group = await call.scope(scope)
+            if kind == "fact":
+                claim = await call.vera.review(group, item_id, decision, note)
+                return ReviewOut(kind=kind, item_id=claim.fact_id, group_id=claim.group_id,
+                                        lifecycle=claim.lifecycle)  # fmt: skip
+            passage = await call.vera.review_passage(group, item_id, decision, note)
+            return ReviewOut(kind=kind, item_id=passage.chunk_id, group_id=passage.group_id,
+                                    lifecycle=passage.lifecycle)  # fmt: skip
+
+        return await runner.run_tool(ctx, "review", ToolClass.REVIEW, Scope.REVIEW, work)
+
+
+async def _snapshot(call: ToolCall, group: str, name: str) -> SnapshotOut:
+    wanted = name.strip()
+    for info in await call.vera.list_snapshots(group):
+        if info.name == wanted:
+            return SnapshotOut.of(group, info)
+    raise NotFoundError(f"no snapshot {wanted[:100]!r} in {group}")

@@ -1,0 +1,29 @@
+"""The bounds of every tool's arguments, in one place: the tools publish them in
+their JSON Schema and the SDK refuses a call beyond them (a tool error naming
+the bound) before any work starts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds of tool arguments; `whoami` reports them."""
+
+    max_query_chars: int = 8_192
+    min_k: int = 1
+    max_k: int = 50
+    min_depth: int = 1
+    max_depth: int = 5
+    min_token_budget: int = 100
+    max_token_budget: int = 32_000
+    max_scopes: int = 50  # scopes named in one call
+    max_name_chars: int = 200  # snapshot and scope names
+    max_note_chars: int = 2_000  # a reviewer's note
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+LIMITS = Limits()

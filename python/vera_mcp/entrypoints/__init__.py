@@ -1,0 +1,1 @@
+"""Wiring the MCP server: the `vera mcp` commands."""

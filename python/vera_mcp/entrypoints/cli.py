@@ -1,0 +1,63 @@
+"""`vera mcp serve`: the MCP server over stdio (one local agent) or streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import click
+import pydantic
+
+from vera_client.config import VeraSettings
+from vera_client.domain.errors import VeraError
+from vera_mcp.config import McpSettings
+from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
+
+
+@click.group()
+def commands() -> None:
+    """Commands contributed by the MCP server."""
+
+
+@commands.group()
+def mcp() -> None:
+    """The MCP server: agents reach VERA over stdio or streamable HTTP."""
+
+
+@mcp.command("serve")
+@click.option(
+    "--stdio", "transport", flag_value="stdio", help="One local agent client on stdin/stdout (VERA_API_KEY)."
+)
+@click.option(
+    "--http", "transport", flag_value="http", help="Streamable HTTP at /mcp, Bearer tokens (API keys)."
+)
+@click.option("--host", default=None, help="Address to listen on (VERA_MCP_HOST, default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port to listen on (VERA_MCP_PORT, default 8765).")
+def serve(transport: str | None, host: str | None, port: int | None) -> None:
+    """Serve VERA's tools to MCP clients: --stdio or --http."""
+    if transport is None:
+        raise click.UsageError("choose a transport: --stdio or --http")
+    try:
+        overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+        settings = McpSettings(**overrides)  # type: ignore[arg-type]
+        vera = VeraSettings()
+    except pydantic.ValidationError as error:
+        problem = error.errors()[0]
+        where = "_".join(str(part) for part in problem["loc"]).upper()
+        stderr_line(f"invalid setting {where}: {problem['msg']}")
+        sys.exit(2)
+    try:
+        if transport == "stdio":
+            asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
+        else:
+            click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
+            asyncio.run(run_http(settings, vera))
+    except StartupError as error:
+        stderr_line(str(error))
+        sys.exit(error.exit_code)
+    except VeraError as error:
+        stderr_line(str(error))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        pass
