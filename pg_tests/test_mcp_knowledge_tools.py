@@ -115,10 +115,8 @@ async def exercise_knowledge_tools(session: Any, lumen: Lumen, label: str) -> No
     changed = structured(await session.call_tool("changes", {"since": LONG_AGO, "limit": 50}))
     assert changed["changes"] and {c["group_id"] for c in changed["changes"]} <= mine
     assert {c["change"] for c in changed["changes"]} >= {"published", "superseded"}
-    assert (
-        structured(await session.call_tool("changes", {"since": LONG_AGO, "limit": 1}))["changes"].__len__()
-        == 1
-    )
+    newest = structured(await session.call_tool("changes", {"since": LONG_AGO, "limit": 1}))
+    assert len(newest["changes"]) == 1
     found = structured(await session.call_tool("conflicts", {"limit": 10}))
     billing_values = {
         v["object"] for c in found["conflicts"] if c["subject"] == "billing-api" for v in c["values"]
@@ -231,9 +229,19 @@ def bad_calls(world: World) -> list[tuple[str, dict[str, Any], str]]:
     ]  # fmt: skip
 
 
-def test_bad_arguments_are_tool_errors_naming_the_bound(world: World, server: HttpServer) -> None:
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_bad_arguments_are_tool_errors_naming_the_bound(
+    world: World, server: HttpServer, transport: str
+) -> None:
+    key = world.a.owner_key
+    over = (
+        http_session(server.url, key)
+        if transport == "http"
+        else stdio_session(cli_env(world.db, VERA_API_KEY=key))
+    )
+
     async def scenario() -> list[tuple[str, str, bool, str]]:
-        async with http_session(server.url, world.a.owner_key) as session:
+        async with over as session:
             return [
                 (tool, expected, (r := await session.call_tool(tool, arguments)).is_error, text_of(r))
                 for tool, arguments, expected in bad_calls(world)
