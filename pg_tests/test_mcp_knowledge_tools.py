@@ -308,6 +308,7 @@ def test_tenant_a_cannot_reach_tenant_b_by_passing_its_ids(world: World, server:
         "get_context_pack": ("pack_id", pack),
         "retract_proposal": ("fact_id", proposal),
         "get_entity": ("name_or_id", entity),
+        "explore": ("entity", entity),
     }
 
     async def as_a() -> dict[str, Any]:
@@ -322,7 +323,7 @@ def test_tenant_a_cannot_reach_tenant_b_by_passing_its_ids(world: World, server:
                 await session.call_tool("pack_feedback", {"pack_id": pack, "position": 1, "vote": "down"}),
                 await session.call_tool("pack_feedback", {"pack_id": random, "position": 1, "vote": "down"}),
             )
-            answers["explore"] = (
+            answers["explore_name"] = (
                 await session.call_tool("explore", {"entity": "bravo-ledger", "depth": 5}),
                 await session.call_tool("explore", {"entity": "nobody-ledger", "depth": 5}),
             )
@@ -341,7 +342,7 @@ def test_tenant_a_cannot_reach_tenant_b_by_passing_its_ids(world: World, server:
         _same_refusal(answers[tool][0], their_id, answers[tool][1], random)
     _same_refusal(answers["entity_name"][0], "bravo-ledger", answers["entity_name"][1], "nobody-ledger")
     _same_refusal(answers["pack_feedback"][0], pack, answers["pack_feedback"][1], random)
-    _same_refusal(answers["explore"][0], "bravo-ledger", answers["explore"][1], "nobody-ledger")
+    _same_refusal(answers["explore_name"][0], "bravo-ledger", answers["explore_name"][1], "nobody-ledger")
     shared = answers["explore_shared"]["facts"]
     assert shared and {f["group_id"] for f in shared} <= set(world.a.groups)
     b_groups = set(b.groups)
