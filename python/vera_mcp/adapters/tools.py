@@ -17,6 +17,8 @@ from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
+from vera_mcp.adapters.context_tools import register_context_tools
+from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.limits import LIMITS
@@ -178,6 +180,8 @@ def build_mcp_server(
 
     _snapshot_tools(server, runner)
     _review_tools(server, runner)
+    register_knowledge_tools(server, runner)
+    register_context_tools(server, runner)
     return server
 
 

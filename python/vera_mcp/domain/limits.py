@@ -21,6 +21,13 @@ class Limits:
     max_scopes: int = 50  # scopes named in one call
     max_name_chars: int = 200  # snapshot and scope names
     max_note_chars: int = 2_000  # a reviewer's note
+    min_rows: int = 1  # the `limit` of list tools (changes, conflicts, proposals, explore, entities)
+    max_rows: int = 1_000
+    max_entity_chars: int = 500  # an entity's name (or id), and a proposal's subject
+    max_predicate_chars: int = 100
+    max_object_chars: int = 2_000
+    max_evidence_chars: int = 20_000  # the text a proposal rests on
+    max_position: int = 1_000  # positions in a context pack (it holds at most 1,000 items)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
