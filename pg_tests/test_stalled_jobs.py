@@ -111,7 +111,6 @@ def _state(db: Database, group: str, source_id: str) -> dict[str, Any]:
 
 
 def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: World, tmp_path: Path) -> None:
-    started = time.monotonic()
     crashed_folder, clean_folder = tmp_path / "crashed", tmp_path / "clean"
     _write_folder(crashed_folder)
     shutil.copytree(crashed_folder, clean_folder)  # copy2: same times and sizes
@@ -198,7 +197,6 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
     assert len(after_clean["facts"]) == 2 * FILES and len(after_clean["passages"]) >= 2 * FILES
     for part in ("episodes", "passages", "facts", "cursor"):
         assert after_crash[part] == after_clean[part], part
-    assert time.monotonic() - started < 60
 
 
 def test_only_the_jobs_of_a_silent_worker_are_queued_again_and_only_once(
