@@ -113,7 +113,7 @@ def _populate(conn: psycopg.Connection, group: object, principal: object) -> Non
     )
     p["en"] = entity
     conn.execute(
-        "insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm) values (%(g)s, %(en)s, 'payments-api', 'payments-api')",
+        "insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm) values (%(g)s, %(en)s, 'payments-api', vera.normalize_name('payments-api'))",
         p,
     )
     conn.execute(
