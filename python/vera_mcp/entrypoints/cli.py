@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 
 import click
-import pydantic
 
-from vera_client.config import VeraSettings
-from vera_client.domain.errors import VeraError
-from vera_mcp.config import McpSettings
+from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_mcp.adapters.logs import configure_json_logging
+from vera_mcp.config import read_settings
 from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
 
 
@@ -30,7 +30,7 @@ def mcp() -> None:
     "--stdio", "transport", flag_value="stdio", help="One local agent client on stdin/stdout (VERA_API_KEY)."
 )
 @click.option(
-    "--http", "transport", flag_value="http", help="Streamable HTTP at /mcp, Bearer tokens (API keys)."
+    "--http", "transport", flag_value="http", help="Streamable HTTP at /mcp, Bearer tokens (API keys, OIDC)."
 )
 @click.option("--host", default=None, help="Address to listen on (VERA_MCP_HOST, default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port to listen on (VERA_MCP_PORT, default 8765).")
@@ -40,13 +40,12 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         raise click.UsageError("choose a transport: --stdio or --http")
     try:
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-        settings = McpSettings(**overrides)  # type: ignore[arg-type]
-        vera = VeraSettings()
-    except pydantic.ValidationError as error:
-        problem = error.errors()[0]
-        where = "_".join(str(part) for part in problem["loc"]).upper()
-        stderr_line(f"invalid setting {where}: {problem['msg']}")
+        settings, vera = read_settings(**overrides)
+    except ConfigurationError as error:
+        stderr_line(str(error))
         sys.exit(2)
+    # JSON lines on stderr: over stdio, stdout carries the protocol and nothing else
+    configure_json_logging(logging.getLevelNamesMapping()[settings.log_level.upper()], sys.stderr)
     try:
         if transport == "stdio":
             asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
@@ -56,6 +55,9 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
     except StartupError as error:
         stderr_line(str(error))
         sys.exit(error.exit_code)
+    except ConfigurationError as error:
+        stderr_line(str(error))
+        sys.exit(2)
     except VeraError as error:
         stderr_line(str(error))
         sys.exit(1)
