@@ -22,14 +22,14 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import pydantic
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_mcp.domain.access import ToolClass
 from vera_mcp.domain.oidc import OidcSettings
-from vera_mcp.domain.quotas import QuotaLimits
+from vera_mcp.domain.quotas import QuotaLimits, parse_rate
 
 DEFAULT_PORT = 8765
 
@@ -51,13 +51,16 @@ class QuotaSettings(BaseModel):
         default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
     )
 
-    @model_validator(mode="after")
-    def _readable(self) -> QuotaSettings:
+    @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         try:
-            self.limits()
+            parse_rate(value)
         except VeraError as error:  # a form it cannot read: say which, as a validation error
             raise ValueError(str(error)) from None
-        return self
+        return value
 
     def overrides(self) -> Mapping[str, str]:
         return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}

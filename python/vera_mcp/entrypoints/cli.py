@@ -50,8 +50,11 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         if transport == "stdio":
             asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
         else:
-            click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
-            asyncio.run(run_http(settings, vera))
+
+            async def serving() -> None:
+                click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
+
+            asyncio.run(run_http(settings, vera, ready=serving))
     except StartupError as error:
         stderr_line(str(error))
         sys.exit(error.exit_code)
