@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import uvicorn
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -155,6 +157,40 @@ def http_server(
         yield server
     finally:
         server.stop()
+
+
+class ServeProcess:
+    """`vera mcp serve --http` as a subprocess; `stderr` holds what it wrote once it has stopped."""
+
+    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+        self.process = process
+        self.base = f"http://127.0.0.1:{port}"
+        self.url = self.base + "/mcp"
+        self.stderr = ""
+
+
+@contextmanager
+def serve_process(env: dict[str, str], port: int) -> Iterator[ServeProcess]:
+    """Start the command, wait until it is ready (60 s at most), and SIGTERM it when the block ends."""
+    process = subprocess.Popen(  # noqa: S603 - the checkout's own vera command
+        [str(VERA), "mcp", "serve", "--http", "--port", str(port)], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    running = ServeProcess(process, port)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{running.base}/health/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "not ready within 60 s"
+            time.sleep(0.1)
+        yield running
+    finally:
+        process.terminate()
+        running.stderr = process.communicate(timeout=20)[1].decode()
 
 
 @asynccontextmanager

@@ -23,14 +23,17 @@ import valkey
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.oidc_idp import AUDIENCE, TestIdp, running_idp
 from tests.servers import running_valkey
+from tests.test_tracing import Receiver, receiver  # noqa: F401 - a local OTLP receiver
 
 from pg_tests.mcp_servers import (
     VERA,
     HttpServer,
     cli_env,
+    free_port,
     http_server,
     http_session,
     run,
+    serve_process,
     stdio_session,
     structured,
     text_of,
@@ -389,6 +392,35 @@ def test_x_request_id_is_echoed_and_in_the_log_line_of_the_tool_call(
     lines = [json.loads(line) for line in json_log.getvalue().splitlines()]
     [call] = [line for line in lines if line.get("tool") == "whoami" and line["correlation_id"] == request_id]
     assert call["outcome"] == "ok" and call["level"] == "info" and call["duration_ms"] >= 0
+
+
+def test_vera_mcp_serve_logs_json_counts_quotas_and_exports_traces(
+    world: World,
+    receiver: Receiver,  # noqa: F811 - the local OTLP receiver fixture of tests/test_tracing.py
+) -> None:
+    """The command as an operator runs it: settings from the environment only."""
+    request_id = "req-0d4c2b9a8e7f"
+    env = cli_env(world.db, VERA_MCP_QUOTAS__READ="2/min", OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
+    with serve_process(env, free_port()) as server:
+
+        async def scenario() -> list[Any]:
+            wait_for_a_fresh_minute()
+            async with http_session(server.url, world.a.owner_key, **{"X-Request-Id": request_id}) as session:
+                return [await session.call_tool("whoami", {}) for _ in range(3)]
+
+        calls = run(scenario())
+        scrape = httpx.get(f"{server.base}/metrics").text
+    assert [call.is_error for call in calls] == [False, False, True]
+    assert "retry after" in text_of(calls[2])
+    assert metric(scrape, "vera_mcp_tool_calls_total", tool="whoami", outcome="refused_quota") == 1
+    lines = [json.loads(line) for line in server.stderr.splitlines() if line.startswith("{")]
+    mine = [line for line in lines if line.get("tool") == "whoami" and line["correlation_id"] == request_id]
+    assert [line["outcome"] for line in mine] == ["ok", "ok", "refused_quota"]
+    assert all(len(line["trace_id"]) == 32 for line in mine)  # the tool span's, to find the trace
+    # flushed on SIGTERM: each call's tool span, and the SQL spans of those that ran
+    names = receiver.span_names()
+    assert names.count("tool whoami") == 3 and "sql whoami" in names
+    assert world.a.owner_key not in server.stderr
 
 
 # --- configuration ---------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
+from types import FrameType
 
 import click
 
@@ -13,6 +15,15 @@ from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_mcp.adapters.logs import configure_json_logging
 from vera_mcp.config import read_settings
 from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: unwind, so that every `finally` of the server runs (the pool closed, the
+    spans not yet exported flushed), then end of that signal."""
+
+
+def _unwind(_signal: int, _frame: FrameType | None) -> None:
+    raise Terminated
 
 
 @click.group()
@@ -46,6 +57,9 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         sys.exit(2)
     # JSON lines on stderr: over stdio, stdout carries the protocol and nothing else
     configure_json_logging(logging.getLevelNamesMapping()[settings.log_level.upper()], sys.stderr)
+    # uvicorn shuts down gracefully on SIGTERM, then raises it again with the handler it found:
+    # with the default one the process would die before the server's cleanup ran
+    signal.signal(signal.SIGTERM, _unwind)
     try:
         if transport == "stdio":
             asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
@@ -66,3 +80,7 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         sys.exit(1)
     except KeyboardInterrupt:
         pass
+    except Terminated:
+        # cleaned up: now end as SIGTERM ends a process, so the exit status says why
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
