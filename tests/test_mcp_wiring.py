@@ -7,14 +7,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from vera_client.client import AsyncVeraClient
 from vera_client.config import CacheSettings, DbSettings, VeraSettings
 from vera_client.domain.callers import ApiKey
-from vera_client.domain.errors import ConfigurationError, PermissionDeniedError
+from vera_client.domain.errors import ConfigurationError, DatabaseUnavailableError, PermissionDeniedError
 from vera_mcp.adapters.api_keys import ApiKeyVerification
+from vera_mcp.adapters.http_app import DatabaseUnavailableMiddleware
 from vera_mcp.adapters.logs import correlated
 from vera_mcp.adapters.metrics import McpMetrics
 from vera_mcp.adapters.observability import ToolCallObserver
@@ -181,3 +187,19 @@ def test_an_internal_error_names_the_requests_correlation_id() -> None:
     with pytest.raises(ToolError) as raised:
         asyncio.run(scenario())
     assert str(raised.value) == "internal error in search (correlation id req-7f3a9c2e5b1d)"
+
+
+def test_a_database_out_of_reach_is_a_503_to_retry_not_a_500() -> None:
+    async def needs_the_database(_request: Request) -> Response:
+        raise DatabaseUnavailableError("cannot connect to postgresql://…@db/vera within 3s")
+
+    app = Starlette(routes=[Route("/mcp", needs_the_database, methods=["POST"])])
+    app.add_middleware(DatabaseUnavailableMiddleware)
+
+    async def scenario() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as http:
+            return await http.post("/mcp", json={})
+
+    answer = asyncio.run(scenario())
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert answer.json()["error"] == "temporarily_unavailable" and "postgresql" not in answer.text

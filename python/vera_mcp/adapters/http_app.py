@@ -6,6 +6,7 @@ metrics at /metrics, and a correlation id per request (X-Request-Id)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -16,9 +17,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from vera_client.client import AsyncVeraClient
+from vera_client.domain.errors import DatabaseUnavailableError
 from vera_mcp.adapters.health import health_routes
 from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
 from vera_mcp.adapters.logs import CorrelationIdMiddleware
@@ -35,6 +40,8 @@ MCP_PATH = "/mcp"
 METRICS_PATH = "/metrics"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+RETRY_AFTER_S = 5  # what a 503 asks a client to wait: the pool reconnects in the background
+log = logging.getLogger("vera_mcp.http")
 
 
 def transport_security(settings: McpSettings) -> TransportSecuritySettings:
@@ -50,6 +57,36 @@ def transport_security(settings: McpSettings) -> TransportSecuritySettings:
         allowed_hosts=sorted({*hosts, *settings.allowed_hosts}),
         allowed_origins=sorted({*origins, *settings.allowed_origins}),
     )
+
+
+class DatabaseUnavailableMiddleware:
+    """A request that needs the database while it cannot be reached (verifying a token, most
+    often) is answered 503 with Retry-After, not 500: nothing is wrong with the request, and
+    the token is not called invalid (no 401), so a client keeps it and retries."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except DatabaseUnavailableError as error:
+            if started:  # too late to say so: the answer is under way
+                raise
+            log.warning("answered 503: %s", error)
+            body = {"error": "temporarily_unavailable", "error_description": "the database cannot be reached"}
+            headers = {"Retry-After": str(RETRY_AFTER_S)}
+            await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
 
 
 async def build_http_app(
@@ -106,8 +143,9 @@ async def build_http_app(
         # no bearer token: Prometheus scrapes it, and it holds counts under bounded labels only
         # (no query, principal or key); docs/mcp.md says how to keep it private
         app.router.routes.append(metrics.route(METRICS_PATH))
-    # around the SDK's own: every response is counted (a 401 or 421 included) and carries the
-    # request's id (add_middleware puts each outside those before it)
+    # around the SDK's own: every response is counted (a 401, 421 or 503 included) and carries
+    # the request's id (add_middleware puts each outside those before it)
+    app.add_middleware(DatabaseUnavailableMiddleware)
     app.add_middleware(CorrelationIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
     app.state.metrics = metrics
