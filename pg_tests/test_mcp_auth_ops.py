@@ -162,23 +162,31 @@ def test_an_oidc_principal_reaches_only_its_mapped_group(
 
 
 @pytest.mark.parametrize(
-    "claims",
+    ("kid", "claims"),
     [
-        {"exp": int(time.time()) - 600, "iat": int(time.time()) - 900, "nbf": int(time.time()) - 900},
-        {"aud": "https://someone-else.example/mcp"},
-        {"iss": "https://evil.example/realm"},
+        (
+            "rsa-1",
+            {"exp": int(time.time()) - 600, "iat": int(time.time()) - 900, "nbf": int(time.time()) - 900},
+        ),
+        ("rsa-1", {"aud": "https://someone-else.example/mcp"}),
+        ("rsa-1", {"iss": "https://evil.example/realm"}),
+        ("never-published", {}),  # signed by a key the IdP's JWKS does not hold
     ],
-    ids=["expired", "wrong audience", "wrong issuer"],
+    ids=["expired", "wrong audience", "wrong issuer", "unknown kid"],
 )
 def test_a_bad_oidc_token_gets_401_naming_the_metadata(
-    world: World, idp: TestIdp, oidc_server: HttpServer, claims: dict[str, Any]
+    world: World, idp: TestIdp, oidc_server: HttpServer, kid: str, claims: dict[str, Any]
 ) -> None:
-    answer = post_initialize(oidc_server, idp.token("rsa-1", "erin", **claims))
+    if kid not in idp.keys:
+        idp.add_key(kid, publish=False)
+    answer = post_initialize(oidc_server, idp.token(kid, "erin", **claims))
     assert answer.status_code == 401
     metadata_url = f"{oidc_server.base}/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{metadata_url}"' in answer.headers["www-authenticate"]
     assert httpx.get(metadata_url).json()["authorization_servers"] == [idp.issuer]
     assert identities(world, idp, "erin") == []
+    # a good token of the same IdP is let in: the refusal was this token's
+    assert post_initialize(oidc_server, idp.token("rsa-1", "erin-ok")).status_code == 200
 
 
 def test_keys_rotate_without_a_restart(world: World, idp: TestIdp, oidc_server: HttpServer) -> None:
