@@ -111,6 +111,12 @@ class VeraClient:
         view._executor, view._shared, view._owns_pool = self._executor, self._shared, False
         return view
 
+    @property
+    def executor(self) -> Executor:
+        """The executor under this client (its pool and login), for adapters that run calls of
+        their own through the same pool."""
+        return self._executor
+
     def close(self) -> None:
         """Close the pool (a view leaves its client's pool open)."""
         if self._owns_pool:
