@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import uvicorn
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -27,9 +29,11 @@ from pg_tests.databases import Database
 from vera_client.client import AsyncVeraClient
 from vera_client.config import DbSettings, EmbedderSettings, PoolSettings, VeraSettings
 from vera_mcp.adapters.http_app import build_http_app
+from vera_mcp.adapters.instruments import LedgerFactory, no_ledger
+from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.ports import TokenVerification
-from vera_mcp.entrypoints.wiring import connect_client, default_verifiers
+from vera_mcp.entrypoints.wiring import close_ledger, close_verifiers, connect_client, default_verifiers
 
 T = TypeVar("T")
 VERA = Path(sys.executable).with_name("vera")
@@ -69,14 +73,26 @@ Verifiers = Callable[[AsyncVeraClient, McpSettings], Sequence[TokenVerification]
 
 
 class HttpServer:
-    """`vera mcp serve --http` as build_http_app makes it, under uvicorn in a thread."""
+    """`vera mcp serve --http` as build_http_app makes it, under uvicorn in a thread
+    (with a quota ledger and tracing when given, as run_http builds them)."""
 
-    def __init__(self, db: Database, settings: McpSettings, verifiers: Verifiers = default_verifiers) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: McpSettings,
+        verifiers: Verifiers = default_verifiers,
+        *,
+        ledger: LedgerFactory = no_ledger,
+        tracing: Tracing | None = None,
+    ) -> None:
         self.db = db
         self.settings = settings
         self.verifiers = verifiers
+        self.ledger = ledger
+        self.tracing = tracing
         self.base = f"http://127.0.0.1:{settings.port}"
         self.url = self.base + "/mcp"
+        self.app: Any = None
         self._server: uvicorn.Server | None = None
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mcp-http", daemon=True)
@@ -88,15 +104,25 @@ class HttpServer:
             self._failure = error
 
     async def _serve(self) -> None:
-        client = await connect_client(vera_settings(self.db), self.settings)
+        client = await connect_client(vera_settings(self.db), self.tracing)
+        verifications = self.verifiers(client, self.settings)
         try:
-            app = build_http_app(
-                self.settings, client, self.verifiers(client, self.settings), None, server_version="test"
+            self.app = await build_http_app(
+                self.settings,
+                client,
+                verifications,
+                server_version="test",
+                ledger=self.ledger,
+                tracing=self.tracing,
             )
-            config = uvicorn.Config(app, host="127.0.0.1", port=self.settings.port, log_level="warning")
+            config = uvicorn.Config(self.app, host="127.0.0.1", port=self.settings.port, log_level="warning")
             self._server = uvicorn.Server(config)
-            await self._server.serve()
+            try:
+                await self._server.serve()
+            finally:
+                await close_ledger(self.app.state.ledger)
         finally:
+            await close_verifiers(verifications)
             await client.close()
 
     def start(self) -> HttpServer:
@@ -118,14 +144,53 @@ class HttpServer:
 
 @contextmanager
 def http_server(
-    db: Database, verifiers: Verifiers = default_verifiers, **settings: Any
+    db: Database,
+    verifiers: Verifiers = default_verifiers,
+    *,
+    ledger: LedgerFactory = no_ledger,
+    tracing: Tracing | None = None,
+    **settings: Any,
 ) -> Iterator[HttpServer]:
     mcp_settings = McpSettings(host="127.0.0.1", port=free_port(), **settings)
-    server = HttpServer(db, mcp_settings, verifiers).start()
+    server = HttpServer(db, mcp_settings, verifiers, ledger=ledger, tracing=tracing).start()
     try:
         yield server
     finally:
         server.stop()
+
+
+class ServeProcess:
+    """`vera mcp serve --http` as a subprocess; `stderr` holds what it wrote once it has stopped."""
+
+    def __init__(self, process: subprocess.Popen[bytes], port: int) -> None:
+        self.process = process
+        self.base = f"http://127.0.0.1:{port}"
+        self.url = self.base + "/mcp"
+        self.stderr = ""
+
+
+@contextmanager
+def serve_process(env: dict[str, str], port: int) -> Iterator[ServeProcess]:
+    """Start the command, wait until it is ready (60 s at most), and SIGTERM it when the block ends."""
+    process = subprocess.Popen(  # noqa: S603 - the checkout's own vera command
+        [str(VERA), "mcp", "serve", "--http", "--port", str(port)], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    running = ServeProcess(process, port)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{running.base}/health/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "not ready within 60 s"
+            time.sleep(0.1)
+        yield running
+    finally:
+        process.terminate()
+        running.stderr = process.communicate(timeout=20)[1].decode()
 
 
 @asynccontextmanager

@@ -322,7 +322,9 @@ def test_both_faces_have_the_same_operations() -> None:
     for face in (VeraClient, AsyncVeraClient):
         methods = {n for n in dir(face) if not n.startswith("_")}
         assert operations <= methods, f"{face.__name__} lacks {operations - methods}"
-        assert methods - operations <= {"as_caller", "caller", "close", "connect", "from_settings", "usage"}
+        assert methods - operations <= {
+            "as_caller", "caller", "close", "connect", "executor", "from_settings", "usage"
+        }  # fmt: skip
         for name in operations:
             assert inspect.signature(getattr(face, name)) == inspect.signature(getattr(Operations, name)), (
                 name

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 from vera_client.adapters.postgres.calls import Call
-from vera_client.adapters.postgres.executor import AsyncExecutor, Executor
+from vera_client.adapters.postgres.executor import AsyncExecutor, Executor, SqlObserver
 from vera_client.adapters.providers.metering import MeterKey, Totals
 from vera_client.bootstrap import Providers, build_database, build_providers
 from vera_client.config import PoolSettings, VeraSettings
@@ -110,6 +110,12 @@ class VeraClient:
         view.caller = as_caller(caller)
         view._executor, view._shared, view._owns_pool = self._executor, self._shared, False
         return view
+
+    @property
+    def executor(self) -> Executor:
+        """The executor under this client (its pool and login), for adapters that run calls of
+        their own through the same pool."""
+        return self._executor
 
     def close(self) -> None:
         """Close the pool (a view leaves its client's pool open)."""
@@ -215,8 +221,12 @@ class AsyncVeraClient:
         providers: Providers | None = None,
         pool: PoolSettings | None = None,
         connect_timeout: float = 10.0,
+        observe: SqlObserver | None = None,
     ) -> AsyncVeraClient:
-        executor = await AsyncExecutor.connect(dsn, pool=pool, connect_timeout=connect_timeout)
+        """A client on a new pool; `observe` wraps each SQL call (the MCP server's tracing)."""
+        executor = await AsyncExecutor.connect(
+            dsn, pool=pool, connect_timeout=connect_timeout, observe=observe
+        )
         return cls(executor, caller, providers)
 
     @classmethod
@@ -238,6 +248,12 @@ class AsyncVeraClient:
         view.caller = as_caller(caller)
         view._executor, view._shared, view._owns_pool = self._executor, self._shared, False
         return view
+
+    @property
+    def executor(self) -> AsyncExecutor:
+        """The executor under this client (its pool and login): for adapters that run calls of
+        their own through the same pool, such as the MCP server's OIDC identity directory."""
+        return self._executor
 
     async def close(self) -> None:
         """Close the pool (a view leaves its client's pool open)."""

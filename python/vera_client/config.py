@@ -2,6 +2,7 @@
 
     VERA_DB__DSN=postgresql://vera_app_billing:…@db.internal/vera  # external: an application login
     VERA_DB__ADMIN_DSN=postgresql://dba@db.internal/vera   # who runs migrations
+    VERA_DB__GATEWAY_DSN=postgresql://vera_gateway@db.internal/vera   # the MCP server's login
     VERA_DB__DATA_DIR=/srv/vera/postgres                   # embedded server's data
     VERA_DB__TCP=true                                      # embedded: also listen on 127.0.0.1
     VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage
@@ -53,13 +54,18 @@ class DbSettings(BaseModel):
     worker_dsn: str | None = Field(
         default=None, description="DSN of the worker (role vera_worker); defaults to dsn"
     )
+    gateway_dsn: str | None = Field(
+        default=None,
+        description="DSN of the MCP server's login (role vera_gateway) on an external PostgreSQL; "
+        "the embedded server reaches that role without it",
+    )
     data_dir: Path = Field(default_factory=default_data_dir)
     database: str = "vera"
     port: int = Field(default=54329, ge=1024, le=65535)
     tcp: bool = False
     connect_timeout: int = Field(default=10, ge=1, le=600)
 
-    @field_validator("dsn", "admin_dsn", "worker_dsn")
+    @field_validator("dsn", "admin_dsn", "worker_dsn", "gateway_dsn")
     @classmethod
     def _dsn_shape(cls, value: str | None) -> str | None:
         if value is None or value.strip() == "":

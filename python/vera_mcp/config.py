@@ -1,28 +1,84 @@
-"""The MCP server's settings, read from the environment with the prefix VERA_MCP_.
+"""The MCP server's settings, read from the environment with the prefix VERA_MCP_
+(nested settings with `__`):
 
     VERA_MCP_HOST=127.0.0.1                 # where `vera mcp serve --http` listens
     VERA_MCP_PORT=8765
     VERA_MCP_PUBLIC_URL=https://vera.example.com   # how clients reach it (the OAuth resource)
     VERA_MCP_ALLOWED_HOSTS='["vera.example.com"]'  # Host headers accepted (DNS rebinding)
     VERA_MCP_ALLOWED_ORIGINS='["https://app.example.com"]'
-    VERA_MCP_GATEWAY_DSN=postgresql://vera_gateway@db.internal/vera   # external PostgreSQL only
+    VERA_MCP_OIDC__ISSUER=https://login.example.com/realms/lumen   # OIDC access tokens (see OidcSettings)
+    VERA_MCP_QUOTAS__READ=120/min           # per principal and tool class
+    VERA_MCP_LOG_LEVEL=info
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318   # traces; none are recorded without it
 
-The database, embedder and pool settings stay those of vera_client (VERA_DB__*, ...).
-Only the entrypoints build settings.
+The database (its gateway login VERA_DB__GATEWAY_DSN included), embedder, pool
+and Valkey (VERA_CACHE__VALKEY_URL, which quotas share) settings stay those of
+vera_client. Only the entrypoints build settings (`read_settings`).
 """
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import pydantic
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from vera_client.config import VeraSettings
+from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_mcp.domain.access import ToolClass
+from vera_mcp.domain.oidc import OidcSettings
+from vera_mcp.domain.quotas import QuotaLimits, parse_rate
 
 DEFAULT_PORT = 8765
 
 
-class McpSettings(BaseSettings):
-    """How the MCP server listens, whom it answers, and how long it waits."""
+class QuotaSettings(BaseModel):
+    """Calls per principal and tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps
+    its default (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
+    VERA_CACHE__VALKEY_URL is set (shared by every instance), in process otherwise."""
 
-    model_config = SettingsConfigDict(env_prefix="VERA_MCP_", extra="ignore", frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    read: str | None = None
+    context: str | None = None
+    propose: str | None = None
+    feedback: str | None = None
+    snapshot: str | None = None
+    review: str | None = None
+    key_prefix: str = Field(
+        default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
+    )
+
+    @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            parse_rate(value)
+        except VeraError as error:  # a form it cannot read: say which, as a validation error
+            raise ValueError(str(error)) from None
+        return value
+
+    def overrides(self) -> Mapping[str, str]:
+        return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
+
+    def limits(self) -> QuotaLimits:
+        return QuotaLimits.from_settings(self.overrides())
+
+
+class McpSettings(BaseSettings):
+    """How the MCP server listens, whom it answers, how it counts and what it reports."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="VERA_MCP_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        frozen=True,
+        populate_by_name=True,
+    )
 
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
@@ -34,7 +90,7 @@ class McpSettings(BaseSettings):
     authorization_servers: list[str] = Field(
         default_factory=list,
         description="issuers of OAuth tokens this server accepts (RFC 9728 metadata); "
-        "default: the server itself (API keys only)",
+        "default: the OIDC issuer when configured, else the server itself (API keys only)",
     )
     allowed_hosts: list[str] = Field(
         default_factory=list,
@@ -54,13 +110,22 @@ class McpSettings(BaseSettings):
         "request. A revoked key passes the transport for at most this long, but every tool call "
         "authenticates it again in SQL, so it reads nothing meanwhile.",
     )
-    gateway_dsn: str | None = Field(
+    oidc: OidcSettings | None = Field(
+        default=None, description="OIDC access tokens over HTTP, beside API keys; none: API keys only"
+    )
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings)
+    metrics: bool = Field(
+        default=True, description="serve Prometheus metrics at /metrics (no authentication: see docs/mcp.md)"
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    otlp_endpoint: str | None = Field(
         default=None,
-        description="DSN of the vera_gateway login on an external PostgreSQL; "
-        "on the embedded server the gateway role is used without it",
+        validation_alias=AliasChoices("OTEL_EXPORTER_OTLP_ENDPOINT", "otlp_endpoint"),
+        description="OTLP/HTTP collector of traces (the standard OTEL_EXPORTER_OTLP_ENDPOINT); "
+        "none: no traces are recorded or sent",
     )
 
-    @field_validator("public_url")
+    @field_validator("public_url", "otlp_endpoint")
     @classmethod
     def _url_shape(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -74,3 +139,32 @@ class McpSettings(BaseSettings):
         """The URL clients reach this server at (no trailing slash)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return self.public_url or f"http://{host}:{self.port}"
+
+
+def _setting_name(prefix: str, location: tuple[int | str, ...]) -> str:
+    """The environment variable a validation error points at (VERA_MCP_OIDC__ISSUER, ...)."""
+    parts = [str(part) for part in location if not isinstance(part, int)]
+    if parts and parts[0] == "OTEL_EXPORTER_OTLP_ENDPOINT":
+        return parts[0]
+    return prefix + "__".join(parts).upper() if parts else prefix.rstrip("_")
+
+
+def read_settings(**overrides: Any) -> tuple[McpSettings, VeraSettings]:
+    """The server's settings and the client's, from the environment (and the CLI's overrides);
+    ConfigurationError naming the first bad setting in one line."""
+    try:
+        settings = McpSettings(**overrides)
+    except pydantic.ValidationError as error:
+        raise _configuration_error("VERA_MCP_", error) from None
+    try:
+        vera = VeraSettings()
+    except pydantic.ValidationError as error:
+        raise _configuration_error("VERA_", error) from None
+    return settings, vera
+
+
+def _configuration_error(prefix: str, error: pydantic.ValidationError) -> ConfigurationError:
+    problem = error.errors(include_url=False, include_input=False)[0]
+    message = " ".join(str(problem["msg"]).split()).removeprefix("Value error, ")
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return ConfigurationError(f"invalid setting {_setting_name(prefix, problem['loc'])}: {message}{more}")

@@ -1,10 +1,12 @@
 """The streamable HTTP transport: one Starlette app (build_http_app) serving MCP
 at /mcp as an OAuth 2.1 resource server (Bearer tokens through the SDK's auth
 middleware; RFC 9728 metadata; every 401 names it in WWW-Authenticate), with
-Host/Origin checks against DNS rebinding, a body size limit, and health."""
+Host/Origin checks against DNS rebinding, a body size limit, health, Prometheus
+metrics at /metrics, and a correlation id per request (X-Request-Id)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
@@ -15,20 +17,31 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from vera_client.client import AsyncVeraClient
+from vera_client.domain.errors import DatabaseUnavailableError
 from vera_mcp.adapters.health import health_routes
+from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
+from vera_mcp.adapters.logs import CorrelationIdMiddleware
+from vera_mcp.adapters.metrics import HttpMetricsMiddleware
 from vera_mcp.adapters.runner import ToolRunner
 from vera_mcp.adapters.tools import build_mcp_server
+from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.adapters.verifier import ChainedTokenVerifier
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.access import Scope
-from vera_mcp.domain.ports import QuotaLedger, TokenVerification
+from vera_mcp.domain.ports import TokenVerification
 
 MCP_PATH = "/mcp"
+METRICS_PATH = "/metrics"
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+RETRY_AFTER_S = 5  # what a 503 asks a client to wait: the pool reconnects in the background
+log = logging.getLogger("vera_mcp.http")
 
 
 def transport_security(settings: McpSettings) -> TransportSecuritySettings:
@@ -46,20 +59,54 @@ def transport_security(settings: McpSettings) -> TransportSecuritySettings:
     )
 
 
-def build_http_app(
+class DatabaseUnavailableMiddleware:
+    """A request that needs the database while it cannot be reached (verifying a token, most
+    often) is answered 503 with Retry-After, not 500: nothing is wrong with the request, and
+    the token is not called invalid (no 401), so a client keeps it and retries."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except DatabaseUnavailableError as error:
+            if started:  # too late to say so: the answer is under way
+                raise
+            log.warning("answered 503: %s", error)
+            body = {"error": "temporarily_unavailable", "error_description": "the database cannot be reached"}
+            headers = {"Retry-After": str(RETRY_AFTER_S)}
+            await JSONResponse(body, status_code=503, headers=headers)(scope, receive, send)
+
+
+async def build_http_app(
     settings: McpSettings,
     client: AsyncVeraClient,
     verifiers: Sequence[TokenVerification],
-    ledger: QuotaLedger | None,
     *,
     server_version: str,
+    ledger: LedgerFactory = no_ledger,
+    tracing: Tracing | None = None,
 ) -> Starlette:
-    """The whole HTTP server as one Starlette app (add routes and middleware to it)."""
+    """The whole HTTP server as one Starlette app (add routes and middleware to it).
+
+    Its McpMetrics are `app.state.metrics`, its quota ledger `app.state.ledger`
+    (None without quotas): whoever built the app closes the ledger when done."""
     resource = settings.base_url + MCP_PATH
-    issuers = settings.authorization_servers or [settings.base_url]
-    runner = ToolRunner(
-        client, server_version=server_version, ledger=ledger, timeout_s=settings.request_timeout_s
-    )
+    issuers = settings.authorization_servers or [
+        settings.oidc.issuer if settings.oidc is not None else settings.base_url
+    ]
+    runner = ToolRunner(client, server_version=server_version, timeout_s=settings.request_timeout_s)
     auth = AuthSettings(
         issuer_url=AnyHttpUrl(issuers[0]),
         resource_server_url=AnyHttpUrl(resource),
@@ -90,6 +137,19 @@ def build_http_app(
         Route(METADATA_PATH, ProtectedResourceMetadataHandler(metadata).handle, methods=["GET"])
     )
     app.router.routes.extend(health_routes(client))
+    routes = frozenset({getattr(route, "path", "") for route in app.router.routes} | {METRICS_PATH}) - {""}
+    metrics = await instrument(server, runner, tracing=tracing or Tracing(None), ledger=ledger, routes=routes)
+    if settings.metrics:
+        # no bearer token: Prometheus scrapes it, and it holds counts under bounded labels only
+        # (no query, principal or key); docs/mcp.md says how to keep it private
+        app.router.routes.append(metrics.route(METRICS_PATH))
+    # around the SDK's own: every response is counted (a 401, 421 or 503 included) and carries
+    # the request's id (add_middleware puts each outside those before it)
+    app.add_middleware(DatabaseUnavailableMiddleware)
+    app.add_middleware(CorrelationIdMiddleware)
+    app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
+    app.state.metrics = metrics
+    app.state.ledger = runner.ledger
     return app
 
 
@@ -100,6 +160,7 @@ async def serve_http(app: Starlette, settings: McpSettings) -> None:
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        log_config=None,  # uvicorn's records go to the root logger: JSON lines like the rest
         # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
         proxy_headers=True,
         server_header=False,

@@ -1,15 +1,16 @@
-"""The one function every tool call passes through (`ToolRunner.run_tool`): it
-finds the caller, refuses a token without the scope the tool needs, counts the
-call against the caller's quota, runs the work as the caller with a deadline,
-and turns every failure into a tool error an agent can read. Per-call concerns
-(metrics, spans, logs) belong here and nowhere else."""
+"""The one function every tool call passes through (`ToolRunner.run_tool`): under
+the request's correlation id and inside the call's span, metrics and log line
+(ToolCallObserver), it finds the caller, refuses a token without the scope the
+tool needs, counts the call against the caller's quota, runs the work as the
+caller with a deadline, and turns every failure into a tool error an agent can
+read. Per-call concerns belong here and nowhere else."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,6 +22,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.errors import VeraError
 from vera_client.domain.models import Membership
+from vera_mcp.adapters.logs import correlated, correlation_id
+from vera_mcp.adapters.metrics import McpMetrics, Outcome
+from vera_mcp.adapters.observability import ToolCallObserver
+from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.adapters.verifier import VeraAccessToken
 from vera_mcp.domain.access import Scope, ToolClass, VerifiedCaller
 from vera_mcp.domain.ports import QuotaLedger
@@ -74,6 +79,9 @@ class ToolRunner:
     fixed_caller: the caller of every call when the transport verifies none
         itself (stdio: the key in VERA_API_KEY, verified at start).
     ledger: counts calls per principal and tool class when configured.
+    observer: the span, metrics and log line of each call (by default metrics
+        over the default tool names and no tracing; the transports give it the
+        tools they serve, see adapters/instruments.py).
     timeout_s: a call's deadline; past it the call is abandoned with a tool error.
     """
 
@@ -83,17 +91,25 @@ class ToolRunner:
         *,
         server_version: str,
         ledger: QuotaLedger | None = None,
+        observer: ToolCallObserver | None = None,
         timeout_s: float = 30.0,
         fixed_caller: VerifiedCaller | None = None,
     ) -> None:
         self.client = client
         self.server_version = server_version
         self.ledger = ledger
+        self.observer = observer or ToolCallObserver(McpMetrics(), Tracing(None))
         self.timeout_s = timeout_s
         self.fixed_caller = fixed_caller
 
     def current_caller(self, ctx: Context[Any, Any] | None) -> VerifiedCaller | None:
         return _verified_of(ctx) or self.fixed_caller
+
+    def invalid_arguments(self, name: str) -> None:
+        """Count a call the SDK refused before run_tool (its arguments broke the schema) as a
+        tool error of that tool."""
+        with correlated(correlation_id()), self.observer.tool_call(name) as call:
+            call.outcome = Outcome.TOOL_ERROR
 
     async def run_tool(
         self,
@@ -103,26 +119,49 @@ class ToolRunner:
         scope_needed: Scope,
         work: Callable[[ToolCall], Awaitable[T]],
     ) -> T:
-        correlation_id = uuid.uuid4().hex[:16]
-        verified = self.current_caller(ctx)
-        if verified is None:
-            raise ToolError("not authenticated: send a bearer token (an API key or an OAuth access token)")
-        if scope_needed not in verified.scopes:
-            raise ToolError(f"this token lacks the scope {scope_needed.value!r}, which {name} needs")
+        # over HTTP the request's id (CorrelationIdMiddleware); over stdio one per call
+        with correlated(correlation_id()) as call_id, self._tool_errors(name, call_id):
+            # inside the observer an escaping exception sets the outcome (a quota refusal, a
+            # VeraError, a fault of the server); a refusal of the runner's own is set here and
+            # raised after the block, so it is not mistaken for a fault of the server
+            refusal: ToolError
+            with self.observer.tool_call(name) as observed:
+                verified = self.current_caller(ctx)
+                if verified is None:
+                    observed.outcome = Outcome.TOOL_ERROR
+                    refusal = ToolError(
+                        "not authenticated: send a bearer token (an API key or an OAuth access token)"
+                    )
+                elif scope_needed not in verified.scopes:
+                    observed.outcome = Outcome.REFUSED_SCOPE
+                    refusal = ToolError(
+                        f"this token lacks the scope {scope_needed.value!r}, which {name} needs"
+                    )
+                else:
+                    if self.ledger is not None:
+                        await self.ledger.take(verified.principal_id, tool_class)
+                    call = ToolCall(self.client.as_caller(verified.caller), verified, call_id)
+                    try:
+                        async with asyncio.timeout(self.timeout_s):
+                            return await work(call)
+                    except ToolError as error:  # a tool's own refusal of its arguments
+                        observed.outcome = Outcome.TOOL_ERROR
+                        refusal = error
+            raise refusal
+
+    @contextmanager
+    def _tool_errors(self, name: str, call_id: str) -> Iterator[None]:
+        """Every failure of the block as a tool error an agent can read."""
         try:
-            if self.ledger is not None:
-                await self.ledger.take(verified.principal_id, tool_class)
-            call = ToolCall(self.client.as_caller(verified.caller), verified, correlation_id)
-            async with asyncio.timeout(self.timeout_s):
-                return await work(call)
+            yield
         except VeraError as error:  # the database's or the client's own one-line message
-            log.info("tool %s refused (%s): %s [%s]", name, type(error).__name__, error, correlation_id)
+            log.info("tool %s refused (%s): %s [%s]", name, type(error).__name__, error, call_id)
             raise ToolError(str(error)) from error
         except TimeoutError as error:
-            log.warning("tool %s timed out after %g s [%s]", name, self.timeout_s, correlation_id)
+            log.warning("tool %s timed out after %g s [%s]", name, self.timeout_s, call_id)
             raise ToolError(f"{name} took longer than {self.timeout_s:g} s and was stopped") from error
         except ToolError:
             raise
         except Exception as error:
-            log.exception("tool %s failed [%s]", name, correlation_id)
-            raise ToolError(f"internal error in {name} (correlation id {correlation_id})") from error
+            log.exception("tool %s failed [%s]", name, call_id)
+            raise ToolError(f"internal error in {name} (correlation id {call_id})") from error

@@ -5,6 +5,7 @@ contamination guard hold exactly as in SQL."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -68,6 +69,9 @@ class VeraMCPServer(MCPServer[Any]):
     """MCPServer whose argument errors read as one line: each argument and what is wrong with it
     (the bound it broke), without the rejected value (it is the caller's data)."""
 
+    # told the tool's name when its arguments are refused before run_tool (the metrics count it)
+    on_invalid_arguments: Callable[[str], None] | None = None
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
@@ -76,6 +80,8 @@ class VeraMCPServer(MCPServer[Any]):
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
+            if self.on_invalid_arguments is not None:
+                self.on_invalid_arguments(name)
             problems = "; ".join(
                 f"{'.'.join(str(part) for part in problem['loc']) or 'arguments'}: {problem['msg']}"
                 for problem in error.__cause__.errors(include_url=False, include_input=False)

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
 import sys
+from types import FrameType
 
 import click
-import pydantic
 
-from vera_client.config import VeraSettings
-from vera_client.domain.errors import VeraError
-from vera_mcp.config import McpSettings
+from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_mcp.adapters.logs import configure_json_logging
+from vera_mcp.config import read_settings
 from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
+
+
+class Terminated(Exception):
+    """SIGTERM arrived: unwind, so that every `finally` of the server runs (the pool closed, the
+    spans not yet exported flushed), then end of that signal."""
+
+
+def _unwind(_signal: int, _frame: FrameType | None) -> None:
+    raise Terminated
 
 
 @click.group()
@@ -30,7 +41,7 @@ def mcp() -> None:
     "--stdio", "transport", flag_value="stdio", help="One local agent client on stdin/stdout (VERA_API_KEY)."
 )
 @click.option(
-    "--http", "transport", flag_value="http", help="Streamable HTTP at /mcp, Bearer tokens (API keys)."
+    "--http", "transport", flag_value="http", help="Streamable HTTP at /mcp, Bearer tokens (API keys, OIDC)."
 )
 @click.option("--host", default=None, help="Address to listen on (VERA_MCP_HOST, default 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port to listen on (VERA_MCP_PORT, default 8765).")
@@ -40,24 +51,36 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         raise click.UsageError("choose a transport: --stdio or --http")
     try:
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-        settings = McpSettings(**overrides)  # type: ignore[arg-type]
-        vera = VeraSettings()
-    except pydantic.ValidationError as error:
-        problem = error.errors()[0]
-        where = "_".join(str(part) for part in problem["loc"]).upper()
-        stderr_line(f"invalid setting {where}: {problem['msg']}")
+        settings, vera = read_settings(**overrides)
+    except ConfigurationError as error:
+        stderr_line(str(error))
         sys.exit(2)
+    # JSON lines on stderr: over stdio, stdout carries the protocol and nothing else
+    configure_json_logging(logging.getLevelNamesMapping()[settings.log_level.upper()], sys.stderr)
+    # uvicorn shuts down gracefully on SIGTERM, then raises it again with the handler it found:
+    # with the default one the process would die before the server's cleanup ran
+    signal.signal(signal.SIGTERM, _unwind)
     try:
         if transport == "stdio":
             asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
         else:
-            click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
-            asyncio.run(run_http(settings, vera))
+
+            async def serving() -> None:
+                click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
+
+            asyncio.run(run_http(settings, vera, ready=serving))
     except StartupError as error:
         stderr_line(str(error))
         sys.exit(error.exit_code)
+    except ConfigurationError as error:
+        stderr_line(str(error))
+        sys.exit(2)
     except VeraError as error:
         stderr_line(str(error))
         sys.exit(1)
     except KeyboardInterrupt:
         pass
+    except Terminated:
+        # cleaned up: now end as SIGTERM ends a process, so the exit status says why
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)

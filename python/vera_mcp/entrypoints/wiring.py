@@ -4,7 +4,7 @@ The server's pool logs in as the gateway role (vera_gateway): it runs the SQL
 API like an application and may also vouch for principals it verified itself
 (OIDC), which an application login may not. On the embedded server that role
 is reached over the Unix socket as the demo's roles are; on an external
-PostgreSQL, VERA_MCP_GATEWAY_DSN names its login.
+PostgreSQL, VERA_DB__GATEWAY_DSN names its login.
 """
 
 from __future__ import annotations
@@ -20,8 +20,13 @@ from vera_client.config import VeraSettings
 from vera_client.domain.errors import AuthenticationError, ConfigurationError
 from vera_mcp.adapters.api_keys import ApiKeyVerification
 from vera_mcp.adapters.http_app import build_http_app, serve_http
+from vera_mcp.adapters.instruments import LedgerFactory
+from vera_mcp.adapters.metrics import McpMetrics
+from vera_mcp.adapters.oidc import OidcVerifier, oidc_verifier
+from vera_mcp.adapters.quotas import InProcessQuotaLedger, ValkeyQuotaLedger
 from vera_mcp.adapters.runner import ToolRunner
 from vera_mcp.adapters.stdio import serve_stdio
+from vera_mcp.adapters.tracing import Tracing, TracingSettings, configure_tracing
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.ports import QuotaLedger, TokenVerification
 
@@ -35,42 +40,80 @@ def server_version() -> str:
         return "unknown"
 
 
-def gateway_dsn(database: Database, settings: McpSettings) -> str:
+def gateway_dsn(database: Database) -> str:
     """The DSN of the gateway login the server's pool uses."""
     if database.server is not None:
         return database.server.url(GATEWAY_ROLE)
-    if settings.gateway_dsn:
-        return settings.gateway_dsn
+    if database.settings.db.gateway_dsn:
+        return database.settings.db.gateway_dsn
     raise ConfigurationError(
-        "the MCP server logs in as the vera_gateway role: set VERA_MCP_GATEWAY_DSN to its DSN "
+        "the MCP server logs in as the vera_gateway role: set VERA_DB__GATEWAY_DSN to its DSN "
         "(an application login cannot vouch for OAuth principals)"
     )
 
 
-async def connect_client(vera: VeraSettings, settings: McpSettings) -> AsyncVeraClient:
-    """One client (one pool) for every caller of this process; the embedded server is started if used."""
+async def connect_client(vera: VeraSettings, tracing: Tracing | None = None) -> AsyncVeraClient:
+    """One client (one pool) for every caller of this process; the embedded server is started if
+    used. With tracing on, each SQL call is a span under the tool call's."""
     database = build_database(vera)
+    dsn = gateway_dsn(database)  # before starting anything: a missing DSN is a configuration error
     if database.server is not None:
         await asyncio.to_thread(database.server.start)
     return await AsyncVeraClient.connect(
-        gateway_dsn(database, settings),
+        dsn,
         providers=build_providers(vera),
         pool=vera.pool,
         connect_timeout=vera.db.connect_timeout,
+        observe=tracing.sql_observer if tracing is not None else None,
     )
 
 
-# What the lead wires in after merging: more verifiers (OIDC after API keys) and a quota ledger.
+def tracing_for(settings: McpSettings) -> Tracing:
+    """Traces exported to OTEL_EXPORTER_OTLP_ENDPOINT, or none at all without it."""
+    return configure_tracing(TracingSettings(endpoint=settings.otlp_endpoint))
+
+
+# The token verifiers of the HTTP transport, in order: the first that recognises a token decides.
 Verifiers = Callable[[AsyncVeraClient, McpSettings], Sequence[TokenVerification]]
-Ledger = Callable[[McpSettings], QuotaLedger | None]
 
 
 def default_verifiers(client: AsyncVeraClient, settings: McpSettings) -> Sequence[TokenVerification]:
-    return [ApiKeyVerification(client, cache_seconds=settings.api_key_cache_s)]
+    """API keys, then OIDC access tokens when configured (their subjects are provisioned through
+    the gateway's own pool: only vera_gateway may vouch for a principal)."""
+    verifiers: list[TokenVerification] = [ApiKeyVerification(client, cache_seconds=settings.api_key_cache_s)]
+    if settings.oidc is not None:
+        verifiers.append(oidc_verifier(settings.oidc, client.executor))
+    return verifiers
 
 
-def no_ledger(_settings: McpSettings) -> QuotaLedger | None:
-    return None
+async def close_verifiers(verifiers: Sequence[TokenVerification]) -> None:
+    """Release what verifiers hold (the OIDC verifier's HTTP client of the JWKS)."""
+    for verifier in verifiers:
+        if isinstance(verifier, OidcVerifier):
+            await verifier.aclose()
+
+
+def quota_ledger(settings: McpSettings, vera: VeraSettings) -> LedgerFactory:
+    """The quota ledger: in Valkey when VERA_CACHE__VALKEY_URL is set (shared by every instance;
+    its failures counted by the metrics), else in this process."""
+
+    def build(metrics: McpMetrics) -> QuotaLedger:
+        limits = settings.quotas.limits()
+        if vera.cache.valkey_url:
+            return ValkeyQuotaLedger(
+                vera.cache.valkey_url,
+                limits,
+                key_prefix=settings.quotas.key_prefix,
+                on_backend_error=metrics.quota_backend_failed,
+            )
+        return InProcessQuotaLedger(limits)
+
+    return build
+
+
+async def close_ledger(ledger: QuotaLedger | None) -> None:
+    if isinstance(ledger, ValkeyQuotaLedger):
+        await ledger.close()
 
 
 async def run_http(
@@ -78,20 +121,31 @@ async def run_http(
     vera: VeraSettings,
     *,
     verifiers: Verifiers = default_verifiers,
-    ledger: Ledger = no_ledger,
     ready: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """`vera mcp serve --http` until stopped."""
-    client = await connect_client(vera, settings)
+    tracing = tracing_for(settings)
+    client = await connect_client(vera, tracing)
+    verifications = verifiers(client, settings)
     try:
-        app = build_http_app(
-            settings, client, verifiers(client, settings), ledger(settings), server_version=server_version()
+        app = await build_http_app(
+            settings,
+            client,
+            verifications,
+            server_version=server_version(),
+            ledger=quota_ledger(settings, vera),
+            tracing=tracing,
         )
-        if ready is not None:
-            await ready()
-        await serve_http(app, settings)
+        try:
+            if ready is not None:
+                await ready()
+            await serve_http(app, settings)
+        finally:
+            await close_ledger(app.state.ledger)
     finally:
+        await close_verifiers(verifications)
         await client.close()
+        tracing.shutdown()
 
 
 class StartupError(Exception):
@@ -103,10 +157,12 @@ class StartupError(Exception):
 
 
 async def run_stdio(settings: McpSettings, vera: VeraSettings, api_key: str | None) -> None:
-    """`vera mcp serve --stdio`: one caller, the key in VERA_API_KEY, verified before serving."""
+    """`vera mcp serve --stdio`: one caller, the key in VERA_API_KEY, verified before serving;
+    its quotas counted in process (or in Valkey when configured) as over HTTP."""
     if not api_key or not api_key.strip():
         raise StartupError("VERA_API_KEY is not set: the stdio server acts as the key's principal", 2)
-    client = await connect_client(vera, settings)
+    tracing = tracing_for(settings)
+    client = await connect_client(vera, tracing)
     try:
         verification = ApiKeyVerification(client, cache_seconds=0)
         if not verification.handles(api_key.strip()):
@@ -121,9 +177,13 @@ async def run_stdio(settings: McpSettings, vera: VeraSettings, api_key: str | No
             timeout_s=settings.request_timeout_s,
             fixed_caller=caller,
         )
-        await serve_stdio(runner)
+        try:
+            await serve_stdio(runner, tracing=tracing, ledger=quota_ledger(settings, vera))
+        finally:
+            await close_ledger(runner.ledger)
     finally:
         await client.close()
+        tracing.shutdown()
 
 
 def stderr_line(message: str) -> None:
