@@ -4,6 +4,8 @@ scope, within which quota and deadline, and what an agent reads when it fails.""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import logging
 from typing import Any
 
@@ -13,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.errors import PermissionDeniedError
+from vera_mcp.adapters.logs import JsonFormatter
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.verifier import ChainedTokenVerifier, VeraAccessToken
 from vera_mcp.domain.access import ALL_SCOPES, QuotaExceededError, Scope, ToolClass, VerifiedCaller
@@ -86,16 +89,27 @@ def test_a_vera_error_is_a_tool_error_with_its_message() -> None:
         call(runner(), refused)
 
 
-def test_an_unexpected_error_is_logged_and_answered_with_a_correlation_id(caplog: Any) -> None:
+def test_an_unexpected_error_is_logged_and_answered_with_a_correlation_id() -> None:
     async def crashes(_call: ToolCall) -> None:
         raise RuntimeError("secret detail")
 
-    with caplog.at_level(logging.ERROR, "vera_mcp.tools"), pytest.raises(ToolError) as raised:
-        call(runner(), crashes)
+    # the call's one log line (the observer's), as JSON: it carries the traceback and the id
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(JsonFormatter())
+    calls_log = logging.getLogger("vera_mcp.tool_calls")
+    calls_log.addHandler(handler)
+    try:
+        with pytest.raises(ToolError) as raised:
+            call(runner(), crashes)
+    finally:
+        calls_log.removeHandler(handler)
     message = str(raised.value)
     assert message.startswith("internal error in search (correlation id ") and "secret" not in message
     correlation = message.rsplit(" ", 1)[1].rstrip(")")
-    assert any(correlation in record.getMessage() and record.exc_info for record in caplog.records)
+    logged = [json.loads(line) for line in lines.getvalue().splitlines()]
+    assert [(line["level"], line["correlation_id"]) for line in logged] == [("warning", correlation)]
+    assert "RuntimeError: secret detail" in logged[0]["error"]
 
 
 def test_a_call_past_its_deadline_is_stopped() -> None:

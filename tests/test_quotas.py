@@ -85,7 +85,9 @@ def test_an_unknown_tool_class_is_named_in_the_error() -> None:
 
 def test_the_refusal_says_the_class_the_limit_and_when_to_retry() -> None:
     error = QuotaExceededError(ToolClass.CONTEXT, "20/min", 12.3)
-    assert "context" in str(error) and "20/min" in str(error) and "retry after 12 s" in str(error)
+    assert "context" in str(error) and "20/min" in str(error) and "retry after 13 s" in str(error)
+    # rounded up: "retry after 0 s" would invite a retry that is refused again
+    assert "retry after 1 s" in str(QuotaExceededError(ToolClass.READ, "120/min", 0.004))
 
 
 # -- one contract over both ledgers ---------------------------------------------------

@@ -9,8 +9,8 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from vera_mcp.adapters.knowledge_tools import READ_ONLY, WRITES
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
+from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.arguments import (
     AsOf,

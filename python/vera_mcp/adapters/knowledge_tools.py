@@ -11,10 +11,10 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
+from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.arguments import (
     AsOf,
@@ -46,9 +46,6 @@ from vera_mcp.domain.knowledge_shapes import (
     RetractedProposalOut,
     SourceOut,
 )
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
 
 def register_knowledge_tools(server: MCPServer[Any], runner: ToolRunner) -> None:

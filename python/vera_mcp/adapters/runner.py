@@ -162,6 +162,5 @@ class ToolRunner:
             raise ToolError(f"{name} took longer than {self.timeout_s:g} s and was stopped") from error
         except ToolError:
             raise
-        except Exception as error:
-            log.exception("tool %s failed [%s]", name, call_id)
+        except Exception as error:  # logged with its traceback once, by the observer's line of the call
             raise ToolError(f"internal error in {name} (correlation id {call_id})") from error

@@ -6,7 +6,6 @@ contamination guard hold exactly as in SQL."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -14,14 +13,16 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.context_tools import register_context_tools
 from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
+from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
+from vera_mcp.domain.arguments import AsOf, ItemKind, K, Note, Query, ScopeName, ScopeNames, SnapshotName
 from vera_mcp.domain.limits import LIMITS
 from vera_mcp.domain.shapes import (
     HitOut,
@@ -39,30 +40,11 @@ from vera_mcp.domain.shapes import (
 INSTRUCTIONS = """VERA is a verified, time-aware knowledge memory. Call whoami first: it lists the
 scopes you can read (name them by group_id, or by name when unambiguous) and the bounds of every
 argument. search answers with ranked, cited hits (facts and passages) and the six signals of each;
-tell VERA which hits helped with feedback (the hit's kind and item_id, and your query)."""
-
-Query = Annotated[
-    str,
-    Field(min_length=1, max_length=LIMITS.max_query_chars, description="what to look for, in any language"),
-]
-K = Annotated[int, Field(ge=LIMITS.min_k, le=LIMITS.max_k, description="how many hits")]
-ScopeName = Annotated[
-    str,
-    Field(min_length=1, max_length=LIMITS.max_name_chars, description="a group_id or a name whoami lists"),
-]
-ScopeNames = Annotated[
-    list[ScopeName] | None,
-    Field(max_length=LIMITS.max_scopes, description="scopes to search; default: every scope you can read"),
-]
-AsOf = Annotated[
-    datetime | None, Field(description="knowledge time (ISO 8601): answer as VERA knew it then; default: now")
-]
-SnapshotName = Annotated[str, Field(min_length=1, max_length=LIMITS.max_name_chars)]
-Note = Annotated[str | None, Field(max_length=LIMITS.max_note_chars)]
-ItemKind = Literal["fact", "passage"]
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+get_context packs the best of them under a token budget for a prompt, with conflicts and freshness
+warnings. get_fact, explain_fact, get_evidence, get_entity, get_source and explore follow a hit to
+its history, evidence and neighbours; changes and conflicts show what moved and what disagrees.
+propose a fact you learned (a reviewer decides); tell VERA which hits helped with feedback (the
+hit's kind and item_id, and your query) or pack_feedback (the pack and the item's position)."""
 
 
 class VeraMCPServer(MCPServer[Any]):

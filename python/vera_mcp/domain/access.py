@@ -10,6 +10,7 @@ they never widen what the principal's roles allow in SQL.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,5 +70,5 @@ class QuotaExceededError(VeraError):
         self.limit = limit
         self.retry_after = retry_after
         super().__init__(
-            f"quota exceeded for {tool_class.value} tools ({limit}): retry after {retry_after:.0f} s"
+            f"quota exceeded for {tool_class.value} tools ({limit}): retry after {math.ceil(retry_after)} s"
         )

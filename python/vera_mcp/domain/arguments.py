@@ -1,6 +1,6 @@
-"""The typed arguments of the knowledge, proposal and context-pack tools, with
-their bounds from limits.py, so that each tool's JSON Schema states them and the
-SDK refuses a call beyond them before any work starts."""
+"""The typed arguments of the MCP tools, with their bounds from limits.py, so
+that each tool's JSON Schema states them and the SDK refuses a call beyond them
+before any work starts."""
 
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ ReadScopes = Annotated[
 AsOf = Annotated[
     datetime | None, Field(description="knowledge time (ISO 8601): answer as VERA knew it then; default: now")
 ]
+K = Annotated[int, Field(ge=LIMITS.min_k, le=LIMITS.max_k, description="how many hits")]
+ScopeNames = Annotated[
+    list[ScopeName] | None,
+    Field(max_length=LIMITS.max_scopes, description="scopes to search; default: every scope you can read"),
+]
+SnapshotName = Annotated[str, Field(min_length=1, max_length=LIMITS.max_name_chars)]
+Note = Annotated[str | None, Field(max_length=LIMITS.max_note_chars)]
+ItemKind = Literal["fact", "passage"]
 EntityName = Annotated[
     str,
     Field(
