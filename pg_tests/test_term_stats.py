@@ -2,7 +2,9 @@
 180_search.sql, 200_snapshots.sql) against a recount from scratch: exact
 after every kind of write, concurrent writers included; erasure leaves no
 word behind, snapshots included; one tenant's writes never move another's
-scores; and MaxScore's candidate generation returns the exact BM25 top n."""
+scores; and MaxScore's candidate generation returns the exact BM25 top n of
+passages, and of facts unless a round is cut at the budget (then exact
+scores from at most the budget of rows a round)."""
 
 from __future__ import annotations
 
