@@ -545,7 +545,7 @@ def main() -> None:
     with bench.admin() as conn:
         version = conn.execute("select vera.search_version()").fetchone()[0]  # type: ignore[index]
     print(f"{version} on public data; embedder all-MiniLM-L6-v2 int8 ONNX ({MAX_TOKENS}-token truncation),"
-          f" vectors cached in {CACHE}; database {DATABASE} rebuilt on port 54499")  # fmt: skip
+          f" vectors cached in {CACHE}; database {DATABASE} rebuilt on port {bench.server.port}")  # fmt: skip
     if args.only in (None, "scifact"):
         scifact(bench, cache, args.eval_dir / "scifact" / "beir_test", args.limit)
     if args.only in (None, "xquad"):

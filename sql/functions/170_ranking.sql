@@ -251,6 +251,18 @@ language sql immutable
 as $$ select 1.2::float8, case kind when 'fact' then 0.0::float8 else 0.75::float8 end $$;
 comment on function vera.bm25_parameters(vera.item_kind) is 'BM25''s k1 (1.2) and b (0.75 for passages, 0 for facts)';
 
+-- The budget of candidate generation (vera.lexical_candidates): postings
+-- per round of rare terms, beyond the first term's. For facts (b = 0) also
+-- the most documents a round reads: their scores tie in thousands (one
+-- term, held once), and each row read is a heap page, 10-50 us
+-- (docs/benchmarks.md); passages are read exactly, whatever the count.
+create or replace function vera.lexical_budget(kind vera.item_kind)
+returns bigint
+language sql immutable
+as $$ select case kind when 'fact' then 250 else 1000 end::bigint $$;
+comment on function vera.lexical_budget(vera.item_kind) is
+    'Postings per round of candidate generation (passages 1000); facts'' rounds read at most that many (250)';
+
 create or replace function vera.bm25_idf(documents bigint, document_frequency bigint)
 returns double precision
 language sql immutable
@@ -297,9 +309,15 @@ comment on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint
 -- positions are the term frequencies). Length counted in distinct words
 -- rather than tokens changes each document's length by a similar factor,
 -- which the division by the average mostly cancels.
-create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
-                                           average_length double precision)
-returns double precision
+--
+-- The formula lives here once, as a one-row set-returning function: used
+-- in FROM (cross join lateral), the planner inlines it into the query that
+-- scores many rows, where a call of the scalar vera.bm25_score, whose body
+-- has a FROM clause and so never inlines, costs a SQL function call per
+-- row (about 25 us, five times the inlined subquery: docs/benchmarks.md).
+create or replace function vera.bm25_document_score(kind vera.item_kind, tsv tsvector, terms text[],
+                                                    idfs double precision[], average_length double precision)
+returns table (score double precision)
 language sql immutable
 as $$
     select coalesce(sum(q.idf * u.tf * (p.k1 + 1)
@@ -309,6 +327,14 @@ as $$
               from pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(tsv, 'A', terms), '{a}')) x) u
       join unnest(terms, idfs) q(term, idf) on q.term = u.lexeme
 $$;
+comment on function vera.bm25_document_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
+    'Internal: BM25 score of a tsvector as one row, for cross join lateral (inlined); vera.bm25_score as a value';
+
+create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
+                                           average_length double precision)
+returns double precision
+language sql immutable
+as $$ select s.score from vera.bm25_document_score(kind, tsv, terms, idfs, average_length) s $$;
 comment on function vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
     'Internal: BM25 score of a fact''s or passage''s tsvector for terms with their IDFs, given the average length';
 

@@ -11,25 +11,51 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 
 -- Internal: the lexical list of one kind (facts or passages): the n
 -- visible documents of the groups with the best BM25 scores for the query
--- terms (vera.bm25_score with the weights of vera.bm25_weights: the terms
--- that occur in this kind, rarest here first, with their postings here and
--- their IDFs), ordered as stage 1 orders equal scores.
+-- terms (vera.bm25_document_score with the weights of vera.bm25_weights: the
+-- terms that occur in this kind, rarest here first, with their postings
+-- here and their IDFs), ordered as stage 1 orders equal scores.
 --
 -- Candidate generation follows MaxScore (Turtle and Flood 1995): terms are
 -- taken rarest first, a round's worth of postings at a time (at least one
--- term, then more while their postings sum to at most the budget), and the
--- documents holding any term taken so far are scored on every query term.
--- A document holding none of them holds only the terms left, so it scores
--- at most the sum of their IDF * (k1 + 1); once the n-th score found beats
--- that bound, no other document can enter the list and the frequent terms'
--- postings are never read. The list is the exact top n of the documents
--- holding a generating term: the rarest query term and every term held by
--- at most a tenth of the documents searched or by few (at most the budget).
--- A term held by more (IDF below ln 10, under a quarter of a rare word's
--- weight, and over a thousand postings) still counts in every score, but a
--- document holding only such words does not become a candidate: otherwise a
--- query with "the" and a few rare words would rank most of a large corpus
--- whenever the rare words match fewer than n documents.
+-- term, then more while their postings sum to at most the budget of this
+-- kind, vera.lexical_budget), and the documents holding any term taken so
+-- far are scored on every query term. A document holding none of them
+-- holds only the terms left, so it scores at most the sum of their IDF *
+-- (k1 + 1); once the n-th score found beats that bound, no other document
+-- can enter the list and the frequent terms' postings are never read.
+-- Generating terms: the rarest query term and every term held by at most a
+-- tenth of the documents searched or by few (at most the budget). A term
+-- held by more (IDF below ln 10, under a quarter of a rare word's weight)
+-- still counts in every score, but a document holding only such words does
+-- not become a candidate: otherwise a query with "the" and a few rare words
+-- would rank most of a large corpus whenever the rare words match fewer
+-- than n documents.
+--
+-- Passages (b = 0.75) get the exact top n of the documents holding a
+-- generating term. Facts (b = 0) get it up to a bound on the rows read: a
+-- round reads at most the budget of documents (at least n). Without length
+-- normalisation a fact's score depends only on which query terms it holds
+-- and how often (almost always once), so the thousands of facts holding one
+-- frequent term tie, and an exact list reads them all to sort them by the
+-- order key (the rarest term of "in on" in a 100,000-fact tenant holds
+-- 14,000 facts: each row is a heap page, and the lexical half took 600 ms
+-- and more, docs/benchmarks.md). A round of one term t holding more than
+-- the budget therefore reads, the first in the table's order (the
+-- full-text index's bitmap; as the HNSW half, among equal distances, takes
+-- the index's order), at most the budget of
+--   1. the documents holding t and a later (more frequent) query term,
+--      which outscore those holding t alone once (IDFs are positive), then,
+--   2. only while a document holding t alone once could still enter the
+--      list (fewer than n found, or the n-th score at most t's IDF), the
+--      documents holding t and no other query term.
+-- What this gives up, only when a round of facts is cut at the budget:
+-- among equal scores the table's order, not the order key, decides which
+-- documents enter; a fact past the budget holding t twice (or holding t
+-- and a later term, when step 1 is cut) may be missed, and the list's
+-- scores may then fall below the exact list's. Every score in the list is
+-- its document's exact BM25 score, in stage 1's order; the same data in
+-- the same table gives the same list; a query none of whose rounds is cut
+-- (every generating term held by at most the budget) gets the exact list.
 --
 -- Owned by vera_searcher, like vera.search_candidates, which passes the
 -- caller's readable groups only.
@@ -42,13 +68,21 @@ language plpgsql stable
 set search_path = vera, public, pg_temp
 as $$
 declare
-    -- postings read per round, beyond the first term's
-    budget constant bigint := 1000;
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
+    -- no length normalisation: a round of facts reads at most the budget (see above)
+    bounded_rounds constant boolean := (select p.b = 0 from vera.bm25_parameters(target_kind) p);
+    -- postings read per round, beyond the first term's; where bounded, documents read per round
+    budget constant bigint := vera.lexical_budget(target_kind);
     taken integer := 0;
     generating integer;
     earlier integer;
     round_postings bigint;
+    -- this step's tsquery, the documents it leaves out (scored in another step), its row limit
+    matching tsquery;
+    excluded tsquery;
+    row_limit bigint;
+    -- a bounded round's second step (the documents holding its term alone) is still to come
+    alone_pending boolean := false;
     round_groups text[];
     round_ids uuid[];
     round_scores double precision[];
@@ -63,25 +97,16 @@ begin
     if coalesce(cardinality(ranked_terms), 0) = 0 then
         return;
     end if;
-    statement := case target_kind
-        when 'fact' then $q$
+    -- passages (facts: static SQL below): $4 the documents to read, $11 those to leave out, each
+    -- scored on every query term, the n best kept; planned for each round's terms
+    statement := $q$
             select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              from (select f.group_id, f.fact_id as item_id,
-                           vera.bm25_score('fact', f.tsv, $1, $2, $3) as score,
-                           vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
-                      from vera.facts f
-                     where f.tsv @@ $4 and f.group_id = any ($5) and not coalesce(f.tsv @@ $11, false)
-                       and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $6, $7)
-                     order by 3 desc, 4, array_position($9, f.group_id), 2
-                     limit $8) h$q$
-        else $q$
-            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              from (select c.group_id, c.chunk_id as item_id,
-                           vera.bm25_score('passage', c.tsv, $1, $2, $3) as score,
+              from (select c.group_id, c.chunk_id as item_id, sc.score,
                            vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal) as order_key
                       from vera.chunks c
                       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
                       join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
                      where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
                        and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
                        and e.status <> 'retracted' and e.observed_at <= $6
@@ -90,8 +115,7 @@ begin
                                           and newer.external_id = e.external_id and newer.version > e.version
                                           and newer.observed_at <= $6 and newer.status <> 'retracted')
                      order by 3 desc, 4, array_position($9, c.group_id), 2
-                     limit $8) h$q$
-        end;
+                     limit $8) h$q$;
 
     -- the terms that may generate candidates, rarest first: the rarest
     -- always, then each one held by at most a tenth of the documents
@@ -100,19 +124,68 @@ begin
       from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
      where t.idf < ln(10) and t.postings > budget;
     loop
-        -- this round's terms: the rarest not taken yet, a budget's worth of postings
-        earlier := taken;
-        round_postings := 0;
-        while taken < generating
-              and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
-            taken := taken + 1;
-            round_postings := round_postings + ranked_postings[taken];
-        end loop;
-        -- the documents holding one of them and none of the earlier rounds' (scored then)
-        execute statement
-           into round_groups, round_ids, round_scores, round_keys
-          using ranked_terms, ranked_idfs, average_length, vera.any_of(ranked_terms[earlier + 1:taken]),
-                groups, reference, personal_group, n, group_order, caller, vera.any_of(ranked_terms[1:earlier]);
+        if alone_pending then
+            -- a bounded round's step 2: its term alone, neither an earlier nor a later term
+            alone_pending := false;
+            matching := vera.any_of(ranked_terms[taken:taken]);
+            excluded := vera.any_of(ranked_terms[1:earlier] || ranked_terms[taken + 1:]);
+            row_limit := greatest(budget, n);
+        else
+            -- this round's terms: the rarest not taken yet, a budget's worth of postings
+            earlier := taken;
+            round_postings := 0;
+            while taken < generating
+                  and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
+                taken := taken + 1;
+                round_postings := round_postings + ranked_postings[taken];
+            end loop;
+            -- the documents holding one of them and none of the earlier rounds' (scored then)
+            matching := vera.any_of(ranked_terms[earlier + 1:taken]);
+            excluded := vera.any_of(ranked_terms[1:earlier]);
+            row_limit := null;
+            if bounded_rounds and round_postings > budget then
+                -- one frequent term (rounds of several hold at most the budget): step 1, with a later term;
+                -- never fewer rows than the list holds
+                row_limit := greatest(budget, n);
+                if taken < cardinality(ranked_terms) then
+                    matching := matching && vera.any_of(ranked_terms[taken + 1:]);
+                    alone_pending := true;
+                elsif coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
+                    -- no later term: this round is step 2 alone, and no document holding the term once
+                    -- can enter the list
+                    exit;
+                end if;
+            end if;
+        end if;
+        if target_kind = 'fact' then
+            -- Static, so that the plan is cached for the session: planning it anew each round cost
+            -- as much as reading the rows (4 ms a statement at 1,000,000 facts, the functions it
+            -- inlines). The rows are read in a materialized CTE, which the planner plans for all its
+            -- rows: the full-text index's bitmap, in the table's order. A limit on the scan itself
+            -- would make it walk the group's rows through a b-tree, expecting to meet matches soon,
+            -- which for a term held by one fact in 50 reads 50 rows per match (and another subset);
+            -- the limit still stops the scan, as a CTE runs only as far as its reader asks.
+            with holding as materialized (
+                select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
+                  from vera.facts f
+                 where f.tsv @@ matching and f.group_id = any (groups) and not coalesce(f.tsv @@ excluded, false)
+                   and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to,
+                                         reference, personal_group))
+            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+              into round_groups, round_ids, round_scores, round_keys
+              from (select f.group_id, f.fact_id as item_id, s.score,
+                           vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
+                      from (select * from holding limit row_limit) f
+                     cross join lateral vera.bm25_document_score('fact', f.tsv, ranked_terms, ranked_idfs,
+                                                                 average_length) s
+                     order by 3 desc, 4, array_position(group_order, f.group_id), 2
+                     limit n) h;
+        else
+            execute statement
+               into round_groups, round_ids, round_scores, round_keys
+              using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group, n,
+                    group_order, caller, excluded, row_limit;
+        end if;
         select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
           into found_groups, found_ids, found_scores, found_keys
           from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
@@ -120,6 +193,11 @@ begin
                                select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
                  order by b.s desc, b.k, array_position(group_order, b.g), b.i
                  limit n) m;
+        -- step 2 only while a document holding the term alone once (its IDF) could enter the list
+        if alone_pending and coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
+            alone_pending := false;
+        end if;
+        continue when alone_pending;
         exit when taken = generating;
         -- the most a document holding only the terms not taken can score
         select sum(i * (k1 + 1)) into bound from unnest(ranked_idfs[taken + 1:]) i;
@@ -131,7 +209,7 @@ end
 $$;
 comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
                                             double precision, timestamptz, text, uuid, integer, text[]) is
-    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); reads past RLS';
+    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); facts'' rounds read at most 1000 rows; reads past RLS';
 alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
                                       double precision, timestamptz, text, uuid, integer, text[])
     owner to vera_searcher;

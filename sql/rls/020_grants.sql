@@ -121,9 +121,11 @@ grant execute on function vera.passage_counted(vera.fact_lifecycle),
     to vera_searcher;
 grant execute on function vera.term_statistics(text[], vera.item_kind, text[]),
     vera.bm25_parameters(vera.item_kind),
+    vera.lexical_budget(vera.item_kind),
     vera.bm25_idf(bigint, bigint),
     vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]),
-    vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision)
+    vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision),
+    vera.bm25_document_score(vera.item_kind, tsvector, text[], double precision[], double precision)
     to vera_searcher;
 grant execute on function
     vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer),
