@@ -7,7 +7,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -24,6 +26,19 @@ class Terminated(Exception):
 
 def _unwind(_signal: int, _frame: FrameType | None) -> None:
     raise Terminated
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run the server on uvloop where it is installed (a dependency except on Windows): its event
+    loop takes about 2 ms off each HTTP round trip at p50 (docs/mcp.md, Latency); uvicorn would
+    pick it by itself, but only for a loop of its own making, and this one is ours."""
+    try:
+        import uvloop  # noqa: PLC0415
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
 
 
 @click.group()
@@ -62,13 +77,13 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
     signal.signal(signal.SIGTERM, _unwind)
     try:
         if transport == "stdio":
-            asyncio.run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
+            _run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
         else:
 
             async def serving() -> None:
                 click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
 
-            asyncio.run(run_http(settings, vera, ready=serving))
+            _run(run_http(settings, vera, ready=serving))
     except StartupError as error:
         stderr_line(str(error))
         sys.exit(error.exit_code)
