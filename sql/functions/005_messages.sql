@@ -34,4 +34,35 @@ $$;
 comment on function vera.check_length(text, text, integer) is
     'Internal: refuses a text over its limit (22001)';
 
+-- Refuses a row limit outside 1..at_most with 22023 (the reads of the MCP
+-- tools: get_entity, explore, changes, conflicts, list_proposals).
+create or replace function vera.check_max_rows(max_rows integer, at_most integer default 1000)
+returns void
+language plpgsql immutable parallel safe
+set search_path = vera, pg_temp
+as $$
+begin
+    if max_rows is null or max_rows not between 1 and at_most then
+        raise exception 'max_rows must be between 1 and %, got %', at_most, coalesce(max_rows::text, 'null')
+            using errcode = '22023';
+    end if;
+end
+$$;
+comment on function vera.check_max_rows(integer, integer) is
+    'Internal: refuses a row limit outside 1..at_most (22023)';
+
+-- Refuses an infinite as_of with 22023; null (now) passes.
+create or replace function vera.check_as_of(as_of timestamptz)
+returns void
+language plpgsql immutable parallel safe
+set search_path = vera, pg_temp
+as $$
+begin
+    if as_of is not null and not isfinite(as_of) then
+        raise exception 'as_of must be a finite time (null means now)' using errcode = '22023';
+    end if;
+end
+$$;
+comment on function vera.check_as_of(timestamptz) is 'Internal: refuses an infinite as_of (22023)';
+
 reset role;

@@ -77,13 +77,8 @@ declare
     entity_ids uuid[];
     fact_ids uuid[];
 begin
-    if get_entity.as_of is not null and not isfinite(get_entity.as_of) then
-        raise exception 'as_of must be a finite time (null means now)' using errcode = '22023';
-    end if;
-    if get_entity.max_rows is null or get_entity.max_rows not between 1 and 1000 then
-        raise exception 'max_rows must be between 1 and 1000, got %', coalesce(get_entity.max_rows::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform vera.check_as_of(get_entity.as_of);
+    perform vera.check_max_rows(get_entity.max_rows);
     select array_agg(r.group_id), array_agg(r.entity_id) into entity_groups, entity_ids
       from vera.readable_entities(get_entity.name_or_id, get_entity.groups) r;
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;

@@ -45,13 +45,8 @@ begin
         raise exception 'depth must be between 1 and 5, got %', coalesce(explore.depth::text, 'null')
             using errcode = '22023';
     end if;
-    if explore.as_of is not null and not isfinite(explore.as_of) then
-        raise exception 'as_of must be a finite time (null means now)' using errcode = '22023';
-    end if;
-    if explore.max_rows is null or explore.max_rows not between 1 and 1000 then
-        raise exception 'max_rows must be between 1 and 1000, got %', coalesce(explore.max_rows::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform vera.check_as_of(explore.as_of);
+    perform vera.check_max_rows(explore.max_rows);
     select array_agg(r.group_id), array_agg(r.entity_id) into reached_groups, reached_ids
       from vera.readable_entities(explore.entity, targets) r;
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;

@@ -29,10 +29,7 @@ begin
     if changes.since is null or not isfinite(changes.since) then
         raise exception 'since must be a finite time' using errcode = '22023';
     end if;
-    if changes.max_rows is null or changes.max_rows not between 1 and 1000 then
-        raise exception 'max_rows must be between 1 and 1000, got %', coalesce(changes.max_rows::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform vera.check_max_rows(changes.max_rows);
     with happened as (
         select 'published' as kind, coalesce(f.reviewed_at, f.recorded_at) as happened_at, f.fact_id as id
           from vera.facts f
@@ -87,10 +84,7 @@ declare
     targets constant text[] := vera.search_targets(conflicts.groups);
 begin
     perform vera.require_principal();
-    if conflicts.max_rows is null or conflicts.max_rows not between 1 and 1000 then
-        raise exception 'max_rows must be between 1 and 1000, got %', coalesce(conflicts.max_rows::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform vera.check_max_rows(conflicts.max_rows);
     return query
         with candidate as (
             select f.*, coalesce(f.origin ->> 'subject', e.canonical_name) as subject_name,

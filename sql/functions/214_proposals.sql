@@ -139,10 +139,7 @@ declare
     caller constant uuid := vera.require_principal();
     personal text;
 begin
-    if list_proposals.max_rows is null or list_proposals.max_rows not between 1 and 1000 then
-        raise exception 'max_rows must be between 1 and 1000, got %', coalesce(list_proposals.max_rows::text, 'null')
-            using errcode = '22023';
-    end if;
+    perform vera.check_max_rows(list_proposals.max_rows);
     select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
     return query
         select f.fact_id, f.proposed_for, coalesce(f.origin ->> 'subject', e.canonical_name), f.predicate,

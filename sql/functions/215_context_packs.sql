@@ -62,9 +62,7 @@ begin
         raise exception 'token_budget must be between 100 and 32000, got %',
             coalesce(store_context_pack.token_budget::text, 'null') using errcode = '22023';
     end if;
-    if store_context_pack.as_of is not null and not isfinite(store_context_pack.as_of) then
-        raise exception 'as_of must be a finite time (null means now)' using errcode = '22023';
-    end if;
+    perform vera.check_as_of(store_context_pack.as_of);
     if store_context_pack.min_authority is not null and not (store_context_pack.min_authority between 0 and 1) then
         raise exception 'min_authority must be between 0 and 1' using errcode = '22023';
     end if;
@@ -169,6 +167,29 @@ comment on function vera.store_context_pack(text, integer, jsonb, timestamptz, t
                                             jsonb, jsonb, jsonb) is
     'Stores a context pack assembled by the caller (items read from the database); returns its id';
 
+-- Internal: the caller's own pack (it lives in the caller's u: scope and
+-- names the caller), or VN001: another principal's or tenant's pack reads
+-- exactly as one that does not exist.
+create or replace function vera.own_context_pack(of_pack uuid, caller uuid)
+returns vera.context_packs
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    pack vera.context_packs;
+begin
+    select cp.* into pack
+      from vera.principals p
+      join vera.context_packs cp on cp.group_id = p.personal_group_id
+     where p.principal_id = caller and cp.pack_id = of_pack and cp.principal_id = caller;
+    if not found then
+        raise exception 'no context pack % of yours', of_pack using errcode = 'VN001';
+    end if;
+    return pack;
+end
+$$;
+comment on function vera.own_context_pack(uuid, uuid) is 'Internal: the caller''s own context pack, or VN001';
+
 -- Contract: a context pack, for the principal who made it only (anyone
 -- else, and an id that exists nowhere: VN001). items: a JSON array in
 -- order of {position, kind, item_id, group_id, text, tokens, citation,
@@ -182,18 +203,12 @@ set search_path = vera, pg_temp
 as $$
 declare
     caller constant uuid := vera.require_principal();
-    personal text;
     pack vera.context_packs;
 begin
     if of_pack is null then
         raise exception 'pack_id is required' using errcode = '22023';
     end if;
-    select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
-    select * into pack from vera.context_packs cp
-     where cp.group_id = personal and cp.pack_id = of_pack and cp.principal_id = caller;
-    if not found then
-        raise exception 'no context pack % of yours', of_pack using errcode = 'VN001';
-    end if;
+    pack := vera.own_context_pack(of_pack, caller);
     return query
         select pack.pack_id, pack.created_at, pack.searched_groups, pack.request, pack.weights,
                pack.assembler_version,
@@ -227,19 +242,13 @@ set search_path = vera, public, pg_temp
 as $$
 declare
     caller constant uuid := vera.require_principal();
-    personal text;
     pack vera.context_packs;
     item vera.context_pack_items;
 begin
     if of_pack is null or item_position is null then
         raise exception 'feedback on a pack needs the pack id and a position' using errcode = '22023';
     end if;
-    select p.personal_group_id into personal from vera.principals p where p.principal_id = caller;
-    select * into pack from vera.context_packs cp
-     where cp.group_id = personal and cp.pack_id = of_pack and cp.principal_id = caller;
-    if not found then
-        raise exception 'no context pack % of yours', of_pack using errcode = 'VN001';
-    end if;
+    pack := vera.own_context_pack(of_pack, caller);
     select * into item from vera.context_pack_items i
      where i.group_id = pack.group_id and i.pack_id = pack.pack_id and i.position = item_position and not i.erased;
     if not found then
