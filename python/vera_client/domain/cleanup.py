@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from uuid import UUID
 
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.ports import GraphProjection, ObjectStore
+from vera_client.domain.ports import GraphStore, ObjectStore
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,10 +55,14 @@ class CleanupReport:
 
 
 def run_retract_cleanup(
-    job: RetractCleanup, *, objects: ObjectStore, graph: GraphProjection | None
+    job: RetractCleanup, *, objects: ObjectStore, graph: GraphStore | None
 ) -> CleanupReport:
     """Remove the job's graph edges (when a graph is configured) and raw objects."""
-    edges_removed = graph.remove_edges(job.group_id, list(job.edge_ids)) if graph and job.edge_ids else 0
+    edges_removed = (
+        graph.remove_edges(job.group_id, [UUID(edge) for edge in job.edge_ids])
+        if graph and job.edge_ids
+        else 0
+    )
     deleted = sum(1 for key in job.object_keys if objects.delete(key))
     return CleanupReport(
         edges_removed=edges_removed,

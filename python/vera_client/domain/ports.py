@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
+from uuid import UUID
 
+from vera_client.domain.graph import EdgeState, ExploreStep, GraphBackendName, GraphEdge, GraphNode
 from vera_client.domain.models import ServerStatus
 
 
@@ -41,11 +44,48 @@ class ObjectStore(Protocol):
         ...
 
 
-class GraphProjection(Protocol):
-    """The graph that published facts are projected into (Graphiti on Neo4j or FalkorDB)."""
+class GraphStore(Protocol):
+    """One graph server (Neo4j or FalkorDB) holding the projection of many groups.
 
-    def remove_edges(self, group_id: str, edge_ids: list[str]) -> int:
-        """Remove the edges of these facts; return how many existed."""
+    Every method is scoped to the groups it names; none ever reads or writes
+    another group's nodes or edges. All writes are idempotent."""
+
+    @property
+    def backend(self) -> GraphBackendName:
+        """Which server kind this is."""
+        ...
+
+    def upsert(self, group_id: str, nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> int:
+        """Create or update these nodes and edges of one group (matched by VERA's ids);
+        return the number of edges written. Replaying the same call changes nothing."""
+        ...
+
+    def remove_edges(self, group_id: str, edge_ids: Sequence[UUID]) -> int:
+        """Remove these edges of one group, then the group's nodes left without any edge;
+        return how many edges existed."""
+        ...
+
+    def drop_group(self, group_id: str) -> None:
+        """Remove every node and edge of one group (the first step of a rebuild)."""
+        ...
+
+    def edge_states(self, group_id: str) -> list[EdgeState]:
+        """Every edge of one group with its times (for `vera graph check`)."""
+        ...
+
+    def node_count(self, group_id: str) -> int:
+        """How many nodes (entities and literals) one group's graph holds."""
+        ...
+
+    def explore(self, starts: Sequence[tuple[str, UUID]], depth: int, as_of: datetime) -> list[ExploreStep]:
+        """Breadth-first from these (group, node id) starts, as vera.explore defines it:
+        hop h returns every edge answering at as_of, not returned before, one of whose
+        end nodes was reached before hop h; a literal node reaches nothing; a walk never
+        leaves the group of its start. Unordered: SQL orders and cites the result."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
         ...
 
 

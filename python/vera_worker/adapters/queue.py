@@ -19,7 +19,7 @@ from procrastinate import sql as procrastinate_sql
 
 from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
-from vera_client.domain.ports import GraphProjection, ObjectStore
+from vera_client.domain.ports import GraphStore, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
@@ -44,7 +44,7 @@ def build_app(
     dsn: str,
     *,
     objects: ObjectStore,
-    graph: GraphProjection | None = None,
+    graph: GraphStore | None = None,
     ingestion: SourceIngestion | None = None,
     embedding: FactEmbedding | None = None,
 ) -> procrastinate.App:
