@@ -6,13 +6,19 @@ server a deployment runs, with its own pool as vera_gateway), and measures
 the same queries (k = 10, by words: the facts carry no vectors, so no model
 runs and what is measured is the transport) through:
 
-- the direct call: AsyncVeraClient.search as the tenant's API key, in this process;
-- MCP: the SDK's ClientSession over streamable HTTP with the key as a Bearer token;
-- raw: the same tools/call as a plain JSON-RPC POST (httpx, kept-alive connection), which
-  leaves out the client SDK's own cost (its session, output-schema validation);
+- direct: AsyncVeraClient.search as the tenant's API key, in this process;
+- raw 2026-07-28 / raw 2025-06-18: the same tools/call as a plain JSON-RPC POST (httpx,
+  kept-alive connection), in the per-request protocol revision (one self-contained POST,
+  which the SDK answers in the request's own task) and in the handshake-era one (which the
+  SDK answers through a server session built per stateless request); what any HTTP client
+  sends, without a client SDK's own work;
+- SDK Client: `mcp.Client` as an agent opens it (it discovers the server and speaks
+  2026-07-28), and the SDK's ClientSession after an initialize handshake (2025-06-18);
+  both validate each structured result against the tool's output schema;
 
-each with one client and with 8 concurrent clients, and prints p50/p95 and the
-overhead of MCP at p50 (the issue's target: at most 5 ms for one client).
+with one client (the paths taking turns query by query, so that the noise of a shared
+machine falls on all alike) and with 8 concurrent clients (one path at a time), and prints p50/p95 and the
+overhead over the direct call at p50 (the issue's target: at most 5 ms for one client).
 
     .venv/bin/python benchmarks/mcp_latency.py [--facts 3000] [--calls 300]
 """
@@ -29,13 +35,15 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import httpx
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
@@ -120,75 +128,137 @@ def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the MCP server did not become ready within 60 s")
 
 
-async def timed(calls: list[str], one: Callable[[str], Awaitable[object]]) -> list[float]:
-    latencies = []
-    for query in calls:
-        started = time.perf_counter()
-        await one(query)
-        latencies.append(time.perf_counter() - started)
-    return latencies
+# The paths a call can take, each a factory: given the shared state, an async context that yields
+# one function answering a query. A client of each path is opened once and kept (as an agent keeps
+# its session or connection), so what is timed is the call, not the connect.
+Call = Callable[[str], Awaitable[object]]
+HANDSHAKE_VERSION = "2025-06-18"
+PER_REQUEST_VERSION = "2026-07-28"
 
 
-async def direct(bench: Bench, queries: list[str], clients: int) -> list[float]:
+@asynccontextmanager
+async def direct_path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
     dsn = bench.server.url("vera_gateway", bench.database)
     client = await AsyncVeraClient.connect(dsn, pool=PoolSettings(min_size=clients, max_size=clients))
     try:
         view = client.as_caller(bench.api_key)
-        await view.search(queries[0], k=10)  # warm the pool and the pins memo
-        shares = [queries[i::clients] for i in range(clients)]
-        results = await asyncio.gather(*(timed(share, lambda q: view.search(q, k=10)) for share in shares))
-        return [latency for share in results for latency in share]
+        yield lambda query: view.search(query, k=10)
     finally:
         await client.close()
 
 
-async def over_mcp(url: str, key: str, queries: list[str], clients: int) -> list[float]:
-    async def one_client(share: list[str]) -> list[float]:
-        async with (
-            create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
-            streamable_http_client(url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            await session.call_tool("search", {"query": share[0], "k": 10})  # warm the connection
-
-            async def call(query: str) -> object:
-                result = await session.call_tool("search", {"query": query, "k": 10})
-                if result.is_error:
-                    raise RuntimeError(result.content)
-                return result
-
-            return await timed(share, call)
-
-    shares = [queries[i::clients] for i in range(clients)]
-    results = await asyncio.gather(*(one_client(share) for share in shares))
-    return [latency for share in results for latency in share]
+def _checked(result: CallToolResult) -> CallToolResult:
+    if result.is_error:
+        raise RuntimeError(result.content)
+    return result
 
 
-async def raw_json_rpc(url: str, key: str, queries: list[str], clients: int) -> list[float]:
-    headers = {
-        "Authorization": f"Bearer {key}",
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2025-06-18",
-    }
+@asynccontextmanager
+async def sdk_session_path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
+    """The SDK's ClientSession with the initialize handshake (protocol 2025-06-18; stateless server)."""
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {bench.api_key}"}) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield lambda query: _then(session.call_tool("search", {"query": query, "k": 10}), _checked)
 
-    async def one_client(share: list[str]) -> list[float]:
+
+@asynccontextmanager
+async def sdk_client_path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
+    """The SDK's Client as an agent opens it (mode auto: it discovers and speaks 2026-07-28, one
+    self-contained POST per request, no session)."""
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {bench.api_key}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        if client.protocol_version != PER_REQUEST_VERSION:
+            raise RuntimeError(f"the SDK client negotiated {client.protocol_version}")
+        yield lambda query: _then(client.call_tool("search", {"query": query, "k": 10}), _checked)
+
+
+def _raw_path(version: str) -> Callable[[Bench, int, str], AbstractAsyncContextManager[Call]]:
+    """A plain JSON-RPC POST per call (httpx, kept-alive connection): what any HTTP client sends,
+    without the client SDK's own work (its session, output-schema validation)."""
+
+    @asynccontextmanager
+    async def path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
+        headers = {
+            "Authorization": f"Bearer {bench.api_key}",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": version,
+        }
+        meta: dict[str, object] = {}
+        if version == PER_REQUEST_VERSION:  # the per-request envelope: routing headers and _meta
+            headers |= {"Mcp-Method": "tools/call", "Mcp-Name": "search"}
+            meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": version,
+                              "io.modelcontextprotocol/clientCapabilities": {}}}  # fmt: skip
         async with httpx.AsyncClient(headers=headers, timeout=60) as http:
 
             async def call(query: str) -> object:
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                        "params": {"name": "search", "arguments": {"query": query, "k": 10}}}  # fmt: skip
+                params = {"name": "search", "arguments": {"query": query, "k": 10}, **meta}
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
                 answer = await http.post(url, json=body)
                 if answer.status_code != 200 or "error" in answer.json():
                     raise RuntimeError(answer.text[:300])
                 return answer
 
-            await call(share[0])
-            return await timed(share, call)
+            yield call
 
-    shares = [queries[i::clients] for i in range(clients)]
-    results = await asyncio.gather(*(one_client(share) for share in shares))
-    return [latency for share in results for latency in share]
+    return path
+
+
+async def _then(call: Awaitable[CallToolResult], check: Callable[[CallToolResult], object]) -> object:
+    return check(await call)
+
+
+PATHS: dict[str, Callable[[Bench, int, str], AbstractAsyncContextManager[Call]]] = {
+    "direct": direct_path,
+    f"raw {PER_REQUEST_VERSION}": _raw_path(PER_REQUEST_VERSION),
+    f"raw {HANDSHAKE_VERSION}": _raw_path(HANDSHAKE_VERSION),
+    f"SDK Client ({PER_REQUEST_VERSION})": sdk_client_path,
+    f"SDK ClientSession ({HANDSHAKE_VERSION})": sdk_session_path,
+}
+
+
+async def interleaved(bench: Bench, url: str, queries: list[str]) -> dict[str, list[float]]:
+    """One client: every path answers every query, the paths taking turns query by query (in a
+    rotating order), so a burst of load on this shared machine falls on all paths alike."""
+    names = list(PATHS)
+    latencies: dict[str, list[float]] = {name: [] for name in names}
+    async with AsyncExitStack() as stack:
+        calls = {name: await stack.enter_async_context(PATHS[name](bench, 1, url)) for name in names}
+        for name in names:  # warm each path: its connection, the server's caches
+            await calls[name](queries[0])
+        for i, query in enumerate(queries):
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                started = time.perf_counter()
+                await calls[name](query)
+                latencies[name].append(time.perf_counter() - started)
+    return latencies
+
+
+async def concurrent(bench: Bench, url: str, queries: list[str], clients: int) -> dict[str, list[float]]:
+    """Several clients at once, one path at a time: interleaving paths here would make the direct
+    calls share this process's CPU with the other paths' client work."""
+    latencies: dict[str, list[float]] = {}
+    for name, path in PATHS.items():
+
+        async def one_client(share: list[str]) -> list[float]:
+            async with path(bench, clients, url) as call:  # noqa: B023 - awaited within this iteration
+                await call(share[0])
+                timed = []
+                for query in share:
+                    started = time.perf_counter()
+                    await call(query)
+                    timed.append(time.perf_counter() - started)
+                return timed
+
+        shares = [queries[i::clients] for i in range(clients)]
+        results = await asyncio.gather(*(one_client(share) for share in shares))
+        latencies[name] = [latency for share in results for latency in share]
+    return latencies
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -210,25 +280,27 @@ def main() -> None:
     server = serve(bench, port)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        rows = []
-        for clients in (1, CONCURRENT):
-            base = asyncio.run(direct(bench, sample, clients))
-            mcp = asyncio.run(over_mcp(url, bench.api_key, sample, clients))
-            raw = asyncio.run(raw_json_rpc(url, bench.api_key, sample, clients))
-            rows.append((clients, base, mcp, raw))
+        rows = [
+            (1, asyncio.run(interleaved(bench, url, sample))),
+            (CONCURRENT, asyncio.run(concurrent(bench, url, sample, CONCURRENT))),
+        ]
     finally:
         server.terminate()
         server.wait(timeout=15)
-    print(f"\nsearch, k = 10, {args.facts} facts, {args.calls} calls per row (latency per call)")
-    print("| clients | direct p50 / p95 ms | MCP (SDK client) p50 / p95 ms | raw JSON-RPC p50 / p95 ms "
-          "| overhead p50 ms: MCP, raw |")  # fmt: skip
-    print("|---|---|---|---|---|")
-    for clients, base, mcp, raw in rows:
-        b50, m50, r50 = percentile(base, 50), percentile(mcp, 50), percentile(raw, 50)
-        print(f"| {clients} | {b50 * 1000:.2f} / {percentile(base, 95) * 1000:.2f} "
-              f"| {m50 * 1000:.2f} / {percentile(mcp, 95) * 1000:.2f} "
-              f"| {r50 * 1000:.2f} / {percentile(raw, 95) * 1000:.2f} "
-              f"| {(m50 - b50) * 1000:.2f}, {(r50 - b50) * 1000:.2f} |")  # fmt: skip
+    print(
+        f"\nsearch, k = 10, {args.facts} facts, {args.calls} calls per path and row"
+        " (one client: the paths interleaved)"
+    )
+    print("| clients | path | p50 / p95 ms | overhead over direct at p50, ms |")
+    print("|---|---|---|---|")
+    for clients, latencies in rows:
+        base = percentile(latencies["direct"], 50)
+        for name, values in latencies.items():
+            p50 = percentile(values, 50)
+            extra = "" if name == "direct" else f"{(p50 - base) * 1000:.2f}"
+            print(
+                f"| {clients} | {name} | {p50 * 1000:.2f} / {percentile(values, 95) * 1000:.2f} | {extra} |"
+            )
 
 
 if __name__ == "__main__":

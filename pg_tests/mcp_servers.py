@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import httpx
 import uvicorn
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -203,6 +203,17 @@ async def http_session(url: str, token: str | None, **headers: str) -> Any:
     ):
         await session.initialize()
         yield session
+
+
+@asynccontextmanager
+async def per_request_client(url: str, token: str) -> Any:
+    """The SDK's Client as an agent opens it: it discovers the server and speaks the per-request
+    protocol revision (2026-07-28: one self-contained POST per request, no initialize, no session)."""
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 @asynccontextmanager

@@ -29,6 +29,7 @@ from pg_tests.mcp_servers import (
     free_port,
     http_server,
     http_session,
+    per_request_client,
     run,
     serve_process,
     stdio_session,
@@ -181,6 +182,20 @@ def test_every_tool_over_streamable_http(world: World, server: HttpServer) -> No
     assert lifecycle(world.db, pending[0]) == "published"
 
 
+def test_every_tool_over_the_per_request_protocol(world: World, server: HttpServer) -> None:
+    """An agent on the SDK's Client (mode auto) discovers the server and speaks 2026-07-28, which
+    the SDK serves in the request's own task; every tool answers there exactly as over a session."""
+    pending = pending_items(world.db, world.a, "ledger-per-request")
+
+    async def scenario() -> None:
+        async with per_request_client(server.url, world.a.owner_key) as client:
+            assert client.protocol_version == PER_REQUEST_VERSION
+            await exercise_every_tool(client, world, pending, "mcp-per-request")
+
+    run(scenario())
+    assert lifecycle(world.db, pending[0]) == "published"
+
+
 def test_every_tool_over_stdio(world: World) -> None:
     pending = pending_items(world.db, world.a, "ledger-stdio")
 
@@ -223,19 +238,44 @@ def test_stdio_refuses_a_revoked_key(world: World) -> None:
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
 JSON_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+# the per-request revision: no initialize; the version, capabilities and routing travel with each request
+PER_REQUEST_VERSION = "2026-07-28"
+WHOAMI_PER_REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "whoami", "arguments": {}, "_meta": {"io.modelcontextprotocol/protocolVersion": PER_REQUEST_VERSION,
+                                                 "io.modelcontextprotocol/clientCapabilities": {}}}}  # fmt: skip
+PER_REQUEST_HEADERS = {
+    "MCP-Protocol-Version": PER_REQUEST_VERSION,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "whoami",
+}
+# the first request of a client in each protocol revision: (body, extra headers)
+FIRST_REQUESTS = [
+    pytest.param((INITIALIZE, {}), id="handshake"),
+    pytest.param((WHOAMI_PER_REQUEST, PER_REQUEST_HEADERS), id="per-request"),
+]
 
 
+def with_bearer(
+    first: tuple[dict[str, Any], dict[str, str]], token: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A first request and its headers, with the token as a Bearer."""
+    body, extra = first
+    return body, {**JSON_HEADERS, **extra, "Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("first", FIRST_REQUESTS)
 @pytest.mark.parametrize(
     "token", [None, "bad", "vera_000000000000_" + "x" * 43, "revoked", "expired", "disabled"]
 )
 def test_requests_without_a_valid_token_get_401_naming_the_metadata(
-    world: World, server: HttpServer, token: str | None
+    world: World, server: HttpServer, token: str | None, first: tuple[dict[str, Any], dict[str, str]]
 ) -> None:
     token = {"revoked": world.revoked_key, "expired": world.expired_key, "disabled": world.disabled_key}.get(
         token or "", token
     )
-    headers = {**JSON_HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
-    answer = httpx.post(server.url, json=INITIALIZE, headers=headers)
+    body, extra = first
+    headers = {**JSON_HEADERS, **extra, **({"Authorization": f"Bearer {token}"} if token else {})}
+    answer = httpx.post(server.url, json=body, headers=headers)
     assert answer.status_code == 401
     challenge = answer.headers["www-authenticate"]
     metadata_url = f"{server.base}/.well-known/oauth-protected-resource/mcp"
@@ -246,11 +286,14 @@ def test_requests_without_a_valid_token_get_401_naming_the_metadata(
     assert root["resource"] == server.url and set(root["scopes_supported"]) == {s.value for s in Scope}
 
 
-def test_a_valid_key_is_let_in(world: World, server: HttpServer) -> None:
-    answer = httpx.post(
-        server.url, json=INITIALIZE, headers={**JSON_HEADERS, "Authorization": f"Bearer {world.a.owner_key}"}
-    )
+@pytest.mark.parametrize("first", FIRST_REQUESTS)
+def test_a_valid_key_is_let_in(
+    world: World, server: HttpServer, first: tuple[dict[str, Any], dict[str, str]]
+) -> None:
+    body, headers = with_bearer(first, world.a.owner_key)
+    answer = httpx.post(server.url, json=body, headers=headers)
     assert answer.status_code == 200, answer.text
+    assert "error" not in answer.json(), answer.text
 
 
 @pytest.mark.parametrize(
@@ -258,21 +301,29 @@ def test_a_valid_key_is_let_in(world: World, server: HttpServer) -> None:
     [({"Host": "evil.example"}, 421), ({"Host": "evil.example:80"}, 421),
      ({"Origin": "http://evil.example"}, 403), ({"Origin": "https://localhost.evil.example"}, 403)],
 )  # fmt: skip
+@pytest.mark.parametrize("first", FIRST_REQUESTS)
 def test_other_hosts_and_origins_are_refused(
-    world: World, server: HttpServer, headers: dict[str, str], status: int
+    world: World,
+    server: HttpServer,
+    headers: dict[str, str],
+    status: int,
+    first: tuple[dict[str, Any], dict[str, str]],
 ) -> None:
     """DNS rebinding: a page elsewhere that reaches the server by a rebound name or from its origin."""
-    auth = {**JSON_HEADERS, "Authorization": f"Bearer {world.a.owner_key}"}
-    answer = httpx.post(server.url, json=INITIALIZE, headers={**auth, **headers})
+    body, auth = with_bearer(first, world.a.owner_key)
+    answer = httpx.post(server.url, json=body, headers={**auth, **headers})
     assert answer.status_code == status, answer.text
-    allowed = httpx.post(server.url, json=INITIALIZE, headers={**auth, "Origin": "http://localhost:3000"})
+    allowed = httpx.post(server.url, json=body, headers={**auth, "Origin": "http://localhost:3000"})
     assert allowed.status_code == 200
 
 
-def test_an_oversize_body_is_refused(world: World, server: HttpServer) -> None:
-    auth = {**JSON_HEADERS, "Authorization": f"Bearer {world.a.owner_key}"}
-    body = {**INITIALIZE, "padding": "x" * (64 * 1024)}
-    assert httpx.post(server.url, json=body, headers=auth).status_code == 413
+@pytest.mark.parametrize("first", FIRST_REQUESTS)
+def test_an_oversize_body_is_refused(
+    world: World, server: HttpServer, first: tuple[dict[str, Any], dict[str, str]]
+) -> None:
+    body, auth = with_bearer(first, world.a.owner_key)
+    padded = {**body, "padding": "x" * (64 * 1024)}
+    assert httpx.post(server.url, json=padded, headers=auth).status_code == 413
 
 
 # --- tool errors ----------------------------------------------------------------------------------
@@ -379,19 +430,27 @@ def test_a_token_without_the_scope_a_tool_needs_is_refused_naming_it(
 def b_ids(world: World) -> dict[str, UUID]:
     with world.db.admin() as conn:
         fact, chunk = conn.execute(
-            "select fact_id, chunk_id from vera.facts where group_id = %s limit 1", (world.b.organisation,)
+            # a published fact of B's (an earlier test may have left B's pending claims beside it)
+            "select fact_id, chunk_id from vera.facts where group_id = %s and lifecycle = 'published' "
+            "order by recorded_at, fact_id limit 1",
+            (world.b.organisation,),
         ).fetchone()  # type: ignore[misc]
     return {"fact": fact, "passage": chunk}
 
 
-def test_tenant_a_never_sees_or_touches_tenant_b_through_any_tool(world: World, server: HttpServer) -> None:
+@pytest.mark.parametrize("protocol", ["handshake", "per-request"])
+def test_tenant_a_never_sees_or_touches_tenant_b_through_any_tool(
+    world: World, server: HttpServer, protocol: str
+) -> None:
     b = world.b
     theirs = b_ids(world)
     b_pending = pending_claim(world.db, b, "bravo-secret")
     votes_before = _votes(world.db, b.organisation)
 
+    opened = http_session if protocol == "handshake" else per_request_client
+
     async def scenario() -> dict[str, Any]:
-        async with http_session(server.url, world.a.owner_key) as session:
+        async with opened(server.url, world.a.owner_key) as session:
             calls: dict[str, tuple[str, dict[str, Any]]] = {
                 "whoami": ("whoami", {}),
                 "search": ("search", {"query": "payments-api cluster blue bravo-secret", "k": 50}),
