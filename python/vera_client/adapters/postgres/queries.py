@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import LiteralString
 
 _HEADER = re.compile(r"^-- name: ([a-z_]+)\s*$", re.MULTILINE)
+# resolved once: query() runs on every call to the database
+_QUERIES = Path(__file__).with_name("queries.sql")
+_MIGRATION_QUERIES = Path(__file__).with_name("migration_queries.sql")
 
 
 @cache
@@ -23,7 +26,7 @@ def query(name: str) -> LiteralString:
     Typed LiteralString for psycopg: queries.sql ships with the package and is
     never built from user input (values always travel as parameters).
     """
-    sql: LiteralString = _load(Path(__file__).with_name("queries.sql"))[name]
+    sql: LiteralString = _load(_QUERIES)[name]
     return sql
 
 
@@ -33,5 +36,5 @@ def migration_query(name: str) -> LiteralString:
     Kept apart from the client's queries: they change with the SQL bundle's
     deployment, not with the client's API.
     """
-    sql: LiteralString = _load(Path(__file__).with_name("migration_queries.sql"))[name]
+    sql: LiteralString = _load(_MIGRATION_QUERIES)[name]
     return sql
