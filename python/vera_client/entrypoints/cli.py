@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -18,16 +19,17 @@ import click
 import pydantic
 
 from vera_client.adapters.postgres import deployment, embedded, provisioning
-from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import (
     ConfigurationError,
+    NotFoundError,
     VeraError,
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
-from vera_client.domain.models import Hit, LoginLimits, ServerStatus
+from vera_client.domain.models import Hit, LoginLimits, ServerStatus, Source
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,6 +54,45 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
         raise AssertionError("unreachable")  # pragma: no cover
 
     return wrapper
+
+
+MISSING_KEY = "set VERA_API_KEY or pass --api-key"
+
+
+def _require_api_key(_context: click.Context, _param: click.Parameter, value: str | None) -> str:
+    if not value:
+        fail(MISSING_KEY)
+    return value
+
+
+def api_key_option(purpose: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """--api-key (or VERA_API_KEY) of a command that acts as a caller; missing, one line says so."""
+    return click.option("--api-key", envvar="VERA_API_KEY", callback=_require_api_key, help=purpose)
+
+
+class IsoInstant(click.ParamType):  # type: ignore[type-arg]
+    """An instant in ISO 8601: a date (midnight UTC), or a date and time with or without an offset
+    (2026-06-01T12:00:00+07:00, ...Z; UTC when none), as `--json` prints them."""
+
+    name = "instant"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            instant = value
+        else:
+            try:
+                instant = datetime.fromisoformat(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not an ISO 8601 date or date and time", param, ctx)
+        return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+
+
+ISO_INSTANT = IsoInstant()
+
+
+def echo_json(data: object) -> None:
+    """One JSON document on stdout (dates and ids as strings, text as written)."""
+    click.echo(json.dumps(data, default=str, ensure_ascii=False))
 
 
 def database_from_env(tcp: bool | None = None) -> Database:
@@ -111,26 +152,42 @@ def stop() -> None:
 
 
 @db.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object: server, migrations, job queue, indexes."
+)
 @friendly_errors
-def status() -> None:
+def status(as_json: bool) -> None:
     """Show the server (when embedded) and which migrations are applied."""
     database = database_from_env()
+    report: dict[str, object] = {}
     if database.server is not None:
         server_status = database.server.status()
-        _print_status(server_status)
+        report["server"] = dataclasses.asdict(server_status) | {"embedded": True}
+        if not as_json:
+            _print_status(server_status)
         if not server_status.running:
+            if as_json:
+                echo_json(report)
             return
     else:
         app_dsn = database.settings.db.dsn  # never the admin DSN (see Database.app_dsn)
         shown = redact(app_dsn) if app_dsn else "VERA_DB__DSN is not set: applications cannot connect"
-        click.echo(f"server:   external, {shown}")
+        report["server"] = {"embedded": False, "app_url": redact(app_dsn) if app_dsn else None}
+        if not as_json:
+            click.echo(f"server:   external, {shown}")
     runner = database.migration_runner()
+    migrations = []
     for state in runner.states():
         mark = "edited!" if state.edited else ("applied" if state.applied else "pending")
-        click.echo(f"  {state.migration.name:<40} {mark}")
+        migrations.append({"name": state.migration.name, "state": mark.rstrip("!")})
+        if not as_json:
+            click.echo(f"  {state.migration.name:<40} {mark}")
     queue = runner.job_queue_version()
-    click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
     due = provisioning.missing_vector_indexes(database.admin_dsn)
+    if as_json:
+        echo_json(report | {"migrations": migrations, "job_queue": queue, "vector_indexes_due": len(due)})
+        return
+    click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
     if due:
         click.echo(f"  {'vector indexes':<40} {len(due)} due: run vera db maintain")
 
@@ -225,10 +282,12 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
 
 @commands.command("search")
 @click.argument("query")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@api_key_option("Key of the principal to search as.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
 @click.option(
-    "--as-of", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Instant (UTC) to answer for."
+    "--as-of",
+    type=ISO_INSTANT,
+    help="Instant to answer for: ISO 8601 date, or date and time (UTC unless an offset).",
 )
 @click.option("--group", "groups", multiple=True, help="Search only this group (repeatable).")
 # the stage-1 knobs of vera.search, its defaults; vera.search checks them (one line on a bad value)
@@ -267,7 +326,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
         hits = vera.search(
             query,
             k=k,
-            as_of=as_of.replace(tzinfo=UTC) if as_of else None,
+            as_of=as_of,
             groups=groups or None,
             k_rrf=k_rrf,
             candidates=candidates,
@@ -275,7 +334,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
         )
     if as_json:
         for hit in hits:
-            click.echo(json.dumps(dataclasses.asdict(hit), default=str, ensure_ascii=False))
+            echo_json(dataclasses.asdict(hit))
     else:
         print_hits(hits, explain=explain)
 
@@ -285,7 +344,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
 @click.argument("item_id", type=click.UUID)
 @click.argument("vote", type=click.Choice(["up", "down"]))
 @click.option("--query", "text", required=True, help="The query the hit answered.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal who votes.")
+@api_key_option("Key of the principal who votes.")
 @friendly_errors
 def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
     """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
@@ -299,7 +358,7 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
 @commands.command("calibrate")
 @click.argument("group")
 @click.option("--min-samples", type=click.IntRange(min=1), help="Votes needed to keep the weights.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of GROUP.")
+@api_key_option("Key of an admin of GROUP.")
 @friendly_errors
 def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
     """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
@@ -319,9 +378,12 @@ def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None
 
 @commands.command("eval")
 @click.argument("golden_file", type=click.Path(path_type=Path))
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object: each query's verdict and the figures."
+)
+@api_key_option("Key of the principal to search as.")
 @friendly_errors
-def eval_command(golden_file: Path, api_key: str) -> None:
+def eval_command(golden_file: Path, as_json: bool, api_key: str) -> None:
     """Score a golden set with the real vera.search: hit@k, MRR, nDCG@10.
 
     Exits 1 when a figure is below the file's thresholds.
@@ -333,6 +395,21 @@ def eval_command(golden_file: Path, api_key: str) -> None:
             hits = vera.search(item.text, k=max(golden.k, 10), as_of=item.as_of, groups=item.groups)
             scores.append(score_query(item, hits, golden.k))
     result = evaluate(golden, scores)
+    if as_json:
+        echo_json({
+            "queries": [
+                {"query": score.query.text, "as_of": score.query.as_of, "hit": score.hit,
+                 "first_right": score.first_right, "rejected_first": score.rejected_first}
+                for score in result.scores
+            ],
+            "k": golden.k,
+            "figures": result.figures,
+            "passed": result.passed,
+            "failures": list(result.failures),
+        })  # fmt: skip
+        if not result.passed:
+            sys.exit(1)
+        return
     click.echo(f"{'':>3} {'right':>5} {'rank':>4}  query")
     for position, score in enumerate(result.scores, start=1):
         verdict = "yes" if score.hit else ("WRONG" if score.rejected_first else "no")
@@ -457,12 +534,16 @@ def ensure_local_app_login(database: Database) -> None:
         )
 
 
-def client_from_env(api_key: str) -> VeraClient:
-    """The typed client as the environment configures it (the embedded server started if it is used)."""
-    settings = VeraSettings()
-    database = build_database(settings)
-    start_if_embedded(database)
-    return VeraClient.from_settings(api_key, settings)
+def client_from_env(api_key: str, database: Database | None = None) -> VeraClient:
+    """The typed client as the environment configures it (the embedded server started if it is used).
+
+    One plain connection first: a wrong or unreachable DSN is one line at once, rather than a
+    connection pool retrying (and logging each attempt) until its timeout."""
+    if database is None:
+        database = build_database(VeraSettings())
+        start_if_embedded(database)
+    connect(database.app_dsn, connect_timeout=database.settings.db.connect_timeout).close()
+    return VeraClient.from_settings(api_key, database.settings)
 
 
 def start_if_embedded(database: Database) -> None:
@@ -473,6 +554,45 @@ def start_if_embedded(database: Database) -> None:
 @commands.group()
 def source() -> None:
     """Sources: where knowledge comes from, and how far it is trusted."""
+
+
+def source_holding(vera: VeraClient, path: Path, group: str | None) -> tuple[Source, str | None]:
+    """The live source whose folder holds path (see VeraClient.source_for_path); when only a
+    retracted one does, the error says how to bring it back."""
+    try:
+        return vera.source_for_path(path, group)
+    except NotFoundError:
+        target = path.expanduser().resolve()
+        for item in vera.list_sources(group):
+            root = item.config.get("root")
+            if not isinstance(root, str) or item.retracted_at is None:
+                continue
+            if target == Path(root) or Path(root) in target.parents:
+                raise NotFoundError(
+                    f"source {item.name!r}, which holds {path}, was retracted: "
+                    f"bring it back with `vera source restore {item.name}`"
+                ) from None
+        raise
+
+
+def _existing(vera: VeraClient, group: str, name: str) -> Source | None:
+    return next((s for s in vera.list_sources(group) if s.name == name.strip()), None)
+
+
+def _replacement_notes(old: Source, folder: Path, tier: int, kind: str) -> list[str]:
+    """What --replace changes, said before it is done."""
+    notes = []
+    old_root = old.config.get("root")
+    if old_root != str(folder.expanduser().resolve()):
+        notes.append(
+            f"folder {old_root} -> {folder.expanduser().resolve()}: the next ingest reads the new folder "
+            f"and retracts the files of the old one that it does not hold"
+        )
+    if old.trust_tier != tier:
+        notes.append(f"tier {old.trust_tier} -> {tier}: files read from now on are graded at tier {tier}")
+    if old.kind != kind:
+        notes.append(f"kind {old.kind} -> {kind}")
+    return notes or ["nothing changes but the options given"]
 
 
 @source.command("add")
@@ -488,7 +608,8 @@ def source() -> None:
 @click.option(
     "--functional", multiple=True, help="A key whose values replace each other over time (repeatable)."
 )
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
+@click.option("--replace", is_flag=True, help="Re-point an existing source of that name (folder, tier, ...).")
+@api_key_option("Key of an admin of the group.")
 @friendly_errors
 def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
     name: str,
@@ -498,25 +619,67 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
     group: str | None,
     uri: str | None,
     functional: tuple[str, ...],
+    replace: bool,
     api_key: str,
 ) -> None:
-    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it."""
+    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it.
+
+    A name already in use is refused unless --replace; a retracted source of that
+    name comes back (its files are read afresh by the next ingest).
+    """
     with client_from_env(api_key) as vera:
         target = group or vera.default_group()
+        old = _existing(vera, target, name)
+        if old is not None and old.retracted_at is None and not replace:
+            fail(
+                f"source {old.name!r} already exists in {target} ({old.config.get('root') or old.uri}, "
+                f"tier {old.trust_tier}): pass --replace to re-point it, or choose another name"
+            )
         added = vera.register_folder(
             target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
         )
+    if old is not None and old.retracted_at is None:
+        click.echo(f"replacing source {old.name!r}:")
+        for note in _replacement_notes(old, folder, tier, kind):
+            click.echo(f"  {note}")
+    elif old is not None:
+        click.echo(f"source {old.name!r} was retracted: restored; the next ingest reads its files afresh")
     click.echo(f"source {name!r} ({added.source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
+
+
+@source.command("restore")
+@click.argument("name")
+@click.option("--group", help="The group of the source (when the name is in several).")
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_restore(name: str, group: str | None, api_key: str) -> None:
+    """Bring retracted source NAME back, as it was registered; the next ingest reads its files afresh."""
+    with client_from_env(api_key) as vera:
+        found = vera.find_source(name, group)
+        if found.retracted_at is None:
+            fail(f"source {found.name!r} in {found.group_id} is not retracted")
+        vera.register_source(
+            found.group_id, found.kind, found.name, found.trust_tier, config=found.config, uri=found.uri
+        )
+    click.echo(
+        f"source {found.name!r} in {found.group_id} restored (tier {found.trust_tier}); "
+        f"`vera ingest --source {shlex.quote(found.name)}` reads its files afresh"
+    )
 
 
 @source.command("list")
 @click.option("--group", help="Only this group.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to list as.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per source.")
+@api_key_option("Key of the principal to list as.")
 @friendly_errors
-def source_list(group: str | None, api_key: str) -> None:
+def source_list(group: str | None, as_json: bool, api_key: str) -> None:
     """The sources you can read."""
     with client_from_env(api_key) as vera:
         found = vera.list_sources(group)
+    if as_json:
+        for item in found:
+            echo_json(dataclasses.asdict(item))
+        return
     if not found:
         click.echo("no sources: register one with vera source add")
     for item in found:
@@ -532,13 +695,30 @@ def source_list(group: str | None, api_key: str) -> None:
 @click.argument("name")
 @click.option("--group", help="The group of the source (when the name is in several).")
 @click.option("--erase", is_flag=True, help="Also delete its episodes, passages, facts and raw bytes.")
+@click.option("--yes", is_flag=True, help="Erase without asking (scripts).")
 @click.option("--reason", help="Why; kept in the audit log.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
+@api_key_option("Key of an admin of the group.")
 @friendly_errors
-def source_retract(name: str, group: str | None, erase: bool, reason: str | None, api_key: str) -> None:
-    """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it."""
+def source_retract(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str, group: str | None, erase: bool, yes: bool, reason: str | None, api_key: str
+) -> None:
+    """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it.
+
+    A retracted source can come back (`vera source restore`); an erased one cannot.
+    """
     with client_from_env(api_key) as vera:
         target = vera.find_source(name, group)
+        if erase and not yes:
+            question = (
+                f"Erase source {target.name!r} in {target.group_id}: its {target.tracked_records} records' "
+                "episodes, passages, facts and raw bytes, for good?"
+            )
+            try:
+                confirmed = click.confirm(question, default=False, err=True)
+            except click.Abort:
+                confirmed = False
+            if not confirmed:
+                fail("nothing erased (pass --yes to erase without being asked)")
         withdraw = vera.erase_source if erase else vera.retract_source
         job = withdraw(target.group_id, target.source_id, reason)
     verb = "erased" if erase else "retracted"
