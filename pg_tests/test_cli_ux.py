@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from uuid import uuid4
 
 import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg.types.json import Jsonb
 
 from pg_tests.databases import Database
 from pg_tests.test_cli import KEY, _env, _one_line_error, _run, _tenant_key
@@ -311,3 +313,37 @@ def test_a_missing_key_and_an_unreachable_database_are_one_line(demo_db: Databas
     closed = env | {"VERA_DB__DSN": "postgresql://vera_app@127.0.0.1:1/vera", "VERA_API_KEY": "vera_x_y"}
     line = _one_line_error(_run(["search", "x"], closed))
     assert line.startswith("vera: error: cannot connect to postgresql://vera_app@127.0.0.1:1/vera: ")
+
+
+def test_the_worker_logs_job_ids_and_counts_not_thousands_of_ids(demo_db: Database, tmp_path: Path) -> None:
+    env = _folder_env(demo_db, tmp_path)
+    fact_ids = [str(uuid4()) for _ in range(2000)]
+    with demo_db.admin() as conn:
+        group, principal = conn.execute(
+            "select group_id, principal_id from vera.memberships where role = 'owner' limit 1"
+        ).fetchone()  # type: ignore[misc]
+        job = conn.execute(
+            "select vera.enqueue_job('vera.embed', %s)",
+            (Jsonb({"group_id": group, "principal_id": str(principal), "fact_ids": fact_ids}),),
+        ).fetchone()[0]  # type: ignore[index]
+    worker = subprocess.run(  # noqa: S603
+        [str(VERA), "worker", "--once", "--queue", "embed"], env={**os.environ, **env},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr
+    assert f"vera.embed[{job}]" in worker.stderr and "fact_ids=[2000 items]" in worker.stderr
+    assert fact_ids[0] not in worker.stderr and len(worker.stderr) < 5000
+
+
+def test_the_worker_with_an_unreachable_database_is_one_line(demo_db: Database) -> None:
+    """Before, the pool logged each failed attempt for 30 s and the worker ended in a traceback."""
+    env = _env(demo_db.server, demo_db.name) | {"VERA_DB__DSN": "postgresql://vera_app@127.0.0.1:1/vera"}
+    worker = subprocess.run(  # noqa: S603
+        [str(VERA), "worker", "--once"], env={**os.environ, **env}, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert worker.returncode == 1
+    lines = [line for line in worker.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(
+        "vera: error: cannot connect to postgresql://vera_app@127.0.0.1:1/vera: "
+    )

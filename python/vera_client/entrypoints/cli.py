@@ -542,8 +542,14 @@ def client_from_env(api_key: str, database: Database | None = None) -> VeraClien
     if database is None:
         database = build_database(VeraSettings())
         start_if_embedded(database)
-    connect(database.app_dsn, connect_timeout=database.settings.db.connect_timeout).close()
+    check_reachable(database, database.app_dsn)
     return VeraClient.from_settings(api_key, database.settings)
+
+
+def check_reachable(database: Database, dsn: str) -> None:
+    """DatabaseUnavailableError, in one line, unless one plain connection to dsn opens (before a
+    pool is built on it: a pool retries and logs each failed attempt until its timeout)."""
+    connect(dsn, connect_timeout=database.settings.db.connect_timeout).close()
 
 
 def start_if_embedded(database: Database) -> None:

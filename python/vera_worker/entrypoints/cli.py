@@ -25,6 +25,7 @@ from vera_client.config import DbSettings
 from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
     api_key_option,
+    check_reachable,
     client_from_env,
     database_from_env,
     ensure_local_app_login,
@@ -132,6 +133,7 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
     # a failed file or a warning is shown once, by the progress: not again by the log's last resort
     logging.getLogger("vera_worker").addHandler(logging.NullHandler())
+    check_reachable(database, database.worker_dsn)
     stop = StopRequest()
     with IngestProgress() as progress:
         app = _app(
@@ -178,6 +180,7 @@ def worker_command(
     configure_worker_logging()
     database = database_from_env()
     start_if_embedded(database)
+    check_reachable(database, database.worker_dsn)
     app = _app(database)
     concurrency = database.settings.worker.concurrency
     backlog = None
