@@ -289,6 +289,19 @@ def test_json_on_the_commands_that_print_data(demo_db: Database) -> None:
     assert evaluated.exit_code == 0, evaluated.output
     figures = json.loads(evaluated.output)
     assert figures["passed"] and figures["figures"]["hit_at_k"] >= 0.9 and figures["queries"][0]["hit"]
+    hit = json.loads(_run(["search", "who owns ledger-db?", "--json", "-k", "1"], env).output)
+    vote = _run(
+        ["feedback", hit["kind"], hit["item_id"], "up", "--query", "who owns ledger-db?", "--json"], env
+    )
+    assert json.loads(vote.output)["created"] is True
+    calibrated = json.loads(_run(["calibrate", hit["group_id"], "--json"], env).output)
+    assert (calibrated["sample_count"], calibrated["persisted"]) == (1, False)
+    tenant = json.loads(_run(["tenant", "create", "Json Inc", "--owner", "Jo", "--json"], env).output)
+    assert tenant["group_id"].startswith("o:") and KEY.fullmatch(tenant["api_key"])
+    logins = [
+        json.loads(line) for line in _run(["tenant", "login", "list", "--json"], env).output.splitlines()
+    ]
+    assert any(login["role"] == APP_ROLE and login["limits"]["connection_limit"] for login in logins)
 
 
 def test_as_of_takes_iso_8601_with_time_and_offset(demo_db: Database) -> None:

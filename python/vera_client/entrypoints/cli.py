@@ -344,12 +344,18 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
 @click.argument("item_id", type=click.UUID)
 @click.argument("vote", type=click.Choice(["up", "down"]))
 @click.option("--query", "text", required=True, help="The query the hit answered.")
+@click.option("--json", "as_json", is_flag=True, help="The recorded vote as one JSON object.")
 @api_key_option("Key of the principal who votes.")
 @friendly_errors
-def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
+def feedback_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    kind: str, item_id: UUID, vote: str, text: str, as_json: bool, api_key: str
+) -> None:
     """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
     with client_from_env(api_key) as vera:
         recorded = vera.feedback(kind, item_id, text, vote)
+    if as_json:
+        echo_json(dataclasses.asdict(recorded))
+        return
     verb = "recorded" if recorded.created else "replaced the earlier vote with"
     click.echo(f"{verb} {vote} on {kind} {item_id} in {recorded.group_id}")
     click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
@@ -358,12 +364,16 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
 @commands.command("calibrate")
 @click.argument("group")
 @click.option("--min-samples", type=click.IntRange(min=1), help="Votes needed to keep the weights.")
+@click.option("--json", "as_json", is_flag=True, help="The calibration as one JSON object.")
 @api_key_option("Key of an admin of GROUP.")
 @friendly_errors
-def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
+def calibrate_command(group: str, min_samples: int | None, as_json: bool, api_key: str) -> None:
     """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
     with client_from_env(api_key) as vera:
         result = vera.calibrate(group, min_samples)
+    if as_json:
+        echo_json(dataclasses.asdict(result))
+        return
     click.echo(f"votes: {result.sample_count} ({result.helpful} up, {result.unhelpful} down)")
     if result.separation:
         click.echo("separation: " + "  ".join(f"{n} {v:+.3f}" for n, v in result.separation.items()))
@@ -434,11 +444,15 @@ def tenant() -> None:
 @click.argument("organisation")
 @click.option("--owner", required=True, help="Display name of the organisation's first owner.")
 @click.option("--email", default=None, help="Owner's e-mail.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: organisation, owner, API key.")
 @friendly_errors
-def tenant_create(organisation: str, owner: str, email: str | None) -> None:
+def tenant_create(organisation: str, owner: str, email: str | None, as_json: bool) -> None:
     """Create an organisation and print its owner's first API key (shown once)."""
     database = database_from_env()
     created = provisioning.create_tenant(database.admin_dsn, organisation, owner, email)
+    if as_json:
+        echo_json(dataclasses.asdict(created))
+        return
     click.echo(f"organisation: {created.group_id}")
     click.echo(f"owner:        {created.owner_principal_id}")
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
@@ -497,12 +511,17 @@ def tenant_login_create(
 
 
 @tenant_login.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per login.")
 @friendly_errors
-def tenant_login_list() -> None:
+def tenant_login_list(as_json: bool) -> None:
     """The application logins, their limits and sessions now."""
     database = database_from_env()
     start_if_embedded(database)
     logins = provisioning.list_app_logins(database.admin_dsn)
+    if as_json:
+        for login in logins:
+            echo_json(dataclasses.asdict(login))
+        return
     if not logins:
         click.echo("no application logins: create one with vera tenant login create NAME")
     for login in logins:

@@ -145,7 +145,11 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
             should_stop=stop,
         )
         interrupted = drain_interruptibly(
-            app, stop, stalled_after=database.settings.worker.stalled_after, say=progress.say
+            app,
+            stop,
+            stalled_after=database.settings.worker.stalled_after,
+            say=progress.say,
+            before_hard_stop=progress.close,
         )
     if failures:
         for line in failures[:-1]:

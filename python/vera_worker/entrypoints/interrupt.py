@@ -55,6 +55,7 @@ def drain_interruptibly(
     *,
     stalled_after: float,
     say: Callable[[str], None],
+    before_hard_stop: Callable[[], None] = lambda: None,
 ) -> bool:
     """Run every due job in this process, as queue.drain does, but with Ctrl-C handled as above.
     True when a Ctrl-C stopped it (the job in hand ended early; later jobs stay queued)."""
@@ -69,6 +70,7 @@ def drain_interruptibly(
         def on_sigint() -> None:
             nonlocal interrupted
             if interrupted:
+                before_hard_stop()  # a progress bar gives the terminal its cursor back
                 say("vera: stopped now; the file in hand was not written (run the command again)")
                 sys.stdout.flush()
                 sys.stderr.flush()
