@@ -9,10 +9,17 @@ import click
 
 from vera_client.entrypoints.cli import commands as client_commands
 from vera_client.entrypoints.keys import commands as key_commands
+from vera_client.entrypoints.sources import commands as source_commands
 from vera_mcp.entrypoints.cli import commands as mcp_commands
 from vera_worker.entrypoints.cli import commands as worker_commands
 
-PARTS: tuple[click.Group, ...] = (client_commands, key_commands, worker_commands, mcp_commands)
+PARTS: tuple[click.Group, ...] = (
+    client_commands,
+    source_commands,
+    key_commands,
+    worker_commands,
+    mcp_commands,
+)
 
 
 @click.group()

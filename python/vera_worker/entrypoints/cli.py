@@ -32,9 +32,9 @@ from vera_client.entrypoints.cli import (
     fail,
     friendly_errors,
     print_hits,
-    source_holding,
     start_if_embedded,
 )
+from vera_client.entrypoints.sources import source_holding
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import (
     IngestEvent,
