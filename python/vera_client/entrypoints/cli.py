@@ -9,7 +9,7 @@ import dataclasses
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
@@ -92,6 +92,12 @@ ISO_INSTANT = IsoInstant()
 def echo_json(data: object) -> None:
     """One JSON document on stdout (dates and ids as strings, text as written)."""
     click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def echo_json_lines(items: Sequence[object]) -> None:
+    """One JSON object per line for each item (a dataclass): what a list command's --json prints."""
+    for item in items:
+        echo_json(dataclasses.asdict(item))  # type: ignore[call-overload]
 
 
 def database_from_env(tcp: bool | None = None) -> Database:
@@ -332,8 +338,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
             ef_search=ef_search,
         )
     if as_json:
-        for hit in hits:
-            echo_json(dataclasses.asdict(hit))
+        echo_json_lines(hits)
     else:
         print_hits(hits, explain=explain)
 
@@ -518,8 +523,7 @@ def tenant_login_list(as_json: bool) -> None:
     start_if_embedded(database)
     logins = provisioning.list_app_logins(database.admin_dsn)
     if as_json:
-        for login in logins:
-            echo_json(dataclasses.asdict(login))
+        echo_json_lines(logins)
         return
     if not logins:
         click.echo("no application logins: create one with vera tenant login create NAME")

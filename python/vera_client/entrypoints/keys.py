@@ -4,7 +4,6 @@ new secret is printed once; the database keeps only its hash."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 
 import click
@@ -17,6 +16,7 @@ from vera_client.entrypoints.cli import (
     api_key_option,
     client_from_env,
     echo_json,
+    echo_json_lines,
     friendly_errors,
 )
 
@@ -61,8 +61,7 @@ def key_list(as_json: bool, api_key: str) -> None:
     with client_from_env(api_key) as vera:
         keys = vera.list_api_keys()
     if as_json:
-        for item in keys:
-            echo_json(dataclasses.asdict(item))
+        echo_json_lines(keys)
         return
     for item in keys:
         state = (

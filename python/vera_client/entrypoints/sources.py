@@ -4,7 +4,6 @@ changes), a retracted source can come back, and an erase asks first."""
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from pathlib import Path
 
@@ -13,7 +12,13 @@ import click
 from vera_client.client import VeraClient
 from vera_client.domain.errors import NotFoundError
 from vera_client.domain.models import Source
-from vera_client.entrypoints.cli import api_key_option, client_from_env, echo_json, fail, friendly_errors
+from vera_client.entrypoints.cli import (
+    api_key_option,
+    client_from_env,
+    echo_json_lines,
+    fail,
+    friendly_errors,
+)
 
 
 @click.group()
@@ -147,8 +152,7 @@ def source_list(group: str | None, as_json: bool, api_key: str) -> None:
     with client_from_env(api_key) as vera:
         found = vera.list_sources(group)
     if as_json:
-        for item in found:
-            echo_json(dataclasses.asdict(item))
+        echo_json_lines(found)
         return
     if not found:
         click.echo("no sources: register one with vera source add")
