@@ -180,6 +180,8 @@ def test_source_add_refuses_an_existing_name_unless_replace(demo_db: Database, t
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     assert _run(["source", "add", "handbook", str(tmp_path / "old"), "--tier", "2"], env).exit_code == 0
+    again = _run(["source", "add", "handbook", str(tmp_path / "old"), "--tier", "2"], env)  # the README twice
+    assert again.exit_code == 0 and "is registered so already" in again.output
     line = _one_line_error(_run(["source", "add", "handbook", str(tmp_path / "new"), "--tier", "1"], env))
     assert "source 'handbook' already exists in o:" in line and "pass --replace to re-point it" in line
     assert str(tmp_path / "old") in _run(["source", "list"], env).output

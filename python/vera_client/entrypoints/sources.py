@@ -54,20 +54,28 @@ def _existing(vera: VeraClient, group: str, name: str) -> Source | None:
     return next((s for s in vera.list_sources(group) if s.name == name.strip()), None)
 
 
-def _replacement_notes(old: Source, folder: Path, tier: int, kind: str) -> list[str]:
-    """What --replace changes, said before it is done."""
+def _changes(
+    old: Source, folder: Path, *, tier: int, kind: str, uri: str | None, functional: tuple[str, ...]
+) -> list[str]:
+    """What registering the source again with these options changes, in words (none: nothing)."""
     notes = []
-    old_root = old.config.get("root")
-    if old_root != str(folder.expanduser().resolve()):
+    old_root, new_root = old.config.get("root"), str(folder.expanduser().resolve())
+    if old_root != new_root:
         notes.append(
-            f"folder {old_root} -> {folder.expanduser().resolve()}: the next ingest reads the new folder "
+            f"folder {old_root} -> {new_root}: the next ingest reads the new folder "
             f"and retracts the files of the old one that it does not hold"
         )
     if old.trust_tier != tier:
         notes.append(f"tier {old.trust_tier} -> {tier}: files read from now on are graded at tier {tier}")
     if old.kind != kind:
         notes.append(f"kind {old.kind} -> {kind}")
-    return notes or ["nothing changes but the options given"]
+    if old.uri != uri:
+        notes.append(f"uri {old.uri or '(none)'} -> {uri or '(none)'}")
+    declared = old.config.get("functional")
+    old_functional = [str(key) for key in declared] if isinstance(declared, list) else []
+    if old_functional != list(functional):
+        notes.append(f"functional keys {old_functional} -> {list(functional)}")
+    return notes
 
 
 @source.command("add")
@@ -99,13 +107,24 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
 ) -> None:
     """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it.
 
-    A name already in use is refused unless --replace; a retracted source of that
-    name comes back (its files are read afresh by the next ingest).
+    A name already in use is refused unless --replace (the same options again change
+    nothing); a retracted source of that name comes back (its files are read afresh
+    by the next ingest).
     """
     with client_from_env(api_key) as vera:
         target = group or vera.default_group()
         old = _existing(vera, target, name)
-        if old is not None and old.retracted_at is None and not replace:
+        changes = (
+            _changes(old, folder, tier=tier, kind=kind, uri=uri, functional=functional)
+            if old is not None
+            else []
+        )
+        live = old is not None and old.retracted_at is None
+        if live and not changes:
+            click.echo(f"source {name!r} is registered so already in {target}: nothing changed")
+            return
+        if live and not replace:
+            assert old is not None
             fail(
                 f"source {old.name!r} already exists in {target} ({old.config.get('root') or old.uri}, "
                 f"tier {old.trust_tier}): pass --replace to re-point it, or choose another name"
@@ -113,9 +132,9 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
         added = vera.register_folder(
             target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
         )
-    if old is not None and old.retracted_at is None:
+    if live and old is not None:
         click.echo(f"replacing source {old.name!r}:")
-        for note in _replacement_notes(old, folder, tier, kind):
+        for note in changes:
             click.echo(f"  {note}")
     elif old is not None:
         click.echo(f"source {old.name!r} was retracted: restored; the next ingest reads its files afresh")

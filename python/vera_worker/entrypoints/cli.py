@@ -132,7 +132,9 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
     # the failure is reported here in one line; Procrastinate would log it with a traceback
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
     # a failed file or a warning is shown once, by the progress: not again by the log's last resort
-    logging.getLogger("vera_worker").addHandler(logging.NullHandler())
+    quiet = logging.getLogger("vera_worker")
+    if not any(isinstance(handler, logging.NullHandler) for handler in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
     check_reachable(database, database.worker_dsn)
     stop = StopRequest()
     with IngestProgress() as progress:
