@@ -59,4 +59,6 @@ def test_on_a_terminal_a_bar_with_counts_and_time_left() -> None:
         for done in range(1, 5):
             progress(IngestEvent("ingested", "wiki", f"{done}.md", done, 4))
     shown = stream.getvalue()
-    assert "wiki" in shown and "4/4" in shown and "files" in shown
+    assert (
+        "wiki" in shown and "4/4 files" in shown and "elapsed," in shown and shown.rstrip().endswith("left")
+    )

@@ -88,8 +88,9 @@ class IngestProgress:
                 MofNCompleteColumn(),
                 TextColumn("files"),
                 TimeElapsedColumn(),
-                TextColumn("left"),
+                TextColumn("elapsed,"),
                 TimeRemainingColumn(),
+                TextColumn("left"),
                 console=self._console,
             )
             self._bar.start()
