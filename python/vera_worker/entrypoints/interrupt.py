@@ -80,7 +80,11 @@ def drain_interruptibly(
             stop.set()
             main.cancel()  # the worker then takes no new job and waits for the one in hand
 
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            handling = True
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            handling = False
         try:
             async with app.open_async():
                 await app.run_worker_async(
@@ -91,7 +95,8 @@ def drain_interruptibly(
                     **worker_options(stalled_after),
                 )
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            if handling:
+                loop.remove_signal_handler(signal.SIGINT)
 
     try:
         asyncio.run(work())
