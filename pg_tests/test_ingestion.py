@@ -159,20 +159,110 @@ def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path
 def test_a_bad_file_is_reported_and_read_again_next_time(world: World, folder: Path, tmp_path: Path) -> None:
     group = _project(world, "ingest-bad-file")
     source = _register(world, group, folder)
-    _write(folder / "broken.md", b"caf\xe9 au lait")
+    _write(folder / "broken.md", b"\xef\xbb\xbfcaf\xe9 au lait")  # a UTF-8 mark, then not UTF-8
     _write(folder / "front.md", "---\ntitle: [unclosed\n---\nbody\n")
     events: list = []
     _request(world, world.a.owner_key, source)
     [report] = run_worker(world.db, tmp_path / "objects", None, events)
     assert report.ingested == 3
-    assert sorted(report.failed) == [("broken.md", "broken.md: not UTF-8 (byte 3)"),
-                                     ("front.md", report.failed[1][1])]  # fmt: skip
+    assert sorted(report.failed) == [
+        ("broken.md", "broken.md: starts with a UTF-8 byte-order mark but is not UTF-8 (byte 6)"),
+        ("front.md", report.failed[1][1]),
+    ]
     assert "malformed YAML front matter" in report.failed[1][1]
     assert [e.kind for e in events].count("failed") == 2
     _write(folder / "broken.md", "café au lait")
     _request(world, world.a.owner_key, source)
     [again] = run_worker(world.db, tmp_path / "objects", None)
     assert again.ingested == 1 and len(again.failed) == 1  # front.md is still malformed
+
+
+def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    """Before, report.warnings was filled and dropped, and a file that gave nothing counted as ingested."""
+    group = _project(world, "ingest-warnings")
+    source = _register(world, group, folder)
+    _write(folder / "team.md", "---\n所有者: Payments Team\n---\n")  # no Latin letters: no predicate
+    _write(folder / "hosts.csv", 'host,runs on\n"db-1,vm-1\n')  # unterminated on the first row
+    _write(folder / "owners.csv", "service;owned by;since\nledger-db;Data Platform;someday\n")
+    _write(
+        folder / "legacy.txt", "Ledger backups are kept for thirty days in Zoë's bucket.\n".encode("cp1252")
+    )
+    events: list = []
+    _request(world, world.a.owner_key, source)
+    [report] = run_worker(world.db, tmp_path / "objects", None, events)
+    assert report.ingested == 5  # the fixture's three, owners.csv and legacy.txt
+    assert sorted(key for key, _ in report.failed) == ["hosts.csv", "team.md"]
+    failed = dict(report.failed)
+    assert failed["team.md"] == (
+        "nothing read: team.md front matter: key '所有者' cannot be a predicate (it needs letters A-Z)"
+    )
+    assert failed["hosts.csv"].startswith(
+        "nothing read: hosts.csv line 2: a quoted field opened here is never"
+    )
+    assert report.warnings == [
+        ("legacy.txt", "legacy.txt: not UTF-8 (byte 45); read as cp1252"),
+        ("owners.csv", "owners.csv row 1: 'since' is not a date: 'someday'"),
+    ]
+    assert [e.key for e in events if e.kind == "warned"] == ["legacy.txt", "owners.csv"]
+    assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")
+    assert any("Zoë's bucket" in text for text in _texts(world, group, "backups thirty days"))
+    # the failed files stay out of the cursor: read (and reported) again until they are fixed
+    _request(world, world.a.owner_key, source)
+    [again] = run_worker(world.db, tmp_path / "objects", None)
+    assert sorted(key for key, _ in again.failed) == ["hosts.csv", "team.md"] and again.ingested == 0
+
+
+def test_a_run_asked_to_stop_ends_after_the_file_in_hand(world: World, folder: Path, tmp_path: Path) -> None:
+    """The CLI's first Ctrl-C: the run stops between files, keeps what it committed, and the next reads the rest."""
+    group = _project(world, "ingest-stop")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+    asked = []
+
+    def stop_after_two() -> bool:
+        asked.append(True)
+        return len(asked) > 2
+
+    stopped = SourceIngestion(
+        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        embedder_for_model=lambda _: None, should_stop=stop_after_two,
+    ).run(request)  # fmt: skip
+    assert stopped.stopped and stopped.ingested == 2
+    with caller(world.db, world.a.owner_key) as conn:
+        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
+    assert len(cursor) == 2  # what was committed is known, written when the run stopped
+    rest = SourceIngestion(
+        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        embedder_for_model=lambda _: None,
+    ).run(request)  # fmt: skip
+    assert (rest.stopped, rest.untouched, rest.ingested) == (False, 2, 1)
+
+
+def test_a_retracted_source_comes_back_when_registered_again(
+    world: World, folder: Path, tmp_path: Path
+) -> None:
+    """Before, its cursor survived the retraction: registered again, every file was "unchanged" and
+    nothing came back into search."""
+    group = _project(world, "ingest-restore")
+    source = _register(world, group, folder)
+    _request(world, world.a.owner_key, source)
+    [first] = run_worker(world.db, tmp_path / "objects", None)
+    assert first.ingested == 3
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.retract_source(group, source.source_id, "moved")
+        [retracted] = [s for s in vera.list_sources(group) if s.source_id == source.source_id]
+        assert retracted.retracted_at is not None and retracted.tracked_records == 0
+    assert "ledger-db owned by Data Platform" not in _texts(world, group, "ledger-db Data Platform")
+    restored = _register(world, group, folder)
+    assert restored.source_id == source.source_id and restored.retracted_at is None
+    _request(world, world.a.owner_key, restored)
+    [again] = run_worker(world.db, tmp_path / "objects", None)
+    assert (again.ingested, again.unchanged, again.untouched) == (3, 0, 0)
+    assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")
 
 
 def test_a_member_ingests_but_only_an_admin_retracts(world: World, folder: Path, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+
 import pytest
 
 from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
@@ -95,7 +97,7 @@ def test_csv_rows_state_claims_and_bad_dates_warn() -> None:
     [
         ("a.md", b"---\ntitle: [unclosed\n---\nbody", "malformed YAML front matter"),
         ("a.md", b"---\n- a list\n---\nbody", "front matter must be a YAML mapping"),
-        ("a.md", b"caf\xe9", "not UTF-8"),
+        ("a.md", b"\xef\xbb\xbfcaf\xe9", "starts with a UTF-8 byte-order mark but is not UTF-8"),
         ("a.txt", b"a\x00b", "NUL"),
         ("a.pdf", b"%PDF", "not a Markdown, CSV or text file"),
     ],
@@ -165,3 +167,77 @@ def test_a_table_of_more_claims_than_one_call_takes_is_cut_with_a_warning() -> N
     record = parse_record("big.csv", ("service,runs on\n" + rows).encode())
     assert len(record.claims) == 10_000
     assert record.warnings[-1] == "big.csv: 10,050 claims, only the first 10,000 are published"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "semicolons.csv",
+            'service;runs on;valid from\nledger-db;db-cluster-a;2025-01-10\nx-api;"vm-1; rack 2";\n',
+        ),
+        (
+            "tabs.csv",
+            "service\truns on\tvalid from\nledger-db\tdb-cluster-a\t2025-01-10\nx-api\tvm-1; rack 2\t\n",
+        ),
+        ("pipes.csv", "service|runs on|valid from\nledger-db|db-cluster-a|2025-01-10\nx-api|vm-1; rack 2|\n"),
+        (
+            "quoted.csv",
+            'service,runs on,valid from\n"ledger-db","db-cluster-a","2025-01-10"\nx-api,"vm-1; rack 2",\n',
+        ),
+    ],
+)
+def test_csv_dialects_are_sniffed(name: str, text: str) -> None:
+    """A semicolon export (a spreadsheet's in much of Europe), tabs, pipes and quoted fields all read
+    as the same table; before, anything but commas was one column: no claims, no warning."""
+    record = parse_record(name, text.encode())
+    assert [(c.subject, c.predicate, c.object, c.valid_from) for c in record.claims] == [
+        ("ledger-db", "RUNS_ON", "db-cluster-a", "2025-01-10"),
+        ("x-api", "RUNS_ON", "vm-1; rack 2", None),
+    ]
+    assert record.warnings == ()
+
+
+def test_an_unterminated_quote_is_a_warning_naming_its_line() -> None:
+    text = 'service,runs on\nledger-db,db-cluster-a\nx-api,"vm-1\ny-api,vm-2\n'
+    record = parse_record("cmdb.csv", text.encode())
+    assert [(c.subject, c.object) for c in record.claims] == [("ledger-db", "db-cluster-a")]
+    assert record.warnings == (
+        "cmdb.csv line 3: a quoted field opened here is never closed (unterminated quote); "
+        "the rows from here on are left out",
+    )
+
+
+@pytest.mark.parametrize(
+    ("encoded", "warning"),
+    [
+        ("service,owner\nledger-db,Zoë Café\n".encode(), None),
+        (codecs.BOM_UTF8 + "service,owner\nledger-db,Zoë Café\n".encode(), None),
+        ("service,owner\nledger-db,Zoë Café\n".encode("utf-16"), None),  # with its byte-order mark
+        ("service,owner\nledger-db,Zoë Café\n".encode("cp1252"), "not UTF-8 (byte 26); read as cp1252"),
+        ("service,owner\nledger-db,Zoë Café\n".encode("latin-1"), "not UTF-8 (byte 26); read as cp1252"),
+        ("service,owner\nledger-db,Zoë Café\n".encode("utf-16-le"), "read as utf-16-le"),
+    ],
+)
+def test_encodings_are_detected_and_a_guess_is_said(encoded: bytes, warning: str | None) -> None:
+    record = parse_record("owners.csv", encoded)
+    assert [(c.subject, c.object) for c in record.claims] == [("ledger-db", "Zoë Café")]
+    if warning is None:
+        assert record.warnings == ()
+    else:
+        assert len(record.warnings) == 1 and record.warnings[0].startswith("owners.csv: ")
+        assert warning in record.warnings[0]
+
+
+def test_a_few_latin_bytes_are_not_read_as_utf16() -> None:
+    record = parse_record("note.md", b"caf\xe9 au lait")
+    assert [p.text for p in record.passages] == ["café au lait"]
+    assert record.warnings == ("note.md: not UTF-8 (byte 3); read as cp1252",)
+
+
+def test_front_matter_keys_without_latin_letters_warn() -> None:
+    record = parse_record("team.md", "---\n所有者: Payments Team\n---\n".encode())
+    assert record.claims == () and record.passages == ()
+    assert record.warnings == (
+        "team.md front matter: key '所有者' cannot be a predicate (it needs letters A-Z)",
+    )

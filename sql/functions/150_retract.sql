@@ -153,7 +153,10 @@ $$;
 comment on function vera.erase_episode(text, uuid, text) is 'Erases an episode and everything drawn from it; admins only';
 
 -- Contract: retracts every episode of a source and the source itself (admins);
--- new ingestion from it is refused until it is registered again.
+-- new ingestion from it is refused until it is registered again. Its cursor is
+-- emptied with it: it described episodes that are now retracted, so a source
+-- registered again (vera source restore) has every file read afresh, each
+-- becoming a new version of its record, rather than found "unchanged".
 create or replace function vera.retract_source(group_id text, source_id uuid, reason text default null)
 returns bigint
 language plpgsql volatile security definer
@@ -164,7 +167,7 @@ declare
 begin
     perform vera.require_role(retract_source.group_id, 'admin');
     src := vera.visible_source(retract_source.group_id, retract_source.source_id);
-    update vera.sources s set retracted_at = coalesce(s.retracted_at, now())
+    update vera.sources s set retracted_at = coalesce(s.retracted_at, now()), cursor = '{}'
      where s.group_id = src.group_id and s.source_id = src.source_id;
     return vera.withdraw_episodes(
         src.group_id,

@@ -1,5 +1,6 @@
 """The client's part of the `vera` command line (database, search, feedback,
-evaluation, tenants, sources) and the helpers every part shares. User
+evaluation, tenants; sources and keys have modules of their own) and the
+helpers every part shares. User
 mistakes end in one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import dataclasses
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn, ParamSpec, TypeVar
@@ -18,7 +19,7 @@ import click
 import pydantic
 
 from vera_client.adapters.postgres import deployment, embedded, provisioning
-from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
@@ -52,6 +53,51 @@ def friendly_errors(command: Callable[P, R]) -> Callable[P, R]:
         raise AssertionError("unreachable")  # pragma: no cover
 
     return wrapper
+
+
+MISSING_KEY = "set VERA_API_KEY or pass --api-key"
+
+
+def _require_api_key(_context: click.Context, _param: click.Parameter, value: str | None) -> str:
+    if not value:
+        fail(MISSING_KEY)
+    return value
+
+
+def api_key_option(purpose: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """--api-key (or VERA_API_KEY) of a command that acts as a caller; missing, one line says so."""
+    return click.option("--api-key", envvar="VERA_API_KEY", callback=_require_api_key, help=purpose)
+
+
+class IsoInstant(click.ParamType):  # type: ignore[type-arg]
+    """An instant in ISO 8601: a date (midnight UTC), or a date and time with or without an offset
+    (2026-06-01T12:00:00+07:00, ...Z; UTC when none), as `--json` prints them."""
+
+    name = "instant"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
+        if isinstance(value, datetime):
+            instant = value
+        else:
+            try:
+                instant = datetime.fromisoformat(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not an ISO 8601 date or date and time", param, ctx)
+        return instant if instant.tzinfo is not None else instant.replace(tzinfo=UTC)
+
+
+ISO_INSTANT = IsoInstant()
+
+
+def echo_json(data: object) -> None:
+    """One JSON document on stdout (dates and ids as strings, text as written)."""
+    click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def echo_json_lines(items: Sequence[object]) -> None:
+    """One JSON object per line for each item (a dataclass): what a list command's --json prints."""
+    for item in items:
+        echo_json(dataclasses.asdict(item))  # type: ignore[call-overload]
 
 
 def database_from_env(tcp: bool | None = None) -> Database:
@@ -111,26 +157,42 @@ def stop() -> None:
 
 
 @db.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object: server, migrations, job queue, indexes."
+)
 @friendly_errors
-def status() -> None:
+def status(as_json: bool) -> None:
     """Show the server (when embedded) and which migrations are applied."""
     database = database_from_env()
+    report: dict[str, object] = {}
     if database.server is not None:
         server_status = database.server.status()
-        _print_status(server_status)
+        report["server"] = dataclasses.asdict(server_status) | {"embedded": True}
+        if not as_json:
+            _print_status(server_status)
         if not server_status.running:
+            if as_json:
+                echo_json(report)
             return
     else:
         app_dsn = database.settings.db.dsn  # never the admin DSN (see Database.app_dsn)
         shown = redact(app_dsn) if app_dsn else "VERA_DB__DSN is not set: applications cannot connect"
-        click.echo(f"server:   external, {shown}")
+        report["server"] = {"embedded": False, "app_url": redact(app_dsn) if app_dsn else None}
+        if not as_json:
+            click.echo(f"server:   external, {shown}")
     runner = database.migration_runner()
+    migrations = []
     for state in runner.states():
         mark = "edited!" if state.edited else ("applied" if state.applied else "pending")
-        click.echo(f"  {state.migration.name:<40} {mark}")
+        migrations.append({"name": state.migration.name, "state": mark.rstrip("!")})
+        if not as_json:
+            click.echo(f"  {state.migration.name:<40} {mark}")
     queue = runner.job_queue_version()
-    click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
     due = provisioning.missing_vector_indexes(database.admin_dsn)
+    if as_json:
+        echo_json(report | {"migrations": migrations, "job_queue": queue, "vector_indexes_due": len(due)})
+        return
+    click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
     if due:
         click.echo(f"  {'vector indexes':<40} {len(due)} due: run vera db maintain")
 
@@ -225,10 +287,12 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
 
 @commands.command("search")
 @click.argument("query")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@api_key_option("Key of the principal to search as.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 1000), help="Hits to return.")
 @click.option(
-    "--as-of", type=click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S"]), help="Instant (UTC) to answer for."
+    "--as-of",
+    type=ISO_INSTANT,
+    help="Instant to answer for: ISO 8601 date, or date and time (UTC unless an offset).",
 )
 @click.option("--group", "groups", multiple=True, help="Search only this group (repeatable).")
 # the stage-1 knobs of vera.search, its defaults; vera.search checks them (one line on a bad value)
@@ -267,15 +331,14 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
         hits = vera.search(
             query,
             k=k,
-            as_of=as_of.replace(tzinfo=UTC) if as_of else None,
+            as_of=as_of,
             groups=groups or None,
             k_rrf=k_rrf,
             candidates=candidates,
             ef_search=ef_search,
         )
     if as_json:
-        for hit in hits:
-            click.echo(json.dumps(dataclasses.asdict(hit), default=str, ensure_ascii=False))
+        echo_json_lines(hits)
     else:
         print_hits(hits, explain=explain)
 
@@ -285,12 +348,18 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
 @click.argument("item_id", type=click.UUID)
 @click.argument("vote", type=click.Choice(["up", "down"]))
 @click.option("--query", "text", required=True, help="The query the hit answered.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal who votes.")
+@click.option("--json", "as_json", is_flag=True, help="The recorded vote as one JSON object.")
+@api_key_option("Key of the principal who votes.")
 @friendly_errors
-def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: str) -> None:
+def feedback_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    kind: str, item_id: UUID, vote: str, text: str, as_json: bool, api_key: str
+) -> None:
     """Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."""
     with client_from_env(api_key) as vera:
         recorded = vera.feedback(kind, item_id, text, vote)
+    if as_json:
+        echo_json(dataclasses.asdict(recorded))
+        return
     verb = "recorded" if recorded.created else "replaced the earlier vote with"
     click.echo(f"{verb} {vote} on {kind} {item_id} in {recorded.group_id}")
     click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
@@ -299,12 +368,16 @@ def feedback_command(kind: str, item_id: UUID, vote: str, text: str, api_key: st
 @commands.command("calibrate")
 @click.argument("group")
 @click.option("--min-samples", type=click.IntRange(min=1), help="Votes needed to keep the weights.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of GROUP.")
+@click.option("--json", "as_json", is_flag=True, help="The calibration as one JSON object.")
+@api_key_option("Key of an admin of GROUP.")
 @friendly_errors
-def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None:
+def calibrate_command(group: str, min_samples: int | None, as_json: bool, api_key: str) -> None:
     """Derive GROUP's blend weights from its votes (the mean-difference rule)."""
     with client_from_env(api_key) as vera:
         result = vera.calibrate(group, min_samples)
+    if as_json:
+        echo_json(dataclasses.asdict(result))
+        return
     click.echo(f"votes: {result.sample_count} ({result.helpful} up, {result.unhelpful} down)")
     if result.separation:
         click.echo("separation: " + "  ".join(f"{n} {v:+.3f}" for n, v in result.separation.items()))
@@ -319,9 +392,12 @@ def calibrate_command(group: str, min_samples: int | None, api_key: str) -> None
 
 @commands.command("eval")
 @click.argument("golden_file", type=click.Path(path_type=Path))
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to search as.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object: each query's verdict and the figures."
+)
+@api_key_option("Key of the principal to search as.")
 @friendly_errors
-def eval_command(golden_file: Path, api_key: str) -> None:
+def eval_command(golden_file: Path, as_json: bool, api_key: str) -> None:
     """Score a golden set with the real vera.search: hit@k, MRR, nDCG@10.
 
     Exits 1 when a figure is below the file's thresholds.
@@ -333,6 +409,21 @@ def eval_command(golden_file: Path, api_key: str) -> None:
             hits = vera.search(item.text, k=max(golden.k, 10), as_of=item.as_of, groups=item.groups)
             scores.append(score_query(item, hits, golden.k))
     result = evaluate(golden, scores)
+    if as_json:
+        echo_json({
+            "queries": [
+                {"query": score.query.text, "as_of": score.query.as_of, "hit": score.hit,
+                 "first_right": score.first_right, "rejected_first": score.rejected_first}
+                for score in result.scores
+            ],
+            "k": golden.k,
+            "figures": result.figures,
+            "passed": result.passed,
+            "failures": list(result.failures),
+        })  # fmt: skip
+        if not result.passed:
+            sys.exit(1)
+        return
     click.echo(f"{'':>3} {'right':>5} {'rank':>4}  query")
     for position, score in enumerate(result.scores, start=1):
         verdict = "yes" if score.hit else ("WRONG" if score.rejected_first else "no")
@@ -357,11 +448,15 @@ def tenant() -> None:
 @click.argument("organisation")
 @click.option("--owner", required=True, help="Display name of the organisation's first owner.")
 @click.option("--email", default=None, help="Owner's e-mail.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: organisation, owner, API key.")
 @friendly_errors
-def tenant_create(organisation: str, owner: str, email: str | None) -> None:
+def tenant_create(organisation: str, owner: str, email: str | None, as_json: bool) -> None:
     """Create an organisation and print its owner's first API key (shown once)."""
     database = database_from_env()
     created = provisioning.create_tenant(database.admin_dsn, organisation, owner, email)
+    if as_json:
+        echo_json(dataclasses.asdict(created))
+        return
     click.echo(f"organisation: {created.group_id}")
     click.echo(f"owner:        {created.owner_principal_id}")
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
@@ -420,12 +515,16 @@ def tenant_login_create(
 
 
 @tenant_login.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per login.")
 @friendly_errors
-def tenant_login_list() -> None:
+def tenant_login_list(as_json: bool) -> None:
     """The application logins, their limits and sessions now."""
     database = database_from_env()
     start_if_embedded(database)
     logins = provisioning.list_app_logins(database.admin_dsn)
+    if as_json:
+        echo_json_lines(logins)
+        return
     if not logins:
         click.echo("no application logins: create one with vera tenant login create NAME")
     for login in logins:
@@ -457,89 +556,24 @@ def ensure_local_app_login(database: Database) -> None:
         )
 
 
-def client_from_env(api_key: str) -> VeraClient:
-    """The typed client as the environment configures it (the embedded server started if it is used)."""
-    settings = VeraSettings()
-    database = build_database(settings)
-    start_if_embedded(database)
-    return VeraClient.from_settings(api_key, settings)
+def client_from_env(api_key: str, database: Database | None = None) -> VeraClient:
+    """The typed client as the environment configures it (the embedded server started if it is used).
+
+    One plain connection first: a wrong or unreachable DSN is one line at once, rather than a
+    connection pool retrying (and logging each attempt) until its timeout."""
+    if database is None:
+        database = build_database(VeraSettings())
+        start_if_embedded(database)
+    check_reachable(database, database.app_dsn)
+    return VeraClient.from_settings(api_key, database.settings)
+
+
+def check_reachable(database: Database, dsn: str) -> None:
+    """DatabaseUnavailableError, in one line, unless one plain connection to dsn opens (before a
+    pool is built on it: a pool retries and logs each failed attempt until its timeout)."""
+    connect(dsn, connect_timeout=database.settings.db.connect_timeout).close()
 
 
 def start_if_embedded(database: Database) -> None:
     if database.server is not None:
         database.server.start()
-
-
-@commands.group()
-def source() -> None:
-    """Sources: where knowledge comes from, and how far it is trusted."""
-
-
-@source.command("add")
-@click.argument("name")
-@click.argument("folder", type=click.Path(path_type=Path))
-@click.option("--tier", required=True, type=click.IntRange(1, 4),
-              help="1 authoritative, 2 curated (both publish), 3 informational, 4 unverified.")  # fmt: skip
-@click.option(
-    "--kind", default="markdown", show_default=True, help="What the source is (markdown, cmdb, ...)."
-)
-@click.option("--group", help="Group to register in (default: the organisation you administer).")
-@click.option("--uri", help="Where people read the source; citations link its records below it.")
-@click.option(
-    "--functional", multiple=True, help="A key whose values replace each other over time (repeatable)."
-)
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
-@friendly_errors
-def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
-    name: str,
-    folder: Path,
-    tier: int,
-    kind: str,
-    group: str | None,
-    uri: str | None,
-    functional: tuple[str, ...],
-    api_key: str,
-) -> None:
-    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it."""
-    with client_from_env(api_key) as vera:
-        target = group or vera.default_group()
-        added = vera.register_folder(
-            target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
-        )
-    click.echo(f"source {name!r} ({added.source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
-
-
-@source.command("list")
-@click.option("--group", help="Only this group.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the principal to list as.")
-@friendly_errors
-def source_list(group: str | None, api_key: str) -> None:
-    """The sources you can read."""
-    with client_from_env(api_key) as vera:
-        found = vera.list_sources(group)
-    if not found:
-        click.echo("no sources: register one with vera source add")
-    for item in found:
-        retracted = "  (retracted)" if item.retracted_at else ""
-        where = item.config.get("root") or item.uri or ""
-        click.echo(
-            f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  "
-            f"{item.tracked_records:>5} records  {where}{retracted}"
-        )
-
-
-@source.command("retract")
-@click.argument("name")
-@click.option("--group", help="The group of the source (when the name is in several).")
-@click.option("--erase", is_flag=True, help="Also delete its episodes, passages, facts and raw bytes.")
-@click.option("--reason", help="Why; kept in the audit log.")
-@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of an admin of the group.")
-@friendly_errors
-def source_retract(name: str, group: str | None, erase: bool, reason: str | None, api_key: str) -> None:
-    """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it."""
-    with client_from_env(api_key) as vera:
-        target = vera.find_source(name, group)
-        withdraw = vera.erase_source if erase else vera.retract_source
-        job = withdraw(target.group_id, target.source_id, reason)
-    verb = "erased" if erase else "retracted"
-    click.echo(f"source {target.name!r} in {target.group_id} {verb}; cleanup job {job} (run by vera worker)")

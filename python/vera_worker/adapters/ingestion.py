@@ -10,7 +10,14 @@ store (key named after the record and the content's hash), then
 record_episode, store_chunks and publish_claims, with vectors from the
 group's embedder. A file deleted from disk has its episode retracted. A file
 that cannot be read is reported and left out of the cursor, so the next run
-tries it again; it does not stop the others.
+tries it again; it does not stop the others. So does a file that yields
+nothing (no passage, no claim) and has warnings: a semicolon export read as
+one column must not count as ingested. A parser's warnings are reported
+with the file they concern and logged.
+
+A run can be asked to stop (`should_stop`, checked between files: the CLI's
+first Ctrl-C): it finishes the file in hand, writes the cursor of what was
+committed and reports itself stopped; the next run reads what is left.
 
 The worker vouches for the principal who asked for the run
 (authenticate_principal), so everything is written with that caller's rights.
@@ -83,7 +90,7 @@ class IngestRequest:
 class IngestEvent:
     """Progress of a run, for a progress line or a log."""
 
-    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed"]
+    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed", "warned"]
     source: str
     key: str | None = None
     done: int = 0
@@ -106,7 +113,22 @@ class IngestReport:
     claims: int = 0
     embeddings: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (file, what its parser said)
+    stopped: bool = False  # asked to stop before every file was read
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data (the CLI's --json summary)."""
+        counts = {name: getattr(self, name) for name in _COUNTS}
+        return {
+            "source": self.source,
+            **counts,
+            "failed": [{"file": key, "error": message} for key, message in self.failed],
+            "warnings": [{"file": key, "warning": message} for key, message in self.warnings],
+            "stopped": self.stopped,
+        }
+
+
+_COUNTS = ("scanned", "untouched", "unchanged", "ingested", "retracted", "passages", "claims", "embeddings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +197,11 @@ class SourceIngestion:
         on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
         connect_timeout: int = 10,
         allowed_roots: Sequence[Path],
+        should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
-        """allowed_roots: the only folders (and what is below them) a source may name as its root."""
+        """allowed_roots: the only folders (and what is below them) a source may name as its root.
+        should_stop: asked between files; True ends the run after the file in hand."""
+        self._should_stop = should_stop
         self._allowed_roots = tuple(allowed_roots)
         self._on_report = on_report
         self._on_failure = on_failure
@@ -222,9 +247,13 @@ class SourceIngestion:
             self._emit(IngestEvent("planned", source.name, total=run.total))
             try:
                 for state in plan.to_read:
+                    if self._stopping(run):
+                        break
                     run.done += 1
                     self._ingest_file(run, state, cursor.get(state.key))
                 for key, entry in plan.deleted:
+                    if self._stopping(run):
+                        break
                     run.done += 1
                     self._retract(run, key, entry)
             finally:
@@ -232,13 +261,20 @@ class SourceIngestion:
                     run.flush()  # what was committed stays known, also when the run stops early
         report = run.report
         logger.info(
-            "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed",
+            "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed, "
+            "%d warnings%s",
             source.name, report.scanned, report.untouched, report.unchanged, report.ingested,
-            report.retracted, len(report.failed),
+            report.retracted, len(report.failed), len(report.warnings),
+            f"; stopped when asked, {run.total - run.done} left" if report.stopped else "",
         )  # fmt: skip
         if self._on_report is not None:
             self._on_report(report)
         return report
+
+    def _stopping(self, run: _Run) -> bool:
+        if not run.report.stopped and self._should_stop():
+            run.report.stopped = True
+        return run.report.stopped
 
     def _emit(self, event: IngestEvent) -> None:
         if self._on_progress is not None:
@@ -286,7 +322,14 @@ class SourceIngestion:
         except (RecordFormatError, VeraError) as exc:
             self._fail(run, state.key, str(exc))
             return
-        run.report.warnings.extend(record.warnings)
+        if record.warnings and not record.passages and not record.claims:
+            # nothing read, and the parser says why: a failure, tried again on the next run
+            self._fail(run, state.key, "nothing read: " + "; ".join(record.warnings))
+            return
+        for warning in record.warnings:
+            run.report.warnings.append((state.key, warning))
+            logger.warning("ingest %s: %s", run.source.name, warning)  # the warning names its file
+            self._event(run, "warned", state.key, message=warning)
         try:
             created = self._write(run, state=state, data=data, sha256=sha256, record=record,
                                   passages=passages, claims=claims, vectors=vectors)  # fmt: skip
@@ -395,22 +438,22 @@ def _record_uri(source: _Source, root: Path, key: str) -> str:
 
 def summarize(reports: Sequence[IngestReport]) -> str:
     """One line for a set of runs."""
-    total = IngestReport(source="")
-    for r in reports:
-        for name in (
-            "scanned",
-            "untouched",
-            "unchanged",
-            "ingested",
-            "retracted",
-            "passages",
-            "claims",
-            "embeddings",
-        ):
-            setattr(total, name, getattr(total, name) + getattr(r, name))
-        total.failed.extend(r.failed)
+    total = combined(reports)
+    stopped = "; stopped when asked: the next run reads the rest" if total.stopped else ""
     return (
         f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
-        f"{total.retracted} retracted, {len(total.failed)} failed; "
-        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings"
+        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.warnings)} warnings; "
+        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings{stopped}"
     )
+
+
+def combined(reports: Sequence[IngestReport]) -> IngestReport:
+    """The sum of a set of runs' reports."""
+    total = IngestReport(source=", ".join(r.source for r in reports))
+    for r in reports:
+        for name in _COUNTS:
+            setattr(total, name, getattr(total, name) + getattr(r, name))
+        total.failed.extend(r.failed)
+        total.warnings.extend(r.warnings)
+        total.stopped = total.stopped or r.stopped
+    return total

@@ -9,6 +9,7 @@ from vera_worker.domain.markdown import parse_markdown, parse_plain_text
 from vera_worker.domain.records import ParsedRecord, RecordFormatError
 from vera_worker.domain.statements import ClaimContext
 from vera_worker.domain.tables import parse_csv
+from vera_worker.domain.text_decoding import decode_text
 
 MIME_BY_SUFFIX = {
     ".md": "text/markdown",
@@ -46,14 +47,15 @@ def _parse(name: str, data: bytes, functional: Collection[str]) -> ParsedRecord:
     mime = mime_type(name)
     if mime is None:
         raise RecordFormatError(f"{name}: not a Markdown, CSV or text file")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise RecordFormatError(f"{name}: not UTF-8 (byte {exc.start})") from exc
+    text, decoding_warnings = decode_text(name, data)
     if "\x00" in text:
         raise RecordFormatError(f"{name}: contains NUL characters (a binary file?)")
     if mime == "text/markdown":
-        return parse_markdown(text, name=name, functional=functional)
-    if mime == "text/csv":
-        return parse_csv(text, name=name, context=ClaimContext(functional=frozenset(functional)))
-    return parse_plain_text(text, name=name)
+        record = parse_markdown(text, name=name, functional=functional)
+    elif mime == "text/csv":
+        record = parse_csv(text, name=name, context=ClaimContext(functional=frozenset(functional)))
+    else:
+        record = parse_plain_text(text, name=name)
+    if decoding_warnings:
+        record = replace(record, warnings=(*decoding_warnings, *record.warnings))
+    return record

@@ -2,7 +2,12 @@
 the subject and whose other headers are predicates. A "valid from" / "since"
 column dates the row's claims, a "valid to" / "until" column ends them; empty
 cells state nothing. Two rows of one subject with different "valid from"
-values are the history of a functional predicate (CMDB exports look so)."""
+values are the history of a functional predicate (CMDB exports look so).
+
+A CSV file's dialect is sniffed from its start (comma, semicolon, tab or
+pipe; quoted fields), so a spreadsheet's semicolon export is read as a table
+rather than as one column; a quoted field that never closes is a warning
+naming its line, and the rows before it are kept."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import csv
 import io
 from collections.abc import Sequence
 
-from vera_worker.domain.records import Claim, ParsedRecord, RecordFormatError, predicate_name
+from vera_worker.domain.records import Claim, ParsedRecord, predicate_name
 from vera_worker.domain.statements import (
     VALID_FROM_KEYS,
     VALID_TO_KEYS,
@@ -59,14 +64,47 @@ def claims_from_table(
     return claims, list(dict.fromkeys(warnings))
 
 
+# the delimiters a CSV export uses in practice; the sniffer picks among them
+CSV_DELIMITERS = ",;\t|"
+_SNIFFED_CHARS = 64 * 1024
+
+
+def csv_dialect(text: str) -> type[csv.Dialect] | csv.Dialect:
+    """The dialect of a CSV text, sniffed from its start; plain commas when the sniffer cannot tell
+    (one column) or picks a character its header line does not even hold."""
+    sample = text[:_SNIFFED_CHARS]
+    header = next((line for line in sample.splitlines() if line.strip()), "")
+    try:
+        sniffed = csv.Sniffer().sniff(sample, delimiters=CSV_DELIMITERS)
+    except csv.Error:
+        return csv.excel
+    return sniffed if sniffed.delimiter in header else csv.excel
+
+
+def read_csv_rows(text: str, *, name: str) -> tuple[list[list[str]], list[str]]:
+    """The rows of a CSV text in its dialect, and a warning for where reading had to stop."""
+    reader = csv.reader(io.StringIO(text), dialect=csv_dialect(text), strict=True)
+    rows: list[list[str]] = []
+    started = 1  # the line the next row starts on
+    try:
+        for row in reader:
+            rows.append(row)
+            started = reader.line_num + 1
+    except csv.Error as exc:
+        reason = (
+            "a quoted field opened here is never closed (unterminated quote)"
+            if "unexpected end of data" in str(exc)
+            else f"malformed CSV ({exc})"
+        )
+        return rows, [f"{name} line {started}: {reason}; the rows from here on are left out"]
+    return rows, []
+
+
 def parse_csv(text: str, *, name: str, context: ClaimContext) -> ParsedRecord:
     """A CSV export: the header row names predicates, each row states facts of its first cell."""
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise RecordFormatError(f"{name}: malformed CSV: {exc}") from exc
+    rows, warnings = read_csv_rows(text, name=name)
     rows = [row for row in rows if any(cell.strip() for cell in row)]
     if not rows:
-        return ParsedRecord(title=name)
-    claims, warnings = claims_from_table(rows[0], rows[1:], context, where=name)
-    return ParsedRecord(title=name, claims=tuple(claims), warnings=tuple(warnings))
+        return ParsedRecord(title=name, warnings=tuple(warnings))
+    claims, table_warnings = claims_from_table(rows[0], rows[1:], context, where=name)
+    return ParsedRecord(title=name, claims=tuple(claims), warnings=(*warnings, *table_warnings))

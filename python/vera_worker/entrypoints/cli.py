@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import getpass
 import json
 import logging
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +24,9 @@ from vera_client.client import VeraClient
 from vera_client.config import DbSettings
 from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
+    api_key_option,
+    check_reachable,
+    client_from_env,
     database_from_env,
     ensure_local_app_login,
     fail,
@@ -28,17 +34,22 @@ from vera_client.entrypoints.cli import (
     print_hits,
     start_if_embedded,
 )
+from vera_client.entrypoints.sources import source_holding
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.ingestion import (
     IngestEvent,
     IngestReport,
     IngestRequest,
     SourceIngestion,
+    combined,
     summarize,
 )
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
-from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain, serve
+from vera_worker.adapters.queue import SERVED_QUEUES, build_app, serve
 from vera_worker.adapters.queue_metrics import DEFAULT_THRESHOLD, BacklogMonitor, database_queue_depths
+from vera_worker.entrypoints.interrupt import EXIT_INTERRUPTED, StopRequest, drain_interruptibly
+from vera_worker.entrypoints.logs import configure_worker_logging
+from vera_worker.entrypoints.progress import IngestProgress
 
 logger = logging.getLogger(__name__)
 
@@ -59,20 +70,6 @@ DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
 ]
 
 
-def _print_event(event: IngestEvent) -> None:
-    if event.kind == "planned":
-        click.echo(f"  {event.source}: {event.total} files to read or retract")
-        return
-    counter = f"[{event.done}/{event.total}]"
-    if event.kind == "ingested":
-        detail = f"{event.passages} passages, {event.claims} claims, {event.embeddings} embeddings"
-    elif event.kind == "failed":
-        detail = f"FAILED: {event.message}"
-    else:
-        detail = event.kind
-    click.echo(f"  {counter:>9} {event.key}: {detail}")
-
-
 def _app(
     database: Database,
     *,
@@ -80,6 +77,7 @@ def _app(
     on_report: Callable[[IngestReport], None] | None = None,
     on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
     extra_roots: Sequence[Path] = (),
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> procrastinate.App:
     settings = database.settings
     providers = build_providers(settings)
@@ -105,6 +103,7 @@ def _app(
         on_failure=on_failure,
         connect_timeout=settings.db.connect_timeout,
         allowed_roots=(*settings.worker.source_roots, *extra_roots),
+        should_stop=should_stop,
     )
     embedding = FactEmbedding(
         database.worker_dsn,
@@ -114,8 +113,16 @@ def _app(
     return build_app(database.worker_dsn, objects=objects, ingestion=ingestion, embedding=embedding)
 
 
-def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -> list[IngestReport]:
-    """Work the queue off here, printing progress; a run that failed as a whole is one error line."""
+@dataclass(frozen=True, slots=True)
+class Drained:
+    """What working the queue off here did: the runs' reports, and whether Ctrl-C cut it short."""
+
+    reports: list[IngestReport]
+    interrupted: bool
+
+
+def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -> Drained:
+    """Work the queue off here, showing progress; a run that failed as a whole is one error line."""
     reports: list[IngestReport] = []
     failures: list[str] = []
 
@@ -124,19 +131,33 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
 
     # the failure is reported here in one line; Procrastinate would log it with a traceback
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
-    app = _app(
-        database,
-        on_progress=_print_event,
-        on_report=reports.append,
-        on_failure=failed,
-        extra_roots=extra_roots,
-    )
-    drain(app, stalled_after=database.settings.worker.stalled_after)
+    # a failed file or a warning is shown once, by the progress: not again by the log's last resort
+    quiet = logging.getLogger("vera_worker")
+    if not any(isinstance(handler, logging.NullHandler) for handler in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
+    check_reachable(database, database.worker_dsn)
+    stop = StopRequest()
+    with IngestProgress() as progress:
+        app = _app(
+            database,
+            on_progress=progress,
+            on_report=reports.append,
+            on_failure=failed,
+            extra_roots=extra_roots,
+            should_stop=stop,
+        )
+        interrupted = drain_interruptibly(
+            app,
+            stop,
+            stalled_after=database.settings.worker.stalled_after,
+            say=progress.say,
+            before_hard_stop=progress.close,
+        )
     if failures:
         for line in failures[:-1]:
             click.echo(f"vera: error: {line}", err=True)
         fail(failures[-1])
-    return reports
+    return Drained(reports, interrupted)
 
 
 @commands.command("worker")
@@ -162,9 +183,10 @@ def worker_command(
     queue whose due jobs exceed the threshold sets vera_queue_backlog_over_threshold and logs
     a warning once.
     """
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_worker_logging()
     database = database_from_env()
     start_if_embedded(database)
+    check_reachable(database, database.worker_dsn)
     app = _app(database)
     concurrency = database.settings.worker.concurrency
     backlog = None
@@ -202,22 +224,23 @@ def worker_command(
 )
 @click.option("--group", help="The group of the source.")
 @click.option("--no-wait", is_flag=True, help="Only queue the run for a running `vera worker`.")
-@click.option(
-    "--api-key", envvar="VERA_API_KEY", required=True, help="Key of a member of the source's group."
-)
+@click.option("--json", "as_json", is_flag=True, help="The summary as one JSON object (progress on stderr).")
+@api_key_option("Key of a member of the source's group.")
 @friendly_errors
-def ingest_command(path: Path | None, source_name: str | None, group: str | None, no_wait: bool,
-                   api_key: str) -> None:  # fmt: skip
+def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    path: Path | None, source_name: str | None, group: str | None, no_wait: bool, as_json: bool, api_key: str
+) -> None:
     """Read a registered source, or the part of one at PATH, incrementally.
 
     New and changed files are published, unchanged ones skipped, deleted ones
-    retracted. Without --no-wait the queued run is worked off here, with progress.
+    retracted. Without --no-wait the queued run is worked off here, with progress;
+    Ctrl-C stops it after the file in hand (exit 130), a second Ctrl-C at once.
     """
     if path is None and source_name is None:
         fail("give a PATH below a registered source's folder, or --source NAME")
     database = database_from_env()
     start_if_embedded(database)
-    with VeraClient.from_settings(api_key, database.settings) as vera:
+    with client_from_env(api_key, database) as vera:
         if source_name is not None:
             source = vera.find_source(source_name, group)
             scope = None
@@ -229,14 +252,25 @@ def ingest_command(path: Path | None, source_name: str | None, group: str | None
                 scope = None if target == root else target.relative_to(root).as_posix()
         else:
             assert path is not None
-            source, scope = vera.source_for_path(path, group)
+            source, scope = source_holding(vera, path, group)
         job = vera.request_ingest(source.group_id, source.source_id, scope)
-    click.echo(f"queued ingestion of {source.name!r}{f' ({scope})' if scope else ''}: job {job}")
+    queued = f"queued ingestion of {source.name!r}{f' ({scope})' if scope else ''}: job {job}"
     if no_wait:
+        if as_json:
+            click.echo(json.dumps({"queued": job, "source": source.name, "path": scope}))
+        else:
+            click.echo(queued)
         return
-    reports = _drain_with_progress(database)
-    click.echo(summarize(reports))
-    if any(report.failed for report in reports):
+    click.echo(queued, err=as_json)
+    drained = _drain_with_progress(database)
+    if as_json:
+        click.echo(json.dumps(combined(drained.reports).as_json(), ensure_ascii=False))
+    else:
+        click.echo(summarize(drained.reports))
+    if drained.interrupted:
+        click.echo("vera: stopped by Ctrl-C; what was read is kept, `vera ingest` reads the rest", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    if any(report.failed for report in drained.reports):
         fail("some files could not be ingested (see above); they are read again on the next run")
 
 
@@ -252,10 +286,17 @@ def demo() -> None:
     applied = database.migration_runner().migrate(on_apply=lambda m: click.echo(f"  applied {m.name}"))
     click.echo(f"migrations: {len(applied)} applied now, database up to date")
     ensure_local_app_login(database)
-    demo_tenant = provisioning.ensure_tenant(database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, DEMO_KEY_NAME)
+    key_name = demo_key_name()
+    demo_tenant = provisioning.ensure_tenant(
+        database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, key_name, revoke_earlier=False
+    )
+    api_key, revoked = own_demo_key(database, demo_tenant.api_key, key_name)
+    demo_tenant = dataclasses.replace(demo_tenant, api_key=api_key)
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")
-    click.echo("            (a new key each run; earlier demo keys are revoked)")
+    click.echo(
+        f"            (a new key each run, named {key_name!r}; {revoked} earlier ones of that name revoked)"
+    )
 
     example = example_dir()
     with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
@@ -265,8 +306,11 @@ def demo() -> None:
     for source in registered:
         click.echo(f"  tier {source.trust_tier}  {source.name:<28} {source.config['root']}")
     click.echo("worker: reading them (embeddings by the local all-MiniLM-L6-v2) ...")
-    reports = _drain_with_progress(database, extra_roots=(example,))  # the example corpus ships with VERA
-    click.echo(f"worker: queue empty. {summarize(reports)}")
+    drained = _drain_with_progress(database, extra_roots=(example,))  # the example corpus ships with VERA
+    if drained.interrupted:
+        click.echo(f"worker: stopped by Ctrl-C. {summarize(drained.reports)}")
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(f"worker: queue empty. {summarize(drained.reports)}")
 
     with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
         for question, as_of in DEMO_QUESTIONS:
@@ -295,6 +339,29 @@ def demo() -> None:
     click.echo(json.dumps(stdio, indent=2, ensure_ascii=False))
     click.echo(f"Or over HTTP, after `{command} mcp serve --http`:")
     click.echo(json.dumps(http, indent=2, ensure_ascii=False))
+
+
+def demo_key_name() -> str:
+    """The demo's keys carry the OS user who ran it: a re-run revokes only its own earlier keys,
+    never another user's demo key on a shared database, nor a key made with `vera key create`."""
+    return f"{DEMO_KEY_NAME} ({getpass.getuser()})"
+
+
+def own_demo_key(database: Database, issued: str, key_name: str) -> tuple[str, int]:
+    """The key this demo run hands out, and how many earlier keys of its name it revoked.
+
+    Through the SQL API as the demo owner: a tenant created just now came with its
+    'initial key', which is swapped for one named key_name at once (so every key a demo
+    hands out carries its name); then the owner's other live keys of that name are revoked."""
+    with VeraClient.from_settings(issued, database.settings) as vera:
+        keys = vera.list_api_keys()
+        mine = next(k for k in keys if issued.startswith(f"vera_{k.prefix}_"))
+        if mine.name != key_name:  # the tenant's initial key, made by this run: nothing else to revoke
+            renamed = vera.create_api_key(key_name)
+            vera.revoke_api_key(str(mine.key_id))
+            return renamed.api_key, 0
+        earlier = [k for k in keys if k.name == key_name and k.revoked_at is None and k.key_id != mine.key_id]
+        return issued, sum(int(vera.revoke_api_key(str(k.key_id))) for k in earlier)
 
 
 # `vera mcp serve --http` listens here unless VERA_MCP_HOST / VERA_MCP_PORT say otherwise

@@ -50,18 +50,22 @@ def create_tenant(admin_dsn: str, organisation: str, owner: str, owner_email: st
         return tx.run(calls.create_tenant(organisation, owner, owner_email))
 
 
-def ensure_tenant(admin_dsn: str, organisation: str, owner: str, key_name: str) -> Tenant:
+def ensure_tenant(
+    admin_dsn: str, organisation: str, owner: str, key_name: str, *, revoke_earlier: bool = True
+) -> Tenant:
     """The organisation of that name with a fresh key for its first owner, created if missing.
 
     For demos: keys are shown once, so re-running hands out a new key (named
-    key_name) and revokes every earlier key of that owner; the latest works.
+    key_name); with revoke_earlier every earlier key of that owner is revoked
+    (`vera demo` passes False and revokes only its own, by name).
     """
     with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
         found = tx.run(calls.find_tenant_owner(organisation))
         if found is None:
             return tx.run(calls.create_tenant(organisation, owner, None))
         group_id, principal_id = found
-        tx.run(calls.revoke_all_keys(principal_id))
+        if revoke_earlier:
+            tx.run(calls.revoke_all_keys(principal_id))
         key = tx.run(calls.issue_api_key(principal_id, key_name))
     return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=key)
 

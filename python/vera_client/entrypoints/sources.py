@@ -1,0 +1,218 @@
+"""`vera source add|restore|list|retract`: where knowledge comes from, and how
+far it is trusted. A name is never re-pointed silently (--replace says what
+changes), a retracted source can come back, and an erase asks first."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from vera_client.client import VeraClient
+from vera_client.domain.errors import NotFoundError
+from vera_client.domain.models import Source
+from vera_client.entrypoints.cli import (
+    api_key_option,
+    client_from_env,
+    echo_json_lines,
+    fail,
+    friendly_errors,
+)
+
+
+@click.group()
+def commands() -> None:
+    """The source commands; `vera` (vera_cli) adds them beside the others."""
+
+
+@commands.group()
+def source() -> None:
+    """Sources: where knowledge comes from, and how far it is trusted."""
+
+
+def source_holding(vera: VeraClient, path: Path, group: str | None) -> tuple[Source, str | None]:
+    """The live source whose folder holds path (see VeraClient.source_for_path); when only a
+    retracted one does, the error says how to bring it back."""
+    try:
+        return vera.source_for_path(path, group)
+    except NotFoundError:
+        target = path.expanduser().resolve()
+        for item in vera.list_sources(group):
+            root = item.config.get("root")
+            if not isinstance(root, str) or item.retracted_at is None:
+                continue
+            if target == Path(root) or Path(root) in target.parents:
+                raise NotFoundError(
+                    f"source {item.name!r}, which holds {path}, was retracted: "
+                    f"bring it back with `vera source restore {item.name}`"
+                ) from None
+        raise
+
+
+def _existing(vera: VeraClient, group: str, name: str) -> Source | None:
+    return next((s for s in vera.list_sources(group) if s.name == name.strip()), None)
+
+
+def _changes(
+    old: Source, folder: Path, *, tier: int, kind: str, uri: str | None, functional: tuple[str, ...]
+) -> list[str]:
+    """What registering the source again with these options changes, in words (none: nothing)."""
+    notes = []
+    old_root, new_root = old.config.get("root"), str(folder.expanduser().resolve())
+    if old_root != new_root:
+        notes.append(
+            f"folder {old_root} -> {new_root}: the next ingest reads the new folder "
+            f"and retracts the files of the old one that it does not hold"
+        )
+    if old.trust_tier != tier:
+        notes.append(f"tier {old.trust_tier} -> {tier}: files read from now on are graded at tier {tier}")
+    if old.kind != kind:
+        notes.append(f"kind {old.kind} -> {kind}")
+    if old.uri != uri:
+        notes.append(f"uri {old.uri or '(none)'} -> {uri or '(none)'}")
+    declared = old.config.get("functional")
+    old_functional = [str(key) for key in declared] if isinstance(declared, list) else []
+    if old_functional != list(functional):
+        notes.append(f"functional keys {old_functional} -> {list(functional)}")
+    return notes
+
+
+@source.command("add")
+@click.argument("name")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--tier", required=True, type=click.IntRange(1, 4),
+              help="1 authoritative, 2 curated (both publish), 3 informational, 4 unverified.")  # fmt: skip
+@click.option(
+    "--kind", default="markdown", show_default=True, help="What the source is (markdown, cmdb, ...)."
+)
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@click.option("--uri", help="Where people read the source; citations link its records below it.")
+@click.option(
+    "--functional", multiple=True, help="A key whose values replace each other over time (repeatable)."
+)
+@click.option("--replace", is_flag=True, help="Re-point an existing source of that name (folder, tier, ...).")
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    folder: Path,
+    tier: int,
+    kind: str,
+    group: str | None,
+    uri: str | None,
+    functional: tuple[str, ...],
+    replace: bool,
+    api_key: str,
+) -> None:
+    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it.
+
+    A name already in use is refused unless --replace (the same options again change
+    nothing); a retracted source of that name comes back (its files are read afresh
+    by the next ingest).
+    """
+    with client_from_env(api_key) as vera:
+        target = group or vera.default_group()
+        old = _existing(vera, target, name)
+        changes = (
+            _changes(old, folder, tier=tier, kind=kind, uri=uri, functional=functional)
+            if old is not None
+            else []
+        )
+        live = old is not None and old.retracted_at is None
+        if live and not changes:
+            click.echo(f"source {name!r} is registered so already in {target}: nothing changed")
+            return
+        if live and not replace:
+            assert old is not None
+            fail(
+                f"source {old.name!r} already exists in {target} ({old.config.get('root') or old.uri}, "
+                f"tier {old.trust_tier}): pass --replace to re-point it, or choose another name"
+            )
+        added = vera.register_folder(
+            target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
+        )
+    if live and old is not None:
+        click.echo(f"replacing source {old.name!r}:")
+        for note in changes:
+            click.echo(f"  {note}")
+    elif old is not None:
+        click.echo(f"source {old.name!r} was retracted: restored; the next ingest reads its files afresh")
+    click.echo(f"source {name!r} ({added.source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
+
+
+@source.command("restore")
+@click.argument("name")
+@click.option("--group", help="The group of the source (when the name is in several).")
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_restore(name: str, group: str | None, api_key: str) -> None:
+    """Bring retracted source NAME back, as it was registered; the next ingest reads its files afresh."""
+    with client_from_env(api_key) as vera:
+        found = vera.find_source(name, group)
+        if found.retracted_at is None:
+            fail(f"source {found.name!r} in {found.group_id} is not retracted")
+        vera.register_source(
+            found.group_id, found.kind, found.name, found.trust_tier, config=found.config, uri=found.uri
+        )
+    click.echo(
+        f"source {found.name!r} in {found.group_id} restored (tier {found.trust_tier}); "
+        f"`vera ingest --source {shlex.quote(found.name)}` reads its files afresh"
+    )
+
+
+@source.command("list")
+@click.option("--group", help="Only this group.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per source.")
+@api_key_option("Key of the principal to list as.")
+@friendly_errors
+def source_list(group: str | None, as_json: bool, api_key: str) -> None:
+    """The sources you can read."""
+    with client_from_env(api_key) as vera:
+        found = vera.list_sources(group)
+    if as_json:
+        echo_json_lines(found)
+        return
+    if not found:
+        click.echo("no sources: register one with vera source add")
+    for item in found:
+        retracted = "  (retracted)" if item.retracted_at else ""
+        where = item.config.get("root") or item.uri or ""
+        click.echo(
+            f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  "
+            f"{item.tracked_records:>5} records  {where}{retracted}"
+        )
+
+
+@source.command("retract")
+@click.argument("name")
+@click.option("--group", help="The group of the source (when the name is in several).")
+@click.option("--erase", is_flag=True, help="Also delete its episodes, passages, facts and raw bytes.")
+@click.option("--yes", is_flag=True, help="Erase without asking (scripts).")
+@click.option("--reason", help="Why; kept in the audit log.")
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_retract(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str, group: str | None, erase: bool, yes: bool, reason: str | None, api_key: str
+) -> None:
+    """Take source NAME out of search (facts retracted, superseded values restored); --erase deletes it.
+
+    A retracted source can come back (`vera source restore`); an erased one cannot.
+    """
+    with client_from_env(api_key) as vera:
+        target = vera.find_source(name, group)
+        if erase and not yes:
+            question = (
+                f"Erase source {target.name!r} in {target.group_id}: its {target.tracked_records} records' "
+                "episodes, passages, facts and raw bytes, for good?"
+            )
+            try:
+                confirmed = click.confirm(question, default=False, err=True)
+            except click.Abort:
+                confirmed = False
+            if not confirmed:
+                fail("nothing erased (pass --yes to erase without being asked)")
+        withdraw = vera.erase_source if erase else vera.retract_source
+        job = withdraw(target.group_id, target.source_id, reason)
+    verb = "erased" if erase else "retracted"
+    click.echo(f"source {target.name!r} in {target.group_id} {verb}; cleanup job {job} (run by vera worker)")
