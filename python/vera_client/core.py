@@ -50,6 +50,7 @@ from vera_client.domain.models import (
     Proposal,
     ProposalState,
     PublishedClaim,
+    Remembered,
     RetractedProposal,
     ReviewOutcome,
     SnapshotInfo,
@@ -377,6 +378,40 @@ class Operations:
 
     def complete_cleanup(self, job: int) -> Plan[bool]:
         return (yield from ask(calls.complete_cleanup(job)))
+
+    # --- remember in one call
+
+    def remember(
+        self,
+        text_or_messages: str | Sequence[Mapping[str, Any]],
+        *,
+        source: str = "memory",
+        at: datetime | None = None,
+        group: str | None = None,
+        claims: Sequence[Mapping[str, Any]] = (),
+    ) -> Plan[Remembered]:
+        """Record a text, or chat messages ({"role", "content", "name"?} each), as one episode of
+        source in group (default: the caller's personal u: scope), with its passages and the
+        structured claims passed (publish's shape); one SQL call, vera.remember.
+
+        The same content again records nothing new (created False). A source is registered on
+        first use (tier 3, informational) where the caller administers the group, always in its
+        own u: scope; its tier and the contamination guard grade what is recorded. Free-text
+        extraction is off: claims are only those passed."""
+        content: str | None = None
+        messages: Sequence[Mapping[str, Any]] | None = None
+        if isinstance(text_or_messages, str):
+            content = text_or_messages
+        elif isinstance(text_or_messages, Sequence) and all(
+            isinstance(message, Mapping) for message in text_or_messages
+        ):
+            messages = cast(Sequence[Mapping[str, Any]], text_or_messages)  # every item checked above
+        else:
+            raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
+        call = calls.remember(
+            content=content, messages=messages, source=source, at=at, group=group, claims=claims
+        )
+        return (yield from ask(call))
 
     # --- the read path
 

@@ -43,6 +43,7 @@ from vera_client.domain.models import (
     Proposal,
     ProposalState,
     PublishedClaim,
+    Remembered,
     RetractedProposal,
     ReviewOutcome,
     Signals,
@@ -648,3 +649,26 @@ def record_pack_feedback(
         "embedding_model": embedding_model,
     }
     return Call("record_pack_feedback", params, record(Vote))
+
+
+# --- remember in one call ----------------------------------------------------------------------------
+
+
+def remember(
+    *,
+    content: str | None,
+    messages: Sequence[Mapping[str, Any]] | None,
+    source: str,
+    at: datetime | None,
+    group: str | None,
+    claims: Sequence[Mapping[str, Any]],
+) -> Call[Remembered]:
+    params = {
+        "content": content,
+        "messages": Jsonb(list(messages)) if messages is not None else None,
+        "source": source,
+        "at": at,
+        "group": group,
+        "claims": Jsonb(list(claims)),
+    }
+    return Call("remember", params, record(Remembered))
