@@ -236,12 +236,13 @@ def test_both_faces_of_the_client_remember(world: World) -> None:
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         first = vera.remember(text, source="client")
         again = vera.remember(text, source="client")
+        found = {hit.text for hit in vera.search(text, k=5)}  # the one-user recipe: remember, then search
         with pytest.raises(InvalidArgumentError, match="text, or a list of messages"):
             vera.remember({"role": "user", "content": "a dict is not a list"})  # type: ignore[arg-type]
         with pytest.raises(PermissionDeniedError):
             vera.remember("x", group=world.b.organisation)
     assert first.created and not again.created and first.episode_id == again.episode_id
-    assert first.group_id == world.a.owner_personal and first.passages == 1
+    assert first.group_id == world.a.owner_personal and first.passages == 1 and text in found
 
     async def asynchronously() -> tuple[bool, int, str | None]:
         client = await AsyncVeraClient.connect(world.db.dsn(APP_LOGIN), world.a.owner_key)
