@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-import numpy as np
+from pgvector import Vector
 from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 
@@ -118,9 +118,9 @@ def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
     ]
 
 
-def _vector(values: Sequence[float] | None) -> np.ndarray | None:
-    """A query vector as pgvector's binary dumper sends it (see executor.py)."""
-    return np.asarray(values, dtype=np.float32) if values is not None else None
+def _vector(values: Sequence[float] | None) -> Vector | None:
+    """A vector as pgvector's binary dumper sends it (see executor.py): float32, without numpy."""
+    return Vector([float(v) for v in values]) if values is not None else None
 
 
 # --- tenancy and keys -------------------------------------------------------------------------------
@@ -496,7 +496,7 @@ def set_fact_embeddings(
     params = {
         "group": group,
         "fact_ids": list(fact_ids),
-        "embeddings": [np.asarray(v, dtype=np.float32) for v in vectors],
+        "embeddings": [_vector(v) for v in vectors],
         "embedding_model": embedding_model,
     }
     return Call("set_fact_embeddings", params, scalar)
