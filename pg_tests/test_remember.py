@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -17,8 +18,10 @@ import pytest
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
 from pg_tests.writes import register_source
-from vera_client.adapters.postgres import identities
+from vera_client.adapters.postgres import calls, identities
+from vera_client.bootstrap import build_providers
 from vera_client.client import AsyncVeraClient, VeraClient
+from vera_client.config import DbSettings, EmbedderSettings, ObjectStoreSettings, VeraSettings
 from vera_client.domain.callers import Operator, Principal
 from vera_client.domain.errors import InvalidArgumentError, PermissionDeniedError
 from vera_worker.domain.markdown import parse_plain_text
@@ -26,7 +29,7 @@ from vera_worker.domain.markdown import parse_plain_text
 
 def _remember(conn: psycopg.Connection, **arguments: Any) -> dict[str, Any]:
     named = ", ".join(f"{name} => %({name})s" for name in arguments)
-    params = {name: psycopg.types.json.Jsonb(v) if name in {"messages", "claims"} else v
+    params = {name: psycopg.types.json.Jsonb(v) if name in {"messages", "claims", "embeddings"} else v
               for name, v in arguments.items()}  # fmt: skip
     cursor = conn.execute(f"select * from vera.remember({named})", params)  # type: ignore[arg-type]
     columns = [column.name for column in cursor.description or []]
@@ -278,3 +281,69 @@ def test_the_personal_memory_recipe(world: World) -> None:
         everything = alice.search("prefers seats long flights", k=20)
     assert [hit.text for hit in hits] == [app_users["alice"]]
     assert app_users["bob"] not in {hit.text for hit in everything}
+
+
+def _fresh_user(world: World) -> str:
+    """A key of a new user with nothing but its personal scope (no pin yet)."""
+    with world.db.admin() as conn:
+        row = conn.execute(
+            "select api_key from vera.issue_api_key(vera.insert_principal('user', 'memory user', null), 'k', null)"
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_with_an_embedder_the_passages_get_vectors_of_the_groups_pin(world: World, tmp_path: Path) -> None:
+    key = _fresh_user(world)
+    settings = VeraSettings(
+        db=DbSettings(data_dir=tmp_path / "pg"),
+        embedder=EmbedderSettings(provider="deterministic", dim=16),
+        objects=ObjectStoreSettings(root=tmp_path / "objects"),
+    )
+    providers = build_providers(settings)
+    with VeraClient(world.db.dsn(APP_LOGIN), key, providers=providers) as vera:
+        done = vera.remember([{"role": "user", "content": "I keep my bike in the blue shed."},
+                              {"role": "assistant", "content": "The blue shed, noted."}])  # fmt: skip
+        preview = vera.executor.run(
+            vera.caller,  # type: ignore[arg-type]
+            calls.remember_passages(content="Another memory.", messages=None, group=None),
+        )
+        hits = vera.search("bike shed", k=3)
+    with world.db.admin() as conn:
+        stored = conn.execute(
+            "select count(*), count(embedding) from vera.chunks where episode_id = %s", (done.episode_id,)
+        ).fetchone()
+        pin = conn.execute(
+            "select embedding_model, embedding_dim from vera.groups where group_id = %s", (done.group_id,)
+        ).fetchone()
+    assert stored == (2, 2)
+    assert pin == ("deterministic-hash-16", 16)
+    assert (preview.group_id, preview.embedding_model, preview.embedding_dim) == (done.group_id, *pin)
+    assert preview.passages == [{"text": "Another memory.", "char_start": 0, "char_end": 15}]
+    assert hits and hits[0].text == "I keep my bike in the blue shed."
+    assert hits[0].signals.relevance > 0
+
+
+def test_vectors_must_match_the_passages_and_the_pin(world: World) -> None:
+    key = _fresh_user(world)
+    with caller(world.db, key) as conn:
+        preview = conn.execute("select * from vera.remember_passages(content => 'one.\n\ntwo.')").fetchone()
+        assert preview is not None and preview[1] is None  # no pin yet
+        assert (
+            _sqlstate(conn, content="one.", embeddings=[[0.1, 0.2], [0.3, 0.4]], embedding_model="m")
+            == "22023"
+        )
+        assert _sqlstate(conn, content="one.", embeddings={"v": 1}, embedding_model="m") == "22023"
+        _remember(conn, content="one.", embeddings=[[0.6, 0.8]], embedding_model="tiny-2")
+        assert (
+            _sqlstate(conn, content="two.", embeddings=[[0.6, 0.8, 0.0]], embedding_model="tiny-3") == "VE001"
+        )
+        assert _sqlstate(conn, content="x", to_group=world.b.organisation) == "42501"
+        refused = None
+        try:
+            with conn.transaction():
+                conn.execute("select * from vera.remember_passages(content => 'x', to_group => %s)",
+                             (world.b.owner_personal,))  # fmt: skip
+        except psycopg.Error as error:
+            refused = error.sqlstate
+        assert refused == "42501"

@@ -397,7 +397,9 @@ class Operations:
         The same content again records nothing new (created False). A source is registered on
         first use (tier 3, informational) where the caller administers the group, always in its
         own u: scope; its tier and the contamination guard grade what is recorded. Free-text
-        extraction is off: claims are only those passed."""
+        extraction is off: claims are only those passed. With an embedder for the group's pin
+        (or, before the group has one, the configured embedder), the passages get vectors, so
+        they are found by meaning too: vera.remember_passages tells what to embed first."""
         content: str | None = None
         messages: Sequence[Mapping[str, Any]] | None = None
         if isinstance(text_or_messages, str):
@@ -408,10 +410,27 @@ class Operations:
             messages = cast(Sequence[Mapping[str, Any]], text_or_messages)  # every item checked above
         else:
             raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
+        vectors, model = yield from self._passage_vectors(content, messages, group)
         call = calls.remember(
-            content=content, messages=messages, source=source, at=at, group=group, claims=claims
-        )
+            content=content, messages=messages, source=source, at=at, group=group, claims=claims,
+            embeddings=vectors, embedding_model=model,
+        )  # fmt: skip
         return (yield from ask(call))
+
+    def _passage_vectors(
+        self, content: str | None, messages: Sequence[Mapping[str, Any]] | None, group: str | None
+    ) -> Plan[tuple[list[list[float]] | None, str | None]]:
+        """Vectors of the passages vera.remember will store, by the embedder of the group's pin;
+        none without providers, or when the pinned model does not run here."""
+        if self.shared.providers is None:
+            return None, None
+        preview = yield from ask(calls.remember_passages(content=content, messages=messages, group=group))
+        embedder = self.shared.providers.embedder_for_model(preview.embedding_model)
+        if embedder is None or (preview.embedding_dim not in (None, embedder.dim)):
+            return None, None
+        texts = [passage["text"] for passage in preview.passages]
+        vectors = yield from ask(Work(lambda: embedder.embed(texts)))
+        return vectors, embedder.model
 
     # --- the read path
 

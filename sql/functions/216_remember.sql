@@ -89,6 +89,109 @@ $$;
 comment on function vera.plain_passages(text, integer) is
     'Internal: plain text cut into passages as the folder connector cuts a text file';
 
+-- Internal: the group vera.remember writes to: the one named, or the
+-- caller's personal u: scope; 42501 unless the caller is a member there (so
+-- another tenant's group is refused as everywhere, before anything is read).
+create or replace function vera.remember_target(to_group text)
+returns text
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    target text := to_group;
+begin
+    if target is null then
+        select p.personal_group_id into target from vera.principals p where p.principal_id = vera.require_principal();
+    end if;
+    perform vera.require_role(target, 'member');
+    return target;
+end
+$$;
+comment on function vera.remember_target(text) is
+    'Internal: the named group, or the caller''s u: scope, where the caller is a member (else 42501)';
+
+-- Internal: the passages of what vera.remember is given, as store_chunks
+-- takes them: one per message (heading: the speaker, its name else its role),
+-- or the text cut as plain text. Checks the input's shape (22023, 22001,
+-- 54000); each message's text is checked as every passage, by store_chunks.
+create or replace function vera.remember_chunks(content text, messages jsonb)
+returns jsonb
+language plpgsql immutable
+set search_path = vera, pg_temp
+as $$
+declare
+    problem text;
+    chunks jsonb;
+begin
+    if (content is null) = (messages is null) then
+        raise exception 'pass either content (a text) or messages (a chat transcript), not both nor neither'
+            using errcode = '22023';
+    end if;
+    if content is not null then
+        perform vera.check_length(content, 'content', 100000);
+        if content !~ '\S' then
+            raise exception 'content is empty' using errcode = '22023';
+        end if;
+        return vera.plain_passages(content);
+    end if;
+    if jsonb_typeof(messages) <> 'array' or jsonb_array_length(messages) = 0 then
+        raise exception 'messages must be a non-empty JSON array of {"role", "content", "name"?}'
+            using errcode = '22023';
+    end if;
+    if jsonb_array_length(messages) > 1000 then
+        raise exception 'at most 1000 messages per call, got %', jsonb_array_length(messages) using errcode = '54000';
+    end if;
+    select format('message %s: %s', i - 1, reason) into problem
+      from jsonb_array_elements(messages) with ordinality as a(m, i)
+     cross join lateral (select case
+               when jsonb_typeof(m) <> 'object' then 'not a JSON object'
+               when jsonb_typeof(m -> 'content') is distinct from 'string' then 'content must be a string'
+               when coalesce(jsonb_typeof(m -> 'role'), 'null') not in ('string', 'null')
+                    or coalesce(jsonb_typeof(m -> 'name'), 'null') not in ('string', 'null')
+                   then 'role and name must be strings'
+           end as reason) checks
+     where reason is not null
+     order by i limit 1;
+    if problem is not null then
+        raise exception '%', problem using errcode = '22023';
+    end if;
+    select jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
+               'text', m ->> 'content',
+               'heading', coalesce(nullif(btrim(m ->> 'name'), ''), nullif(btrim(m ->> 'role'), ''))))
+               order by i)
+      into chunks
+      from jsonb_array_elements(messages) with ordinality as a(m, i);
+    return chunks;
+end
+$$;
+comment on function vera.remember_chunks(text, jsonb) is
+    'Internal: the passages vera.remember stores for a text or a chat transcript';
+
+-- Contract: what vera.remember would store, without storing it: the group it
+-- lands in, that group's embedding pin (null when none yet) and the passages
+-- ({"text", "heading"?, "char_start"?, "char_end"?}, in order). A client
+-- with an embedder embeds these texts and passes the vectors to
+-- vera.remember (embeddings), so that memories are found by meaning too.
+-- Members of the group; errors as vera.remember's.
+create or replace function vera.remember_passages(
+    content text default null, messages jsonb default null, to_group text default null
+)
+returns table (group_id text, embedding_model text, embedding_dim integer, passages jsonb)
+language plpgsql stable security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    target text := vera.remember_target(remember_passages.to_group);
+begin
+    return query
+    select target, g.embedding_model, g.embedding_dim,
+           vera.remember_chunks(remember_passages.content, remember_passages.messages)
+      from vera.groups g where g.group_id = target;
+end
+$$;
+comment on function vera.remember_passages(text, jsonb, text) is
+    'The group, its embedding pin and the passages vera.remember would store (nothing is stored)';
+
 -- Contract: records what an application or agent wants remembered, in one
 -- call and one transaction:
 --   content   a text (at most 100,000 characters), or
@@ -104,17 +207,23 @@ comment on function vera.plain_passages(text, integer) is
 --   to_group  where it goes; default the caller's personal u: scope
 --   claims    structured claims as vera.publish_claims takes them (at most
 --             1,000; "chunk" cites a passage by its position)
--- The episode is keyed by its content (text or messages, and claims): the
--- same content again records nothing new and returns the episode it made
--- (created false). Passages: one per message (heading: the speaker), or the
--- text cut as plain text; graded and guarded by the source's tier as
--- store_chunks and publish_claims grade them. Errors: 22023 (neither or both
--- of content and messages, blank or malformed input, a retracted source),
--- 22001 (too long), 54000 (too many messages or claims), 42501 (no member
--- of the group, or a new source in a group the caller does not administer).
+--   embeddings, embedding_model
+--             optional: one vector per passage, in the order
+--             vera.remember_passages gives them, by that model (the group's
+--             pin applies: VE001 for another model or dimension)
+-- The episode is keyed by its content (text or messages, and claims; not the
+-- vectors): the same content again records nothing new and returns the
+-- episode it made (created false). Passages: one per message (heading: the
+-- speaker), or the text cut as plain text; graded and guarded by the
+-- source's tier as store_chunks and publish_claims grade them. Errors: 22023
+-- (neither or both of content and messages, blank or malformed input, a
+-- vector count that is not the passage count, a retracted source), 22001
+-- (too long), 54000 (too many messages or claims), 42501 (no member of the
+-- group, or a new source in a group the caller does not administer), VE001.
 create or replace function vera.remember(
     content text default null, messages jsonb default null, source text default 'memory',
-    at timestamptz default null, to_group text default null, claims jsonb default '[]'
+    at timestamptz default null, to_group text default null, claims jsonb default '[]',
+    embeddings jsonb default null, embedding_model text default null
 )
 returns table (group_id text, source_id uuid, episode_id uuid, version integer, created boolean,
                passages integer, claims_recorded integer, claims_published integer,
@@ -123,29 +232,18 @@ language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
 declare
-    caller constant uuid := vera.require_principal();
-    target text := remember.to_group;
+    target text := vera.remember_target(remember.to_group);
     source_name text := btrim(coalesce(remember.source, ''));
     found_source vera.sources;
-    chunks jsonb;
+    chunks jsonb := vera.remember_chunks(remember.content, remember.messages);
     title text;
     recorded record;
     stored integer := 0;
     published integer := 0;
     claim_count integer := 0;
     passage_lifecycle vera.fact_lifecycle;
-    problem text;
     digest bytea;
 begin
-    if (remember.content is null) = (remember.messages is null) then
-        raise exception 'pass either content (a text) or messages (a chat transcript), not both nor neither'
-            using errcode = '22023';
-    end if;
-    if target is null then
-        select p.personal_group_id into target from vera.principals p where p.principal_id = caller;
-    end if;
-    -- the group first: another tenant's group is refused as everywhere, before anything is read
-    perform vera.require_role(target, 'member');
     if source_name = '' or char_length(source_name) > 200 then
         raise exception 'source must be a name of 1 to 200 characters' using errcode = '22023';
     end if;
@@ -161,48 +259,17 @@ begin
     if claim_count > 1000 then
         raise exception 'at most 1000 claims per call, got %', claim_count using errcode = '54000';
     end if;
-
-    if remember.content is not null then
-        perform vera.check_length(remember.content, 'content', 100000);
-        if remember.content !~ '\S' then
-            raise exception 'content is empty' using errcode = '22023';
+    if remember.embeddings is not null then
+        if jsonb_typeof(remember.embeddings) <> 'array'
+           or jsonb_array_length(remember.embeddings) <> jsonb_array_length(chunks) then
+            raise exception 'embeddings must be a JSON array of one vector per passage (% passages)',
+                jsonb_array_length(chunks) using errcode = '22023';
         end if;
-        chunks := vera.plain_passages(remember.content);
-        title := btrim(split_part(btrim(remember.content), E'\n', 1));
-    else
-        if jsonb_typeof(remember.messages) <> 'array' or jsonb_array_length(remember.messages) = 0 then
-            raise exception 'messages must be a non-empty JSON array of {"role", "content", "name"?}'
-                using errcode = '22023';
-        end if;
-        if jsonb_array_length(remember.messages) > 1000 then
-            raise exception 'at most 1000 messages per call, got %', jsonb_array_length(remember.messages)
-                using errcode = '54000';
-        end if;
-        -- the shape of each message here; its text's length and blankness as store_chunks checks
-        -- every passage (chunk n is message n)
-        select format('message %s: %s', i - 1, reason) into problem
-          from jsonb_array_elements(remember.messages) with ordinality as a(m, i)
-         cross join lateral (select case
-                   when jsonb_typeof(m) <> 'object' then 'not a JSON object'
-                   when jsonb_typeof(m -> 'content') is distinct from 'string' then 'content must be a string'
-                   when coalesce(jsonb_typeof(m -> 'role'), 'null') not in ('string', 'null')
-                        or coalesce(jsonb_typeof(m -> 'name'), 'null') not in ('string', 'null')
-                       then 'role and name must be strings'
-               end as reason) checks
-         where reason is not null
-         order by i limit 1;
-        if problem is not null then
-            raise exception '%', problem using errcode = '22023';
-        end if;
-        -- one passage per message; the speaker (its name, else its role) is the heading
-        select jsonb_agg(jsonb_strip_nulls(jsonb_build_object(
-                   'text', m ->> 'content',
-                   'heading', coalesce(nullif(btrim(m ->> 'name'), ''), nullif(btrim(m ->> 'role'), ''))))
-                   order by i)
-          into chunks
-          from jsonb_array_elements(remember.messages) with ordinality as a(m, i);
-        title := btrim(split_part(btrim(remember.messages -> 0 ->> 'content'), E'\n', 1));
+        select jsonb_agg(c || jsonb_build_object('embedding', e) order by i) into chunks
+          from jsonb_array_elements(chunks) with ordinality as a(c, i)
+          join jsonb_array_elements(remember.embeddings) with ordinality as v(e, j) on j = i;
     end if;
+    title := btrim(split_part(btrim(coalesce(remember.content, remember.messages -> 0 ->> 'content')), E'\n', 1));
 
     -- the source, registered on first use where the caller may register it
     select * into found_source from vera.sources s where s.group_id = target and s.name = source_name;
@@ -224,7 +291,8 @@ begin
         observed_at => coalesce(remember.at, now()),
         title => left(nullif(title, ''), 200));
     if recorded.created then
-        select count(*)::integer into stored from vera.store_chunks(target, recorded.episode_id, chunks);
+        select count(*)::integer into stored
+          from vera.store_chunks(target, recorded.episode_id, chunks, remember.embedding_model);
         if claim_count > 0 then
             select count(*) filter (where p.lifecycle = 'published')::integer into published
               from vera.publish_claims(target, recorded.episode_id, remember.claims) p;
@@ -239,7 +307,7 @@ begin
                         stored, claim_count, published, passage_lifecycle;
 end
 $$;
-comment on function vera.remember(text, jsonb, text, timestamptz, text, jsonb) is
+comment on function vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text) is
     'Records a text or chat transcript (and structured claims) as one episode of a source, idempotent by content';
 
 reset role;

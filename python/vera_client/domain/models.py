@@ -501,3 +501,14 @@ class Remembered:
     claims_recorded: int
     claims_published: int
     lifecycle: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RememberPreview:
+    """What vera.remember would store: the group it lands in, that group's embedding pin (None
+    before its first vector) and the passages ({"text", "heading"?, "char_start"?, "char_end"?})."""
+
+    group_id: str
+    embedding_model: str | None
+    embedding_dim: int | None
+    passages: list[dict[str, Any]]

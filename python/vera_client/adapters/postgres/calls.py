@@ -44,6 +44,7 @@ from vera_client.domain.models import (
     ProposalState,
     PublishedClaim,
     Remembered,
+    RememberPreview,
     RetractedProposal,
     ReviewOutcome,
     Signals,
@@ -662,13 +663,28 @@ def remember(
     at: datetime | None,
     group: str | None,
     claims: Sequence[Mapping[str, Any]],
+    embeddings: Sequence[Sequence[float]] | None = None,
+    embedding_model: str | None = None,
 ) -> Call[Remembered]:
     params = {
         "content": content,
-        "messages": Jsonb(list(messages)) if messages is not None else None,
+        "messages": _messages(messages),
         "source": source,
         "at": at,
         "group": group,
         "claims": Jsonb(list(claims)),
+        "embeddings": Jsonb([list(v) for v in embeddings]) if embeddings is not None else None,
+        "embedding_model": embedding_model,
     }
     return Call("remember", params, record(Remembered))
+
+
+def remember_passages(
+    *, content: str | None, messages: Sequence[Mapping[str, Any]] | None, group: str | None
+) -> Call[RememberPreview]:
+    params = {"content": content, "messages": _messages(messages), "group": group}
+    return Call("remember_passages", params, record(RememberPreview))
+
+
+def _messages(messages: Sequence[Mapping[str, Any]] | None) -> Jsonb | None:
+    return Jsonb(list(messages)) if messages is not None else None

@@ -344,4 +344,10 @@ from vera.record_pack_feedback(%(pack)s, %(position)s, %(vote)s, %(embedding)s::
 -- A text or chat transcript (and structured claims) as one episode, idempotent by content.
 select group_id, source_id, episode_id, version, created, passages, claims_recorded, claims_published,
        lifecycle::text as lifecycle
-from vera.remember(%(content)s, %(messages)s, %(source)s, %(at)s, %(group)s, %(claims)s);
+from vera.remember(%(content)s, %(messages)s, %(source)s, %(at)s, %(group)s, %(claims)s, %(embeddings)s,
+                   %(embedding_model)s);
+
+-- name: remember_passages
+-- What vera.remember would store: the group, its embedding pin and the passages.
+select group_id, embedding_model, embedding_dim, passages
+from vera.remember_passages(%(content)s, %(messages)s, %(group)s);
