@@ -85,6 +85,7 @@ def test_a_text_is_remembered_once_in_the_callers_personal_scope(world: World) -
         "Tiếng Việt: Lan thích cà phê sữa đá.\n\n" + "Một câu dài. " * 150,
         ("A sentence that goes on. " * 60 + "\n") * 3 + "\n\n" + "x" * 2600,
         "short\n\n" + "word " * 230 + "\n\nend.",
+        "\n \n".join(f"Đoạn {i} ngắn, có dấu." for i in range(300)) + "\n\t\n",
     ],
 )
 def test_sql_cuts_plain_text_as_the_folder_connector_does(world: World, text: str) -> None:

@@ -31,9 +31,10 @@ language plpgsql immutable parallel safe
 set search_path = vera, pg_temp
 as $$
 declare
+    gap text;
     paragraph text;
-    cursor_at integer := 1;     -- 1-based position where the next paragraph is looked for
-    block_start integer;        -- 0-based offsets from here on, as Python counts
+    cursor_at integer := 0;     -- offsets are 0-based, as Python counts
+    block_start integer;
     block_end integer;
     piece_start integer;
     cut integer;
@@ -47,10 +48,12 @@ declare
     right_end integer;
     i integer;
 begin
-    for paragraph in select m[1] from regexp_matches(content, '(\S(?:[^\n]|\n(?!\s*\n))*)', 'g') as m loop
-        block_start := cursor_at - 1 + strpos(substr(content, cursor_at), paragraph) - 1;
+    -- each match: the whitespace before a paragraph, and the paragraph; matches are contiguous,
+    -- so offsets add up in one pass (a search from each offset would be quadratic)
+    for gap, paragraph in select m[1], m[2] from regexp_matches(content, '(\s*)(\S(?:[^\n]|\n(?!\s*\n))*)', 'g') as m loop
+        block_start := cursor_at + char_length(gap);
         block_end := block_start + char_length(paragraph);
-        cursor_at := block_end + 1;
+        cursor_at := block_end;
         piece_start := block_start;
         loop
             if block_end - piece_start > max_chars then
