@@ -20,6 +20,7 @@ parser's line map, so their offsets are exact.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -44,8 +45,9 @@ DEFAULT_MAX_PASSAGE_CHARS = 1200
 # vera.store_chunks' limit for one chunk's text
 MAX_CHUNK_CHARS = 20_000
 
-# CommonMark with GFM tables and front matter; raw HTML blocks stay text
-_PARSER = MarkdownIt("commonmark").use(front_matter_plugin).enable("table")
+# CommonMark with GFM tables and front matter; raw HTML blocks stay text. Only the block
+# structure is read (headings' and cells' text as written), so inline parsing is off.
+_PARSER = MarkdownIt("commonmark").use(front_matter_plugin).enable("table").disable("inline")
 _KEY_VALUE = re.compile(
     r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?\*\*(?P<key>[^*:]{1,80}?)\s*(?::\*\*|\*\*\s*:)\s*(?P<value>\S.*?)\s*$"
 )
@@ -256,8 +258,11 @@ def parse_markdown(
     scanner.scan(tokens)
     passages = _passages(text, scanner.blocks, max_passage_chars)
 
+    starts = [p.char_start for p in passages]  # in order: the passage a line is in, by bisection
+
     def evidence(offset: int) -> int | None:
-        return next((i for i, p in enumerate(passages) if p.char_start <= offset < p.char_end), None)
+        index = bisect.bisect_right(starts, offset) - 1
+        return index if index >= 0 and offset < passages[index].char_end else None
 
     claims: list[Claim] = []
     warnings = list(scanner.warnings)
