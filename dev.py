@@ -40,7 +40,7 @@ def setup() -> None:
     if not (BIN / "python").exists():
         print(f"creating {VENV}", flush=True)
         venv.create(VENV, with_pip=True)
-    run(BIN / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", ".[dev]")
+    run(BIN / "python", "-m", "pip", "install", "--disable-pip-version-check", "-q", "-e", ".[all,dev]")
     STAMP.write_text(wanted)
 
 

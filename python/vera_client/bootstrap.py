@@ -18,7 +18,7 @@ from vera_client.adapters.embedders.voyage import DEFAULT_BASE_URL as VOYAGE_DEF
 from vera_client.adapters.embedders.voyage import DEFAULT_MODEL as VOYAGE_DEFAULT_MODEL
 from vera_client.adapters.embedders.voyage import VoyageEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.objects.s3 import S3ObjectStore
+from vera_client.adapters.optional import require
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.adapters.providers.metering import Meter
@@ -215,6 +215,9 @@ def build_object_store(settings: VeraSettings) -> ObjectStore:
         return LocalObjectStore(objects.root or settings.db.data_dir.parent / "objects")
     if not objects.bucket:
         raise ConfigurationError("the S3 object store needs a bucket: set VERA_OBJECTS__BUCKET")
+    require("boto3", extra="s3", needed_for="the S3 object store")
+    from vera_client.adapters.objects.s3 import S3ObjectStore  # noqa: PLC0415 - boto3 is the [s3] extra's
+
     chain = ResilienceChain("s3", objects.resilience)
     return S3ObjectStore(
         objects.bucket,

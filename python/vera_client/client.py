@@ -199,6 +199,7 @@ class VeraClient:
     get_context = _blocking(Operations.get_context)
     get_context_pack = _blocking(Operations.get_context_pack)
     pack_feedback = _blocking(Operations.pack_feedback)
+    remember = _blocking(Operations.remember)
 
 
 class AsyncVeraClient:
@@ -341,3 +342,4 @@ class AsyncVeraClient:
     get_context = _coroutine(Operations.get_context)
     get_context_pack = _coroutine(Operations.get_context_pack)
     pack_feedback = _coroutine(Operations.pack_feedback)
+    remember = _coroutine(Operations.remember)

@@ -50,6 +50,7 @@ from vera_client.domain.models import (
     Proposal,
     ProposalState,
     PublishedClaim,
+    Remembered,
     RetractedProposal,
     ReviewOutcome,
     SnapshotInfo,
@@ -377,6 +378,59 @@ class Operations:
 
     def complete_cleanup(self, job: int) -> Plan[bool]:
         return (yield from ask(calls.complete_cleanup(job)))
+
+    # --- remember in one call
+
+    def remember(
+        self,
+        text_or_messages: str | Sequence[Mapping[str, Any]],
+        *,
+        source: str = "memory",
+        at: datetime | None = None,
+        group: str | None = None,
+        claims: Sequence[Mapping[str, Any]] = (),
+    ) -> Plan[Remembered]:
+        """Record a text, or chat messages ({"role", "content", "name"?} each), as one episode of
+        source in group (default: the caller's personal u: scope), with its passages and the
+        structured claims passed (publish's shape); one SQL call, vera.remember.
+
+        The same content again records nothing new (created False). A source is registered on
+        first use (tier 3, informational) where the caller administers the group, always in its
+        own u: scope; its tier and the contamination guard grade what is recorded. Free-text
+        extraction is off: claims are only those passed. With an embedder for the group's pin
+        (or, before the group has one, the configured embedder), the passages get vectors, so
+        they are found by meaning too: vera.remember_passages tells what to embed first."""
+        content: str | None = None
+        messages: Sequence[Mapping[str, Any]] | None = None
+        if isinstance(text_or_messages, str):
+            content = text_or_messages
+        elif isinstance(text_or_messages, Sequence) and all(
+            isinstance(message, Mapping) for message in text_or_messages
+        ):
+            messages = cast(Sequence[Mapping[str, Any]], text_or_messages)  # every item checked above
+        else:
+            raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
+        vectors, model = yield from self._passage_vectors(content, messages, group)
+        call = calls.remember(
+            content=content, messages=messages, source=source, at=at, group=group, claims=claims,
+            embeddings=vectors, embedding_model=model,
+        )  # fmt: skip
+        return (yield from ask(call))
+
+    def _passage_vectors(
+        self, content: str | None, messages: Sequence[Mapping[str, Any]] | None, group: str | None
+    ) -> Plan[tuple[list[list[float]] | None, str | None]]:
+        """Vectors of the passages vera.remember will store, by the embedder of the group's pin;
+        none without providers, or when the pinned model does not run here."""
+        if self.shared.providers is None:
+            return None, None
+        preview = yield from ask(calls.remember_passages(content=content, messages=messages, group=group))
+        embedder = self.shared.providers.embedder_for_model(preview.embedding_model)
+        if embedder is None or (preview.embedding_dim not in (None, embedder.dim)):
+            return None, None
+        texts = [passage["text"] for passage in preview.passages]
+        vectors = yield from ask(Work(lambda: embedder.embed(texts)))
+        return vectors, embedder.model
 
     # --- the read path
 

@@ -165,3 +165,12 @@ grant execute on function
     vera.record_pack_feedback(uuid, integer, text, public.vector, text)
     to vera_app, vera_gateway;
 reset role;
+
+-- ===== remember in one call (issue 17), sql/functions/216_remember.sql =====
+set role vera_owner;
+grant execute on function
+    vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text),
+    vera.remember_passages(text, jsonb, text),
+    vera.remember_default_tier()
+    to vera_app, vera_gateway;
+reset role;

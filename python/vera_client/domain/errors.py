@@ -7,6 +7,8 @@ docstring is its meaning; the instance message is the server's one line.
 
 from __future__ import annotations
 
+from vera_client.distribution import install_hint
+
 
 class VeraError(Exception):
     """VERA could not do what was asked."""
@@ -21,6 +23,16 @@ class VeraError(Exception):
 
 class ConfigurationError(VeraError):
     """The configuration is invalid or incomplete."""
+
+
+class MissingExtraError(ConfigurationError):
+    """An optional part of VERA was used, but the extra that installs it was not installed
+    (a slim install of the client talks to an existing VERA and needs none of them)."""
+
+    def __init__(self, module: str, extra: str, needed_for: str) -> None:
+        self.module = module
+        self.extra = extra
+        super().__init__(f"{needed_for} needs {module}, which is not installed: {install_hint(extra)}")
 
 
 class DatabaseUnavailableError(VeraError):

@@ -477,3 +477,38 @@ class ProposalState:
 class RetractedProposal:
     fact_id: UUID
     lifecycle: str
+
+
+# --- remember in one call (vera.remember) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Remembered:
+    """What vera.remember recorded: one episode of a source in group_id.
+
+    created is False when the same content was remembered before: nothing new was
+    recorded and episode_id is the earlier episode (passages and claims_recorded are
+    then 0). lifecycle is how the source's tier graded the passages: published, or
+    pending_review (tier 3) and proposal (tier 4) in a shared scope. Free-text
+    extraction is off: only the claims passed in are published."""
+
+    group_id: str
+    source_id: UUID
+    episode_id: UUID
+    version: int
+    created: bool
+    passages: int
+    claims_recorded: int
+    claims_published: int
+    lifecycle: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RememberPreview:
+    """What vera.remember would store: the group it lands in, that group's embedding pin (None
+    before its first vector) and the passages ({"text", "heading"?, "char_start"?, "char_end"?})."""
+
+    group_id: str
+    embedding_model: str | None
+    embedding_dim: int | None
+    passages: list[dict[str, Any]]

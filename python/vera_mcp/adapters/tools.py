@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.context_tools import register_context_tools
 from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
+from vera_mcp.adapters.remember_tool import register_remember_tool
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
@@ -170,6 +171,7 @@ def build_mcp_server(
     _review_tools(server, runner)
     register_knowledge_tools(server, runner)
     register_context_tools(server, runner)
+    register_remember_tool(server, runner)
     return server
 
 

@@ -28,6 +28,11 @@ class Limits:
     max_object_chars: int = 2_000
     max_evidence_chars: int = 20_000  # the text a proposal rests on
     max_position: int = 1_000  # positions in a context pack (it holds at most 1,000 items)
+    # remember: vera.remember's own bounds, stated in the tool's schema
+    max_remember_chars: int = 100_000  # a text to remember
+    max_messages: int = 1_000  # messages of one transcript
+    max_message_chars: int = 20_000  # one message (a passage holds at most that)
+    max_speaker_chars: int = 200  # a message's role or name (vera.remember takes up to 2,000: a heading)
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

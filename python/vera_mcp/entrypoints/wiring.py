@@ -17,6 +17,7 @@ from importlib import metadata
 from vera_client.bootstrap import Database, build_database, build_providers
 from vera_client.client import AsyncVeraClient
 from vera_client.config import VeraSettings
+from vera_client.distribution import DISTRIBUTION
 from vera_client.domain.errors import AuthenticationError, ConfigurationError
 from vera_mcp.adapters.api_keys import ApiKeyVerification
 from vera_mcp.adapters.http_app import build_http_app, serve_http
@@ -35,7 +36,7 @@ GATEWAY_ROLE = "vera_gateway"
 
 def server_version() -> str:
     try:
-        return metadata.version("vera")
+        return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # pragma: no cover - a source tree without the package installed
         return "unknown"
 

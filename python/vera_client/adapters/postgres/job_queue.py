@@ -19,6 +19,7 @@ import psycopg
 
 from vera_client.adapters.postgres import bundle
 from vera_client.adapters.postgres.queries import migration_query
+from vera_client.distribution import install_hint
 from vera_client.domain.errors import MigrationError
 
 COMPONENT = "procrastinate"
@@ -43,7 +44,9 @@ def procrastinate_schema_sql() -> tuple[str, str]:
         version = metadata.version("procrastinate")
         sql = resources.files("procrastinate.sql").joinpath("schema.sql").read_text(encoding="utf-8")
     except (metadata.PackageNotFoundError, ModuleNotFoundError, FileNotFoundError) as exc:
-        raise MigrationError("the procrastinate package is not installed: pip install procrastinate") from exc
+        raise MigrationError(
+            f"the job queue's schema comes with procrastinate, not installed here: {install_hint('worker')}"
+        ) from exc
     return version, sql
 
 

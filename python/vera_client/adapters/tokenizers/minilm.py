@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tokenizers import Tokenizer
+from vera_client.adapters.optional import require
+
+if TYPE_CHECKING:  # the [context] extra installs it (so do [local] and [server])
+    from tokenizers import Tokenizer
 
 TOKENIZER = Path(__file__).resolve().parents[1] / "embedders" / "minilm_data" / "tokenizer.json"
 
@@ -19,7 +23,8 @@ class MiniLMTokenCounter:
 
     @cached_property
     def _tokenizer(self) -> Tokenizer:
-        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizers = require("tokenizers", extra="context", needed_for="counting a context pack's tokens")
+        tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER))
         tokenizer.no_truncation()
         tokenizer.no_padding()
         return tokenizer
