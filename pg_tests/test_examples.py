@@ -40,10 +40,15 @@ def test_every_sql_and_python_example_is_marked() -> None:
     assert all(e.note for e in SYNTAX_ONLY), "an example that cannot run says why"
 
 
-def _psql(db: Database, lumen: Lumen, code: str) -> subprocess.CompletedProcess[str]:
-    """The example in psql as `vera demo` suggests it, with -v key=<the demo key> and, as
-    docs/sql-api.md computes it, -v embedding=<the local MiniLM's vector of EMBEDDED_QUESTION>."""
-    embedding = json.dumps(LocalMiniLMEmbedder().embed([EMBEDDED_QUESTION])[0], separators=(",", ":"))
+@pytest.fixture(scope="module")
+def embedding() -> str:
+    """As docs/sql-api.md computes it: the local MiniLM's vector of EMBEDDED_QUESTION."""
+    return json.dumps(LocalMiniLMEmbedder().embed([EMBEDDED_QUESTION])[0], separators=(",", ":"))
+
+
+def _psql(db: Database, lumen: Lumen, code: str, embedding: str) -> subprocess.CompletedProcess[str]:
+    """The example in psql as `vera demo` suggests it, with -v key=<the demo key> and
+    -v embedding=<the vector docs/sql-api.md computes>."""
     variables = ["-v", f"key={lumen.key}", "-v", f"embedding={embedding}", "-v", "VERBOSITY=verbose"]
     command = [str(db.server.bin_dir / "psql"), "-X", *variables, db.dsn(APP_LOGIN)]
     return subprocess.run(command, input=code, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603
@@ -65,10 +70,10 @@ def _python(db: Database, lumen: Lumen, code: str, folder: Path) -> subprocess.C
 
 @pytest.mark.parametrize("example", RUNNABLE, ids=lambda e: e.name)
 def test_the_example_runs_against_the_demo_data(
-    db: Database, lumen: Lumen, example: Example, tmp_path: Path
+    db: Database, lumen: Lumen, embedding: str, example: Example, tmp_path: Path
 ) -> None:
     if example.language == "sql":
-        run = _psql(db, lumen, example.code)
+        run = _psql(db, lumen, example.code, embedding)
         # verbose errors name their SQLSTATE: exactly the refusals the example announces
         assert ERROR_LINE.findall(run.stderr) == example.refusals, run.stderr
     else:

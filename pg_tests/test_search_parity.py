@@ -46,16 +46,18 @@ def _sql_search(db: Database, key: str, question: str, vector: str | None, k: in
     return rows
 
 
-def _vector_text(question: str) -> str:
-    return "[" + ",".join(str(x) for x in LocalMiniLMEmbedder().embed([question])[0]) + "]"
+@pytest.fixture(scope="module")
+def embedder() -> LocalMiniLMEmbedder:
+    return LocalMiniLMEmbedder()
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_sql_given_the_query_embedding_ranks_exactly_as_the_client(
-    db: Database, lumen: Lumen, client: VeraClient, question: str
+    db: Database, lumen: Lumen, client: VeraClient, embedder: LocalMiniLMEmbedder, question: str
 ) -> None:
     by_client = [(h.kind, h.item_id, h.score) for h in client.search(question, k=10)]
-    by_sql = _sql_search(db, lumen.key, question, _vector_text(question))
+    vector = "[" + ",".join(str(x) for x in embedder.embed([question])[0]) + "]"
+    by_sql = _sql_search(db, lumen.key, question, vector)
     assert by_client and [row[:2] for row in by_sql] == [row[:2] for row in by_client]
     assert [row[2] for row in by_sql] == pytest.approx([row[2] for row in by_client], abs=1e-6)
 
