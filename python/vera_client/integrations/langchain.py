@@ -1,4 +1,4 @@
-"""A LangChain retriever over vera.search (`pip install 'vera[langchain]'`).
+"""A LangChain retriever over vera.search (the distribution's `[langchain]` extra).
 
     from vera_client import VeraClient
     from vera_client.integrations.langchain import VeraRetriever

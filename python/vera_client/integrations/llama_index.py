@@ -1,4 +1,4 @@
-"""A LlamaIndex retriever over vera.search (`pip install 'vera[llamaindex]'`).
+"""A LlamaIndex retriever over vera.search (the distribution's `[llamaindex]` extra).
 
     from vera_client import VeraClient
     from vera_client.integrations.llama_index import VeraLlamaRetriever
