@@ -153,13 +153,13 @@ def test_an_unsealed_snapshot_fails_closed(world: World, group: str) -> None:
 
 def test_a_snapshot_of_another_search_version_fails_closed(world: World, group: str) -> None:
     _take(world, group, "old-code")
-    with world.db.admin() as admin:  # as if taken before vera-search/4 ranked the lexical half by BM25
-        admin.execute("update vera.snapshots set search_version = 'vera-search/3' where name = 'old-code'")
+    with world.db.admin() as admin:  # as if taken before vera-search/5 gave the candidate pool a floor
+        admin.execute("update vera.snapshots set search_version = 'vera-search/4' where name = 'old-code'")
     with world.db.admin() as admin:
-        assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/4",)
+        assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/5",)
     error = _refusal(world, group, "old-code")
     assert error.sqlstate == "VS001"
-    assert "search version vera-search/3, this database runs vera-search/4" in str(error)
+    assert "search version vera-search/4, this database runs vera-search/5" in str(error)
 
 
 def test_a_snapshot_of_another_embedding_model_fails_closed(world: World, group: str) -> None:

@@ -43,9 +43,19 @@ def as_caller(caller: Caller | str | None) -> Caller | None:
     return ApiKey(caller) if isinstance(caller, str) else caller
 
 
+def _caller_or_configured(caller: Caller | str | None, settings: VeraSettings) -> Caller | str | None:
+    """The caller passed, else the API key the settings carry (VERA_API_KEY), else none."""
+    if caller is None and settings.api_key is not None and settings.api_key.get_secret_value():
+        return settings.api_key.get_secret_value()
+    return caller
+
+
 def _operations(shared: Shared, caller: Caller | None) -> Operations:
     if caller is None:
-        raise ConfigurationError("this client has no caller: pass an API key, or use as_caller(...)")
+        raise ConfigurationError(
+            "this client has no caller: pass an API key, set VERA_API_KEY (from_settings reads it), "
+            "or use as_caller(...)"
+        )
     return Operations(shared, caller)
 
 
@@ -94,11 +104,12 @@ class VeraClient:
     def from_settings(
         cls, caller: Caller | str | None = None, settings: VeraSettings | None = None
     ) -> VeraClient:
-        """A client as the environment configures it (VERA_DB__*, VERA_EMBEDDER__*, VERA_RERANKER__*, ...)."""
+        """A client as the environment (and a .env file) configures it: VERA_DB__*, VERA_EMBEDDER__*,
+        VERA_RERANKER__*, ...; without a caller, the key in VERA_API_KEY (if set)."""
         settings = settings or VeraSettings()
         return cls(
             build_database(settings).app_dsn,
-            caller,
+            _caller_or_configured(caller, settings),
             providers=build_providers(settings),
             pool=settings.pool,
             connect_timeout=settings.db.connect_timeout,
@@ -234,10 +245,11 @@ class AsyncVeraClient:
     async def from_settings(
         cls, caller: Caller | str | None = None, settings: VeraSettings | None = None
     ) -> AsyncVeraClient:
+        """A client as the environment (and a .env file) configures it, as VeraClient.from_settings."""
         settings = settings or VeraSettings()
         return await cls.connect(
             build_database(settings).app_dsn,
-            caller,
+            _caller_or_configured(caller, settings),
             providers=build_providers(settings),
             pool=settings.pool,
             connect_timeout=settings.db.connect_timeout,
@@ -283,8 +295,9 @@ class AsyncVeraClient:
         except StopIteration as finished:
             return finished.value  # type: ignore[no-any-return]
 
-    def usage(self) -> dict[MeterKey, Totals]:
-        """What calls to hosted providers used and cost (estimated) since the client started."""
+    async def usage(self) -> dict[MeterKey, Totals]:
+        """What calls to hosted providers used and cost (estimated) since the client started (a
+        coroutine like every other method of this face, though it only reads counters)."""
         return self._shared.usage()
 
     whoami = _coroutine(Operations.whoami)

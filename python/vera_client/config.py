@@ -13,7 +13,8 @@
     VERA_OBJECTS__BACKEND=s3                               # local | s3
     VERA_MEMORY__GRAPH_BACKEND=falkordb                    # none | falkordb | neo4j
 
-Only the composition root (bootstrap.py) and the CLI build settings.
+A `.env` file in the current folder is read too (the environment wins over it). Only the
+composition root (bootstrap.py), the clients' from_settings and the CLI build settings.
 """
 
 from __future__ import annotations
@@ -169,12 +170,20 @@ class WorkerSettings(BaseModel):
 
 
 class VeraSettings(BaseSettings):
-    """All of VERA's settings."""
+    """All of VERA's settings. Each is read from, first to last: the arguments given, the
+    environment, a `.env` file in the current folder (its VERA_ lines), the defaults."""
 
     model_config = SettingsConfigDict(
-        env_prefix="VERA_", env_nested_delimiter="__", extra="ignore", frozen=True
+        env_prefix="VERA_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        frozen=True,
     )
 
+    # VERA_API_KEY: the caller of VeraClient.from_settings() when none is passed
+    api_key: SecretStr | None = None
     db: DbSettings = Field(default_factory=DbSettings)
     pool: PoolSettings = Field(default_factory=PoolSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)

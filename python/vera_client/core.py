@@ -469,7 +469,7 @@ class Operations:
         language (else by words alone), reranked when configured.
 
         k_rrf, candidates and ef_search go to vera.search as they are, with its defaults
-        (None: 4 x the hits asked of it per half; max(100, candidates), at most 1000), and it
+        (None: 4 x the hits asked of it per half, at least 40; max(100, candidates), at most 1000), and it
         checks them (InvalidArgumentError). With a reranker, SQL is asked for max(k, top_n)
         hits so that the reranker sees its whole head, and the default candidates follows."""
         _check_k(k)

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/4' $$;
+as $$ select 'vera-search/5' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 
 -- Contract: the blend's default weights and recency half-life.

@@ -605,7 +605,7 @@ comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
 -- named in groups), one call. Stage 1: the lexical half (the query's words,
 -- ranked by BM25, vera.lexical_candidates) and the vector half (the query embedding
 -- against the groups pinned to its dimension and, when given, model) each
--- return their top `candidates` (default 4 * k) facts and passages valid at
+-- return their top `candidates` (default 4 * k, at least 40) facts and passages valid at
 -- as_of (default now); reciprocal rank fusion adds lexical_weight / (k_rrf +
 -- rank) and vector_weight / (k_rrf + rank), ranks from 1. Stage 2 blends
 -- six signals with each group's active weights (or the weights given).
@@ -720,7 +720,12 @@ $$;
 comment on function vera.search_targets(text[]) is 'Internal: the groups a search covers (42501 for unreadable ones)';
 
 -- Internal: refuses bad search arguments with 22023; returns the number of
--- candidates each half retrieves.
+-- candidates each half retrieves: as given, else 4 * k but at least 40.
+-- Relevance is min-max normalised over the candidates, so a pool that grew
+-- with k gave the same hit another score at k = 2 than at k = 5; with the
+-- floor every k up to 10 (the default) searches the same pool, and a hit's
+-- score is its own whatever k is asked. (A caller that passes `candidates`
+-- gets scores independent of k for every k.)
 create or replace function vera.check_search_arguments(
     query text, query_embedding public.vector, k integer, as_of timestamptz, k_rrf integer, candidates integer,
     lexical_weight double precision, vector_weight double precision, ef_search integer)
@@ -762,7 +767,7 @@ begin
     if ef_search is not null and (ef_search < 1 or ef_search > 1000) then
         raise exception 'ef_search must be between 1 and 1000, got %', ef_search using errcode = '22023';
     end if;
-    return coalesce(candidates, 4 * k);
+    return coalesce(candidates, greatest(4 * k, 40));
 end
 $$;
 comment on function vera.check_search_arguments(text, public.vector, integer, timestamptz, integer, integer,

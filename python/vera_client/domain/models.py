@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,7 +53,7 @@ class Tenant:
 
     group_id: str
     owner_principal_id: UUID
-    api_key: str
+    api_key: str = field(repr=False)  # a secret: never in a log line or a traceback
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -121,11 +121,12 @@ class Membership:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NewApiKey:
-    """A key as created: the secret is shown this once."""
+    """A key as created: the secret is shown this once, as `api_key`; repr and str show only
+    the public prefix, so printing or logging the object never leaks it."""
 
     key_id: UUID
     prefix: str
-    api_key: str
+    api_key: str = field(repr=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -303,7 +303,7 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
     "--candidates",
     type=int,
     default=None,
-    help="Candidates each half retrieves.  [default: 4 x k, or 4 x the reranker's top_n if larger]",
+    help="Candidates each half retrieves.  [default: 4 x k, at least 40; 4 x the reranker's top_n if larger]",
 )
 @click.option(
     "--ef-search",
