@@ -248,11 +248,13 @@ def _load(world: World, name: str) -> Loaded:
             {"subject": "billing-api", "predicate": "runs on", "object": "blue", "valid_from": "2026-01-01"},
             {"subject": "billing-api", "predicate": "runs on", "object": "green", "valid_from": "2026-03-01"},
             {"subject": "payments-api", "predicate": "depends on", "object": "billing-api", "object_is_entity": True},
+            # VERA's own vectors travel into the graph (Graphiti's fact_embedding and name_embedding)
             {"subject": "billing-api", "predicate": "depends on", "object": "ledger-db", "object_is_entity": True},
-            {"subject": "checkout-web", "predicate": "depends on", "object": "payments-api", "object_is_entity": True},
+            {"subject": "checkout-web", "predicate": "depends on", "object": "payments-api", "object_is_entity": True,
+             "embedding": [0.6, 0.8, 0.0], "subject_embedding": [0.0, 0.6, 0.8]},
             {"subject": "ledger-db", "predicate": "owned by", "object": "team-ledger", "object_is_entity": True},
             {"subject": "ledger-db", "predicate": "version", "object": "15.4"},
-        ])  # fmt: skip
+        ], embedding_model="test-3d")  # fmt: skip
         notes = vera.register_source(group, "notes", "notes", 3)
         note = vera.record_episode(group, notes, "note.md", uuid4().bytes * 2).episode_id
         [pending] = vera.publish(
@@ -291,6 +293,14 @@ def test_a_published_episode_is_projected_and_a_replay_changes_nothing(
     # billing-api, blue, green, payments-api, ledger-db, checkout-web, team-ledger, "15.4"
     assert first.result.graph_nodes == 8
     assert loaded.pending not in _states(graph, loaded.group)
+    [depends] = graph._run(  # type: ignore[attr-defined]
+        graph_group_id(loaded.group),
+        "MATCH (s)-[e:RELATES_TO]->() WHERE e.group_id = $g AND e.name = 'DEPENDS_ON' AND s.name = 'checkout-web' "
+        "RETURN e.fact_embedding AS fact, s.name_embedding AS subject",
+        {"g": graph_group_id(loaded.group)}, write=False,
+    )  # fmt: skip
+    assert [round(x, 5) for x in depends["fact"]] == [0.6, 0.8, 0.0]
+    assert [round(x, 5) for x in depends["subject"]] == [0.0, 0.6, 0.8]
     # every job again, in the order they came: nothing changes
     with world.db.admin() as admin:
         jobs = admin.execute(
