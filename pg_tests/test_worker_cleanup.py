@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 from psycopg.types.json import Jsonb
@@ -92,8 +93,31 @@ def test_in_process_cleanup_then_completion_retires_the_job(world: World, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "args", [{}, {"group_id": "o:1", "edge_ids": "x"}, {"group_id": "o:1", "object_keys": [1]}]
+    "args",
+    [
+        {},
+        {"group_id": "o:1", "edge_ids": "x"},
+        {"group_id": "o:1", "object_keys": [1]},
+        # an edge id is a fact's UUID, never text a graph query could read as Cypher
+        {"group_id": "o:1", "edge_ids": ["x' OR 1=1 //"]},
+        {"group_id": "o:1", "edge_ids": [str(uuid4())], "restored_fact_ids": ["not-a-uuid"]},
+        {"group_id": "o:1", "principal_id": "someone"},
+    ],
 )
 def test_malformed_job_payloads_are_refused(args: dict[str, object]) -> None:
     with pytest.raises(InvalidArgumentError):
         RetractCleanup.from_job_args(args)
+
+
+def test_a_job_payload_reads_its_ids_as_uuids() -> None:
+    edge, restored, principal = uuid4(), uuid4(), uuid4()
+    job = RetractCleanup.from_job_args({
+        "group_id": "o:1", "edge_ids": [str(edge)], "object_keys": ["raw/a"], "erase": True,
+        "restored_fact_ids": [str(restored)], "principal_id": str(principal),
+    })  # fmt: skip
+    assert (job.edge_ids, job.restored_fact_ids, job.principal_id, job.erase) == (
+        (edge,),
+        (restored,),
+        principal,
+        True,
+    )
