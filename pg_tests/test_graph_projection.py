@@ -31,7 +31,13 @@ from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
 from vera_worker.adapters.graph_projection import GraphProjection
-from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.queue import (
+    GRAPH_CHECK_QUEUE,
+    GRAPH_CHECK_TASK,
+    SERVED_QUEUES,
+    build_app,
+    served_queues,
+)
 from vera_worker.adapters.queue_metrics import BacklogMonitor, database_graph_health
 from vera_worker.domain.jobs import ProjectJob
 
@@ -332,8 +338,9 @@ def test_a_superseded_fact_is_invalidated_not_deleted(
 
 
 def test_explore_through_the_graph_answers_as_sql_explore(
-    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
-) -> None:
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path,
+    graph_backend_url: tuple[str, str],
+) -> None:  # fmt: skip
     loaded = _load(world, f"parity {graph.backend}")
     _drain(world, projection, tmp_path)
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
@@ -350,6 +357,17 @@ def test_explore_through_the_graph_answers_as_sql_explore(
         answer = vera.explore_graph(graph, "ledger-db", depth=2, groups=[loaded.group])
     depends = {(f.hop, f.subject) for f in answer if f.predicate == "DEPENDS_ON"}
     assert depends == {(1, "billing-api"), (2, "payments-api")}
+    # the command line walks the same graph, as the key's principal
+    backend, url = graph_backend_url
+    env = _env(world, VERA_MEMORY__GRAPH_BACKEND=backend, VERA_MEMORY__GRAPH_URL=url,
+               VERA_API_KEY=world.a.owner_key)  # fmt: skip
+    shown = CliRunner().invoke(
+        main, ["graph", "explore", "ledger-db", "--depth", "2", "--group", loaded.group], env=env
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "hop 1  billing-api DEPENDS_ON ledger-db  [cmdb]" in shown.stdout
+    assert "hop 2  payments-api DEPENDS_ON billing-api  [cmdb]" in shown.stdout
+    assert len(shown.stdout.splitlines()) == len(answer)
 
 
 def test_retraction_and_erasure_remove_edges_orphans_and_every_text(
@@ -479,3 +497,27 @@ def test_the_worker_metrics_show_lag_and_drift(world: World) -> None:
     reading = health()
     assert lag is not None and lag == pytest.approx(reading.projection_lag_seconds, abs=5)
     assert drift == reading.drifted_groups
+
+
+def test_the_periodic_check_records_every_group(
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
+) -> None:
+    loaded = _load(world, f"periodic {graph.backend}")
+    _drain(world, projection, tmp_path)
+    app = build_app(
+        world.db.dsn(WORKER), objects=LocalObjectStore(tmp_path / "objects"), projection=projection
+    )
+    assert served_queues(app) == (*SERVED_QUEUES, GRAPH_CHECK_QUEUE)
+    [periodic] = [
+        task for task in app.periodic_registry.periodic_tasks.values() if task.task.name == GRAPH_CHECK_TASK
+    ]
+    assert periodic.cron == "*/10 * * * *"
+    graph.remove_edges(loaded.group, [loaded.blue])  # drift the check must find
+    app.tasks[GRAPH_CHECK_TASK](timestamp=0)
+    with _as_worker(world, None) as conn:
+        results = {r[0]: r[1] for r in conn.execute("select group_id, drift from vera.graph_check_results()")}
+    assert loaded.group in results and results[loaded.group] is not None
+    assert world.a.organisation in results  # every group with facts, the seeded ones too
+    # without a graph, no periodic check and no extra queue
+    plain = build_app(world.db.dsn(WORKER), objects=LocalObjectStore(tmp_path / "objects"))
+    assert GRAPH_CHECK_TASK not in plain.tasks and served_queues(plain) == SERVED_QUEUES
