@@ -414,11 +414,41 @@ def test_review_decisions_reach_the_graph(
         assert loaded.pending not in _states(graph, loaded.group)
         assert proposal.fact_id in _states(graph, world.a.owner_personal)
         vera.review(loaded.group, proposal.fact_id, "approve", "checked")
+        withdrawn = vera.propose("ledger-db", "runs on", "cluster teal", "a hunch", loaded.group)
+        _drain(world, projection, tmp_path)
+        assert withdrawn.fact_id in _states(graph, world.a.owner_personal)
+        vera.retract_proposal(withdrawn.fact_id)
     _drain(world, projection, tmp_path)
     assert proposal.fact_id not in _states(graph, world.a.owner_personal)
+    assert withdrawn.fact_id not in _states(graph, world.a.owner_personal)
     assert "cluster orange" in {fact.object for fact in _explore(world, graph, "ledger-db", loaded.group)}
     assert projection.check(loaded.group).result.drift is None
     assert projection.check(world.a.owner_personal).result.drift is None
+
+
+def test_a_vector_written_later_reaches_the_graph(
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
+) -> None:
+    loaded = _load(world, f"embedded later {graph.backend}")
+    _drain(world, projection, tmp_path)
+    assert _fact_embedding(graph, loaded.group, loaded.green) is None
+    # what the embed job does for facts published without a vector
+    with caller(world.db, world.a.owner_key, APP_LOGIN) as conn:
+        assert conn.execute(
+            "select vera.set_fact_embeddings(%s, %s, array['[0,0,1]']::vector[], 'test-3d')",
+            (loaded.group, [loaded.green]),
+        ).fetchone() == (1,)
+        conn.commit()
+    _drain(world, projection, tmp_path)
+    assert _fact_embedding(graph, loaded.group, loaded.green) == [0.0, 0.0, 1.0]
+
+
+def _fact_embedding(graph: GraphStore, group: str, fact: UUID) -> list[float] | None:
+    [row] = graph._run(  # type: ignore[attr-defined]
+        graph_group_id(group), "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $g AND e.uuid = $f "
+        "RETURN e.fact_embedding AS v", {"g": graph_group_id(group), "f": str(fact)}, write=False,
+    )  # fmt: skip
+    return None if row["v"] is None else [round(float(x), 5) for x in row["v"]]
 
 
 def _explore(world: World, graph: GraphStore, entity: str, group: str) -> list[ExploredFact]:

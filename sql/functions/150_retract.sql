@@ -198,6 +198,13 @@ begin
         src.group_id, '{}',
         array(select f.fact_id from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id),
         '{}', src.source_id);
+    -- their graph edges go too: a projection job finds them gone and removes them
+    if exists (select from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id) then
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'group_id', src.group_id,
+            'fact_ids', (select jsonb_agg(f.fact_id) from vera.facts f
+                          where f.group_id = src.group_id and f.source_id = src.source_id)));
+    end if;
     delete from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id;
     delete from vera.sources s where s.group_id = src.group_id and s.source_id = src.source_id;
     return cleanup_job;
