@@ -658,9 +658,9 @@ def record_pack_feedback(
 
 
 def _floats(vector: Any) -> tuple[float, ...] | None:
-    """A vector as read (pgvector's Vector, or a numpy array) as a tuple of floats."""
     if vector is None:
         return None
+    # vectors arrive as pgvector's Vector (binary, not iterable itself)
     values = vector.to_list() if hasattr(vector, "to_list") else vector
     return tuple(float(x) for x in values)
 
