@@ -551,3 +551,19 @@ def test_the_periodic_check_records_every_group(
     # without a graph, no periodic check and no extra queue
     plain = build_app(world.db.dsn(WORKER), objects=LocalObjectStore(tmp_path / "objects"))
     assert GRAPH_CHECK_TASK not in plain.tasks and served_queues(plain) == SERVED_QUEUES
+
+
+def test_a_groups_projection_jobs_run_one_at_a_time_and_a_retraction_defers_one(world: World) -> None:
+    loaded = _load(world, "locked jobs")
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.retract_episode(loaded.group, loaded.episode, "withdrawn")
+    with world.db.admin() as admin:
+        jobs = admin.execute(
+            "select lock, args -> 'fact_ids' from procrastinate.procrastinate_jobs "
+            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
+            (loaded.group,),
+        ).fetchall()
+    # Procrastinate runs jobs of one lock one at a time, in the order they were deferred
+    assert {lock for lock, _ in jobs} == {f"graph:{loaded.group}"}
+    # the retraction's job names every fact of the episode, so no earlier job can leave one behind
+    assert str(loaded.blue) in jobs[-1][1] and str(loaded.green) in jobs[-1][1] and len(jobs[-1][1]) == 7

@@ -100,8 +100,7 @@ def test_in_process_cleanup_then_completion_retires_the_job(world: World, tmp_pa
         {"group_id": "o:1", "object_keys": [1]},
         # an edge id is a fact's UUID, never text a graph query could read as Cypher
         {"group_id": "o:1", "edge_ids": ["x' OR 1=1 //"]},
-        {"group_id": "o:1", "edge_ids": [str(uuid4())], "restored_fact_ids": ["not-a-uuid"]},
-        {"group_id": "o:1", "principal_id": "someone"},
+        {"group_id": "o:1", "edge_ids": [str(uuid4()), "not-a-uuid"]},
     ],
 )
 def test_malformed_job_payloads_are_refused(args: dict[str, object]) -> None:
@@ -110,14 +109,8 @@ def test_malformed_job_payloads_are_refused(args: dict[str, object]) -> None:
 
 
 def test_a_job_payload_reads_its_ids_as_uuids() -> None:
-    edge, restored, principal = uuid4(), uuid4(), uuid4()
-    job = RetractCleanup.from_job_args({
-        "group_id": "o:1", "edge_ids": [str(edge)], "object_keys": ["raw/a"], "erase": True,
-        "restored_fact_ids": [str(restored)], "principal_id": str(principal),
-    })  # fmt: skip
-    assert (job.edge_ids, job.restored_fact_ids, job.principal_id, job.erase) == (
-        (edge,),
-        (restored,),
-        principal,
-        True,
+    edge = uuid4()
+    job = RetractCleanup.from_job_args(
+        {"group_id": "o:1", "edge_ids": [str(edge)], "object_keys": ["raw/a"], "erase": True}
     )
+    assert (job.edge_ids, job.object_keys, job.erase) == ((edge,), ("raw/a",), True)
