@@ -272,6 +272,16 @@ def _load(world: World, name: str) -> Loaded:
     )  # fmt: skip
 
 
+def _projection_jobs(world: World, group: str) -> list[tuple[str, dict[str, object]]]:
+    """The project_to_graph jobs of a group, oldest first: (lock, args)."""
+    with world.db.admin() as admin:
+        return admin.execute(  # type: ignore[return-value]
+            "select lock, args from procrastinate.procrastinate_jobs "
+            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
+            (group,),
+        ).fetchall()
+
+
 def _states(graph: GraphStore, group: str) -> dict[UUID, EdgeState]:
     return {state.fact_id: state for state in graph.edge_states(group)}
 
@@ -308,14 +318,9 @@ def test_a_published_episode_is_projected_and_a_replay_changes_nothing(
     assert [round(x, 5) for x in depends["fact"]] == [0.6, 0.8, 0.0]
     assert [round(x, 5) for x in depends["subject"]] == [0.0, 0.6, 0.8]
     # every job again, in the order they came: nothing changes
-    with world.db.admin() as admin:
-        jobs = admin.execute(
-            "select args from procrastinate.procrastinate_jobs "
-            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
-            (loaded.group,),
-        ).fetchall()
+    jobs = _projection_jobs(world, loaded.group)
     assert jobs
-    for (args,) in jobs:
+    for _lock, args in jobs:
         projection.project(ProjectJob.from_job_args(args))
     again = projection.check(loaded.group)
     assert (again.graph_digest, again.result.graph_nodes) == (first.graph_digest, first.result.graph_nodes)
@@ -557,13 +562,9 @@ def test_a_groups_projection_jobs_run_one_at_a_time_and_a_retraction_defers_one(
     loaded = _load(world, "locked jobs")
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
         vera.retract_episode(loaded.group, loaded.episode, "withdrawn")
-    with world.db.admin() as admin:
-        jobs = admin.execute(
-            "select lock, args -> 'fact_ids' from procrastinate.procrastinate_jobs "
-            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
-            (loaded.group,),
-        ).fetchall()
+    jobs = _projection_jobs(world, loaded.group)
     # Procrastinate runs jobs of one lock one at a time, in the order they were deferred
     assert {lock for lock, _ in jobs} == {f"graph:{loaded.group}"}
     # the retraction's job names every fact of the episode, so no earlier job can leave one behind
-    assert str(loaded.blue) in jobs[-1][1] and str(loaded.green) in jobs[-1][1] and len(jobs[-1][1]) == 7
+    named = jobs[-1][1]["fact_ids"]
+    assert str(loaded.blue) in named and str(loaded.green) in named and len(named) == 7
