@@ -1,6 +1,6 @@
 """`vera`: one command line assembled from the parts each package contributes
 (the client's database, search, source and key commands; the worker's worker,
-ingest and demo; the MCP server's mcp). Each part is a click group of its own, so that a package
+ingest, demo and graph; the MCP server's mcp). Each part is a click group of its own, so that a package
 adds commands without importing the others; only this module sees them all.
 
 The worker's and the server's parts need their extras ([worker], [server]); a
@@ -19,7 +19,11 @@ from vera_client.entrypoints.keys import commands as key_commands
 from vera_client.entrypoints.sources import commands as source_commands
 
 # (module contributing `commands`, the extra that installs what it imports)
-OPTIONAL_PARTS = (("vera_worker.entrypoints.cli", "worker"), ("vera_mcp.entrypoints.cli", "server"))
+OPTIONAL_PARTS = (
+    ("vera_worker.entrypoints.cli", "worker"),
+    ("vera_worker.entrypoints.graph_cli", "worker"),
+    ("vera_mcp.entrypoints.cli", "server"),
+)
 
 
 def _parts() -> tuple[list[click.Group], list[tuple[str, str]]]:

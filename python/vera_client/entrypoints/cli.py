@@ -12,17 +12,19 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 from uuid import UUID
 
 import click
 import pydantic
 
-from vera_client.adapters.postgres import deployment, embedded, provisioning
+from vera_client.adapters.postgres import calls, deployment, embedded, provisioning
 from vera_client.adapters.postgres.errors import connect, redact
+from vera_client.adapters.postgres.executor import begin
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
+from vera_client.domain.callers import Operator
 from vera_client.domain.errors import (
     ConfigurationError,
     VeraError,
@@ -189,12 +191,45 @@ def status(as_json: bool) -> None:
             click.echo(f"  {state.migration.name:<40} {mark}")
     queue = runner.job_queue_version()
     due = provisioning.missing_vector_indexes(database.admin_dsn)
+    projection = _projection(database.admin_dsn) if queue else None
     if as_json:
-        echo_json(report | {"migrations": migrations, "job_queue": queue, "vector_indexes_due": len(due)})
+        echo_json(report | {"migrations": migrations, "job_queue": queue, "vector_indexes_due": len(due),
+                            "graph_projection": projection})  # fmt: skip
         return
     click.echo(f"  {'job queue (procrastinate)':<40} {queue or 'not installed'}")
     if due:
         click.echo(f"  {'vector indexes':<40} {len(due)} due: run vera db maintain")
+    if projection is not None:
+        _print_projection(projection)
+
+
+def _projection(admin_dsn: str) -> dict[str, Any]:
+    """The graph projection's lag (the oldest due project_to_graph job) and its last checks."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        lags = tx.run(calls.queue_lag())
+        checks = tx.run(calls.graph_check_results())
+    waiting = next((lag for lag in lags if lag.queue == "project_to_graph"), None)
+    return {
+        "jobs_due": waiting.waiting if waiting else 0,
+        "lag_seconds": waiting.lag_seconds if waiting else 0.0,
+        "checks": [
+            {"group_id": c.group_id, "checked_at": c.checked_at.astimezone(UTC).isoformat(), "drift": c.drift}
+            for c in checks
+        ],
+    }
+
+
+def _print_projection(projection: dict[str, Any]) -> None:
+    due, checks = projection["jobs_due"], projection["checks"]
+    lag = f"{due} jobs due, oldest {projection['lag_seconds']:.0f}s ago" if due else "none waiting"
+    click.echo(f"  {'graph projection lag':<40} {lag}")
+    if checks:
+        drifted = [check for check in checks if check["drift"]]
+        last = max(check["checked_at"] for check in checks)
+        summary = f"{len(checks)} groups, {len(drifted)} with drift (last {last[:16].replace('T', ' ')} UTC)"
+        click.echo(f"  {'graph check':<40} {summary}")
+        for check in drifted:
+            click.echo(f"    {check['group_id']}: {check['drift']}")
 
 
 @db.command()
