@@ -165,3 +165,22 @@ grant execute on function
     vera.record_pack_feedback(uuid, integer, text, public.vector, text)
     to vera_app, vera_gateway;
 reset role;
+
+-- ===== extraction and the judges (issue 15: sql/functions/240_extraction.sql) =====
+-- Anyone who may ingest may ask for extraction (vera reprocess); the worker runs
+-- the rest as the principal who asked, each function checking that principal's role.
+set role vera_owner;
+grant execute on function vera.request_extraction(text, boolean) to vera_app, vera_worker, vera_gateway;
+grant execute on function
+    vera.passages_to_extract(text, text, boolean, integer),
+    vera.extraction_run(text, bytea, text, boolean),
+    vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer),
+    vera.extraction_context(text, text, integer),
+    vera.judge_verdict(text, text, bytea, text, text),
+    vera.store_verdict(text, text, bytea, text, text, jsonb),
+    vera.equivalence_case(text, uuid),
+    vera.settle_entity(text, uuid, uuid, text, text, text),
+    vera.contradiction_case(text, uuid),
+    vera.replace_values(text, uuid, uuid[], text, text, text)
+    to vera_worker;
+reset role;
