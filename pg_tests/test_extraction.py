@@ -272,3 +272,24 @@ def test_other_tenants_cannot_read_or_record_a_groups_extractions(
         conn.execute("select vera.record_extraction(%s, %s, %s, 'm', 'extracted', '[]', 0, null, 0)",
                      (group, chunk, sha))  # fmt: skip
     assert raised.value.sqlstate == "42501"
+
+
+def test_erasing_a_source_leaves_no_extracted_claims_behind(
+    world: World, tmp_path: Path, standin: StandinServer
+) -> None:
+    group, _ = _setup(world, tmp_path, "extract-erase", TEXT)
+    _work(world, tmp_path, _model(standin))
+    with world.db.admin() as admin:
+        assert admin.execute(
+            "select count(*) from vera.extraction_runs where group_id = %s", (group,)
+        ).fetchone() == (1,)
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        [source] = [s for s in vera.list_sources(group) if s.name == "notes"]
+        vera.erase_source(group, source.source_id, "asked to forget")
+    with world.db.admin() as admin:
+        left = admin.execute(
+            "select (select count(*) from vera.extraction_runs where group_id = %s),"
+            " (select count(*) from vera.chunk_extractions where group_id = %s)",
+            (group, group),
+        ).fetchone()
+    assert left == (0, 0)

@@ -119,6 +119,22 @@ $$;
 comment on function vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer) is
     'Records a passage''s extraction by a model version, keeping the validated claims per text (members)';
 
+-- Internal: erasure of episodes (vera.withdraw_episodes) leaves no claims
+-- extracted from their passages: the stored runs of their texts go (a passage
+-- elsewhere with the same text is extracted again when next asked).
+create or replace function vera.forget_extractions(target_group text, episode_ids uuid[])
+returns void
+language sql volatile
+set search_path = vera, pg_temp
+as $$
+    delete from vera.extraction_runs r
+     where r.group_id = target_group
+       and r.content_sha256 in (select sha256(convert_to(c.text, 'UTF8')) from vera.chunks c
+                                 where c.group_id = target_group and c.episode_id = any (episode_ids))
+$$;
+comment on function vera.forget_extractions(text, uuid[]) is
+    'Internal: deletes the stored extractions of the erased episodes'' passage texts';
+
 -- Contract: what the extraction prompt offers the model about group_id: its
 -- ontology (predicates with their cardinality, at most 200) and up to
 -- max_entities known entity names, those whose names best match the passage's
