@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +68,17 @@ def _model(standin: StandinServer, name: str = "extractor-s") -> ChatModel:
                      chain=ResilienceChain("llm", FAST))  # fmt: skip
 
 
-def _work(world: World, tmp_path: Path, model: ChatModel, *, max_claims: int = 50) -> None:
+class DigitBlindEmbedder(DeterministicEmbedder):
+    """Deterministic vectors that ignore digits: db-1 and db-2 get the same one (cosine 1)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return super().embed([re.sub(r"[0-9]", "", text) for text in texts])
+
+
+def _work(world: World, tmp_path: Path, model: ChatModel, *, max_claims: int = 50,
+          embedder: DeterministicEmbedder | None = None) -> None:  # fmt: skip
     """Drain the queue with a worker that ingests and extracts (deterministic vectors)."""
-    embedder = DeterministicEmbedder(16)
+    embedder = embedder or DeterministicEmbedder(16)
     dsn = world.db.dsn("vera_worker")
     store = LocalObjectStore(tmp_path / "objects")
     ingestion = SourceIngestion(dsn, objects=store, embedder_for_model=lambda _pin: embedder,
@@ -293,3 +301,27 @@ def test_erasing_a_source_leaves_no_extracted_claims_behind(
             (group, group),
         ).fetchone()
     assert left == (0, 0)
+
+
+def test_ingested_subjects_carry_name_vectors_and_numbered_siblings_stay_apart(
+    world: World, tmp_path: Path, standin: StandinServer
+) -> None:
+    """Structured claims get subject embeddings too, so the semantic rung runs on ingested
+    data; names that differ only by their numbers (db-1, db-2: 0.98 apart) never link by it."""
+    folder = tmp_path / "cmdb-siblings"
+    folder.mkdir()
+    # two files: two publications, so the second name is resolved against the first
+    (folder / "a.csv").write_text("service,runs on\nledger-db-1,pg-7\n")
+    (folder / "b.csv").write_text("service,runs on\nledger-db-2,pg-8\n")
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        group = vera.create_group(world.a.organisation, "project", "extract-siblings")
+        source = vera.register_folder(group, "cmdb", folder, tier=1, kind="cmdb")
+        vera.request_ingest(group, source.source_id)
+    _work(world, tmp_path, _model(standin), embedder=DigitBlindEmbedder(16))
+    with world.db.admin() as admin:
+        entities = admin.execute(
+            "select canonical_name, name_embedding is not null from vera.entities"
+            " where group_id = %s and canonical_name like 'ledger-db-%%' order by 1",
+            (group,),
+        ).fetchall()
+    assert entities == [("ledger-db-1", True), ("ledger-db-2", True)]
