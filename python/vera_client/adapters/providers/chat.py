@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -29,6 +29,8 @@ from vera_client.adapters.providers.metering import Meter, Price, Usage
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import LlmSettings, ResilienceSettings
 from vera_client.domain.errors import ProviderResponseError
+
+T = TypeVar("T")
 
 DEFAULT_PROVIDER = "llm"
 # an answer longer than this is cut by the server and refused here: it bounds cost and
@@ -45,11 +47,9 @@ class ModelRefusalError(ProviderResponseError):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChatAnswer:
-    """One JSON object from the model, with the model that gave it and what it used."""
+    """One JSON object from the model (what it used is in the meter)."""
 
     data: dict[str, Any]
-    model: str
-    usage: Usage
     json_mode: bool  # True when the server took JSON mode instead of json_schema
 
 
@@ -89,7 +89,7 @@ class ChatModel:
         api_key: str | None = None,
         provider: str = DEFAULT_PROVIDER,
         temperature: float | None = 0.0,
-        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         meter: Meter | None = None,
         chain: ResilienceChain | None = None,
     ) -> None:
@@ -137,30 +137,58 @@ class ChatModel:
         )
         return self._ask(instructions, user, {"type": "json_object"}, operation, json_mode=True)
 
-    def _ask(
-        self, system: str, user: str, response_format: dict[str, Any], operation: str, *, json_mode: bool
-    ) -> ChatAnswer:
+    def complete(
+        self,
+        *,
+        system: str,
+        user: str,
+        operation: str,
+        read: Callable[[str], T],
+        response_format: Mapping[str, Any] | None = None,
+    ) -> T:
+        """read(the model's message content) for one chat completion, through the chain and the meter.
+
+        A refusal, an answer cut at the token limit or a completion without content raise
+        ProviderResponseError; so does read, when the content is not what it needs.
+        """
         body: dict[str, Any] = {
             "model": self._model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": response_format,
-            "max_tokens": self._max_output_tokens,
         }
+        if response_format is not None:
+            body["response_format"] = dict(response_format)
+        if self._max_output_tokens is not None:
+            body["max_tokens"] = self._max_output_tokens
         if self._temperature is not None:
             body["temperature"] = self._temperature
 
-        def read(payload: Any) -> tuple[ChatAnswer, Usage]:
+        def read_payload(payload: Any) -> tuple[T, Usage]:
             usage = Usage(
                 input_tokens=usage_tokens(payload, "prompt_tokens"),
                 output_tokens=usage_tokens(payload, "completion_tokens"),
             )
-            data = self._object(payload)
-            served = payload.get("model") if isinstance(payload.get("model"), str) else self._model
-            return ChatAnswer(data=data, model=served, usage=usage, json_mode=json_mode), usage
+            return read(self._content(payload)), usage
 
-        return self._client.post("chat/completions", body, model=self._model, operation=operation, read=read)
+        return self._client.post(
+            "chat/completions", body, model=self._model, operation=operation, read=read_payload
+        )
 
-    def _object(self, payload: Any) -> dict[str, Any]:
+    def malformed(self, what: str) -> ProviderResponseError:
+        """The error for an answer a caller's reader cannot use."""
+        return self._client.malformed(what)
+
+    def _ask(
+        self, system: str, user: str, response_format: dict[str, Any], operation: str, *, json_mode: bool
+    ) -> ChatAnswer:
+        def read(content: str) -> ChatAnswer:
+            return ChatAnswer(data=self._object(content), json_mode=json_mode)
+
+        return self.complete(
+            system=system, user=user, operation=operation, read=read, response_format=response_format
+        )
+
+    def _content(self, payload: Any) -> str:
+        """The first choice's message text; refusals and cut-off answers are errors."""
         choices = payload.get("choices") if isinstance(payload, dict) else None
         first = choices[0] if isinstance(choices, list) and choices else None
         message = first.get("message") if isinstance(first, dict) else None
@@ -174,6 +202,9 @@ class ChatModel:
         content = message.get("content")
         if not isinstance(content, str):
             raise self._client.malformed("no message content in the chat completion")
+        return content
+
+    def _object(self, content: str) -> dict[str, Any]:
         try:
             data = json.loads(_FENCE.sub("", content.strip()))
         except ValueError as exc:
