@@ -141,9 +141,9 @@ class PassageExtraction:
                         passage, conn=conn, caller=caller, job=job, embedder=embedder, report=report
                     )
         logger.info(
-            "extract %s: %d passages, %d model calls, %d reused, %d facts, %d claims dropped, %d failed",
+            "extract %s: %d passages, %d model calls, %d reused, %d facts, %d claims dropped, %d failed; %s",
             job.group_id, report.passages, report.model_calls, report.reused, report.facts, report.dropped,
-            report.failed,
+            report.failed, self._model.spent(),
         )  # fmt: skip
         return report
 

@@ -238,11 +238,11 @@ class Judges:
             )
         return dict(kept)
 
-    @staticmethod
-    def _log(judge: str, job: JudgeJob, report: JudgeReport) -> None:
+    def _log(self, judge: str, job: JudgeJob, report: JudgeReport) -> None:
         logger.info(
-            "judge_%s %s: %d cases, %d model calls, %d reused, %s",
+            "judge_%s %s: %d cases, %d model calls, %d reused, %s; %s",
             judge, job.group_id, report.cases, report.model_calls, report.reused, report.decided or {},
+            self._model.spent(),
         )  # fmt: skip
 
 

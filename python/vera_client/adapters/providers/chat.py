@@ -173,6 +173,15 @@ class ChatModel:
             "chat/completions", body, model=self._model, operation=operation, read=read_payload
         )
 
+    def spent(self) -> str:
+        """What this model's meter counted so far, in one phrase for a log line."""
+        total = self.meter.grand_total()
+        return (
+            f"{total.requests} model requests ({total.failed_requests} failed), "
+            f"{total.input_tokens} tokens in, {total.output_tokens} out, "
+            f"about ${total.estimated_cost_usd:.4f} so far"
+        )
+
     def malformed(self, what: str) -> ProviderResponseError:
         """The error for an answer a caller's reader cannot use."""
         return self._client.malformed(what)
