@@ -14,10 +14,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from tests.standins import API_KEY, StandinServer, running_standin
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
+from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.providers.chat import ChatModel, forget_servers_without_schema
@@ -325,3 +327,35 @@ def test_ingested_subjects_carry_name_vectors_and_numbered_siblings_stay_apart(
             (group,),
         ).fetchall()
     assert entities == [("ledger-db-1", True), ("ledger-db-2", True)]
+
+
+def test_vera_reprocess_queues_a_redo_and_says_when_no_model_is_configured(
+    world: World, tmp_path: Path, standin: StandinServer
+) -> None:
+    group, _ = _setup(world, tmp_path, "extract-cli", TEXT)
+    env = {
+        "VERA_DB__DSN": world.db.dsn(APP_LOGIN),
+        "VERA_DB__WORKER_DSN": world.db.dsn("vera_worker"),
+        "VERA_API_KEY": world.a.owner_key,
+        "VERA_LLM__BASE_URL": "",
+    }
+    off = CliRunner().invoke(
+        main, ["reprocess", "--group", group, "--no-wait"], env=env, catch_exceptions=False
+    )
+    assert off.exit_code == 1
+    assert off.output.strip().splitlines() == [
+        "vera: error: no extraction model is configured: set VERA_LLM__BASE_URL (see docs/extraction.md)"
+    ]
+    env["VERA_LLM__BASE_URL"] = f"{standin.url}/openai/v1"
+    on = CliRunner().invoke(
+        main, ["reprocess", "--group", group, "--no-wait"], env=env, catch_exceptions=False
+    )
+    assert on.exit_code == 0, on.output
+    assert f"queued extraction of {group}'s passages: job" in on.output
+    with world.db.admin() as admin:
+        jobs = admin.execute(
+            "select args ->> 'redo', args ->> 'principal_id' from procrastinate.procrastinate_jobs"
+            " where task_name = 'vera.extract' and args ->> 'group_id' = %s and status = 'todo'",
+            (group,),
+        ).fetchall()
+    assert jobs == [("true", str(world.a.owner))]
