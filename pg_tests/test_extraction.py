@@ -274,6 +274,19 @@ def test_other_tenants_cannot_read_or_record_a_groups_extractions(
         ):
             conn.execute(sql, params)
         assert raised.value.sqlstate == "42501", sql
+    # an application (even the group's owner) cannot plant claims for a text: only the worker records them
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("select vera.record_extraction(%s, %s, %s, 'm', 'extracted', '[]', 0, null, 0)",
+                     (group, chunk, sha))  # fmt: skip
+    assert raised.value.sqlstate == "42501"
+    # nor may the worker record claims under another text's hash
+    with (
+        caller(world.db, world.a.owner_key, role="vera_worker") as conn,
+        pytest.raises(psycopg.Error) as raised,
+    ):
+        conn.execute("select vera.record_extraction(%s, %s, %s, 'm', 'extracted', '[]', 0, null, 0)",
+                     (group, chunk, bytes(32)))  # fmt: skip
+    assert raised.value.sqlstate == "22023"
     # a viewer of the group's own tenant may not record extractions either
     with (
         caller(world.db, world.a.viewer_key, role="vera_worker") as conn,

@@ -87,8 +87,10 @@ comment on function vera.extraction_run(text, bytea, text, boolean) is
 -- Contract: records that a passage of group_id went through model_version:
 -- the validated claims of its text (kept once per text and version) and how
 -- many facts they became. Replays change nothing but the fact count. The
--- claims are the worker's validated ones (at most 1,000), never a raw answer.
--- Members; VN001 for a passage the caller cannot see.
+-- claims are the worker's validated ones (at most 1,000), never a raw answer;
+-- only the worker's role may call it, so no application can plant claims for a
+-- text that a later ingestion would publish with its source's tier. Members;
+-- VN001 for a passage the caller cannot see, 22023 for a hash not of its text.
 create or replace function vera.record_extraction(
     group_id text, chunk_id uuid, content_sha256 bytea, model_version text, outcome text, claims jsonb,
     dropped integer, detail text, facts integer
@@ -97,12 +99,20 @@ returns void
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
+declare
+    passage_sha256 bytea;
 begin
     perform vera.require_role(record_extraction.group_id, 'member');
-    if not exists (select from vera.chunks c
-                    where c.group_id = record_extraction.group_id and c.chunk_id = record_extraction.chunk_id) then
+    select sha256(convert_to(c.text, 'UTF8')) into passage_sha256 from vera.chunks c
+     where c.group_id = record_extraction.group_id and c.chunk_id = record_extraction.chunk_id;
+    if not found then
         raise exception 'unknown passage % in group %', record_extraction.chunk_id, vera.shown(record_extraction.group_id)
             using errcode = 'VN001';
+    end if;
+    -- claims are kept per text for reuse: they must be the claims of this passage's text
+    if passage_sha256 is distinct from record_extraction.content_sha256 then
+        raise exception 'content_sha256 is not the SHA-256 of passage %''s text', record_extraction.chunk_id
+            using errcode = '22023';
     end if;
     insert into vera.extraction_runs (group_id, content_sha256, model_version, outcome, claims, dropped, detail)
     values (record_extraction.group_id, record_extraction.content_sha256, record_extraction.model_version,
