@@ -64,6 +64,8 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     # the example corpus, loaded and asked; as of before the migration the old cluster answers
     # ingested through the worker: every file once, with progress
     assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed" in first.output
+    # no model configured (VERA_LLM__BASE_URL): the demo runs offline and says extraction is off
+    assert "free-text extraction is off" in first.output
     assert "[1/1] services.csv: 0 passages, 12 claims, 12 embeddings" in first.output
     assert "billing-api runs on k8s-hanoi-2" in first.output
     assert "billing-api runs on vm-cluster-1" in first.output and "superseded" in first.output
