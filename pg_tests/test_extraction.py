@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -372,3 +373,37 @@ def test_vera_reprocess_queues_a_redo_and_says_when_no_model_is_configured(
             (group,),
         ).fetchall()
     assert jobs == [("true", str(world.a.owner))]
+
+
+def test_two_jobs_taking_the_same_passage_publish_it_once(world: World, tmp_path: Path) -> None:
+    """Two extract jobs at once (two workers, or one with concurrency): the second waits for
+    the first's transaction and then finds the passage done."""
+    group, _ = _setup(world, tmp_path, "extract-race", TEXT)
+    store = LocalObjectStore(tmp_path / "objects")
+    dsn = world.db.dsn("vera_worker")
+    ingestion = SourceIngestion(
+        dsn, objects=store, embedder_for_model=lambda _pin: None, allowed_roots=(tmp_path,)
+    )
+    drain(build_app(dsn, objects=store, ingestion=ingestion))  # passages stored, nothing extracted
+    with world.db.admin() as admin:
+        chunk, sha = admin.execute(
+            "select chunk_id, sha256(convert_to(text, 'UTF8')) from vera.chunks where group_id = %s", (group,)
+        ).fetchone()  # type: ignore[misc]
+    take = "select vera.take_passage(%s, %s, 'm/extract-1', false)"
+    with caller(world.db, world.a.owner_key, role="vera_worker") as first:
+        assert first.execute(take, (group, chunk)).fetchone() == (True,)
+        answers: list[Any] = []
+
+        def second_job() -> None:
+            with caller(world.db, world.a.owner_key, role="vera_worker") as second:
+                answers.append(second.execute(take, (group, chunk)).fetchone())
+
+        waiting = threading.Thread(target=second_job)
+        waiting.start()
+        waiting.join(timeout=0.5)
+        assert waiting.is_alive()  # blocked on the first job's hold of the passage
+        first.execute("select vera.record_extraction(%s, %s, %s, 'm/extract-1', 'extracted', '[]', 0, null, 0)",
+                      (group, chunk, sha))  # fmt: skip
+        first.commit()
+        waiting.join(timeout=10)
+    assert answers == [(False,)]

@@ -60,6 +60,29 @@ $$;
 comment on function vera.passages_to_extract(text, text, boolean, integer) is
     'The group''s passages still to extract with a model version, with their text''s hash (members)';
 
+-- Contract: takes a passage of group_id for the rest of the transaction, so
+-- that two extract jobs running at once (two workers, or one with
+-- concurrency) never publish its claims twice: true when the caller holds it
+-- and it is still to extract with model_version (see passages_to_extract for
+-- redo), false when another job has done it meanwhile. Members.
+create or replace function vera.take_passage(group_id text, chunk_id uuid, model_version text, redo boolean)
+returns boolean
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(take_passage.group_id, 'member');
+    -- waits for a job that holds it; under READ COMMITTED the check below then sees its record
+    perform vera.require_read_committed();
+    perform pg_advisory_xact_lock(hashtextextended('extract/' || take_passage.group_id || '/' || take_passage.chunk_id, 0));
+    return not exists (select from vera.chunk_extractions x
+                        where x.group_id = take_passage.group_id and x.chunk_id = take_passage.chunk_id
+                          and (not take_passage.redo or x.model_version = take_passage.model_version));
+end
+$$;
+comment on function vera.take_passage(text, uuid, text, boolean) is
+    'Takes a passage for this transaction; false when another extract job has done it meanwhile (members)';
+
 -- Contract: the stored extraction of a passage text (by hash) in group_id: the
 -- run of wanted_version, else (any_model) the latest run of any version.
 -- Nothing when the text was never extracted. Members.

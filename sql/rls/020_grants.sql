@@ -173,6 +173,7 @@ set role vera_owner;
 grant execute on function vera.request_extraction(text, boolean) to vera_app, vera_worker, vera_gateway;
 grant execute on function
     vera.passages_to_extract(text, text, boolean, integer),
+    vera.take_passage(text, uuid, text, boolean),
     vera.extraction_run(text, bytea, text, boolean),
     vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer),
     vera.extraction_context(text, text, integer),

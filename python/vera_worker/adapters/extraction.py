@@ -85,6 +85,7 @@ class ExtractionReport:
     facts: int = 0
     dropped: int = 0
     failed: int = 0
+    skipped: int = 0  # done by another job running at the same time
 
 
 class PassageExtraction:
@@ -207,6 +208,9 @@ class PassageExtraction:
         model = embedder.model if embedder is not None and publishable else None
         try:
             with begin(conn, caller) as tx:
+                if not tx.run(calls.take_passage(group, passage.chunk_id, self.model_version, job.redo)):
+                    report.skipped += 1  # another job extracted it meanwhile: never publish twice
+                    return
                 published = (
                     tx.run(calls.publish_claims(group, passage.episode_id, publishable, model))
                     if publishable else []

@@ -668,6 +668,11 @@ def passages_to_extract(
     return Call("passages_to_extract", params, records(PassageToExtract))
 
 
+def take_passage(group: str, chunk: UUID, model_version: str, redo: bool) -> Call[bool]:
+    params = {"group": group, "chunk": chunk, "model_version": model_version, "redo": redo}
+    return Call("take_passage", params, scalar)
+
+
 def extraction_run(
     group: str, sha256: bytes, model_version: str, any_model: bool
 ) -> Call[ExtractionRun | None]:

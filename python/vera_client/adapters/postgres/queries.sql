@@ -351,6 +351,10 @@ select vera.request_extraction(%(group)s, %(redo)s);
 select chunk_id, episode_id, ordinal, text, content_sha256
 from vera.passages_to_extract(%(group)s, %(model_version)s, %(redo)s, %(max_rows)s);
 
+-- name: take_passage
+-- Takes a passage for this transaction; false when another extract job did it meanwhile.
+select vera.take_passage(%(group)s, %(chunk)s, %(model_version)s, %(redo)s);
+
 -- name: extraction_run
 -- The stored extraction of a passage text, for reuse without a model call.
 select model_version, outcome, claims from vera.extraction_run(%(group)s, %(sha256)s, %(model_version)s, %(any_model)s);
