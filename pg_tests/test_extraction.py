@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 from tests.standins import API_KEY, StandinServer, running_standin
 
 from pg_tests.databases import APP_LOGIN
+from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
@@ -407,3 +410,30 @@ def test_two_jobs_taking_the_same_passage_publish_it_once(world: World, tmp_path
         first.commit()
         waiting.join(timeout=10)
     assert answers == [(False,)]
+
+
+def test_a_real_worker_process_configured_with_a_model_extracts(
+    world: World, tmp_path: Path, standin: StandinServer
+) -> None:
+    """`vera worker --once` with VERA_LLM__* set: settings -> models -> the extract job, end to end."""
+    group, _ = _setup(world, tmp_path, "extract-process", TEXT)
+    env = worker_process_env(
+        world.db, tmp_path / "objects",
+        VERA_LLM__BASE_URL=f"{standin.url}/openai/v1", VERA_LLM__API_KEY=API_KEY,
+        VERA_LLM__EXTRACTION_MODEL="extractor-p",
+        # one job at a time: `--once` stops when a fetch finds the queue empty, and with two
+        # slots the idle one would find it so while the ingestion still runs
+        VERA_WORKER__CONCURRENCY="1",
+        VERA_LLM__PRICES=json.dumps({"extractor-p": {"input_per_million": 1.0, "output_per_million": 2.0}}),
+    )  # fmt: skip
+    worker = subprocess.run(  # noqa: S603
+        [str(Path(sys.executable).with_name("vera")), "worker", "--once"],
+        env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stderr[-3000:]
+    assert [f[2] for f in _facts(world, group) if f[1] == "RUNS_ON"] == ["pg-cluster-7"], worker.stderr[
+        -4000:
+    ]
+    assert {r.body["model"] for r in standin.requests} == {"extractor-p"}
+    # the log line carries the meter's totals, priced from the settings
+    assert re.search(r"extract p:\S+: 1 passages, 1 model calls, .* about \$0\.0\d+ so far", worker.stderr)
