@@ -424,6 +424,8 @@ def test_a_real_worker_process_configured_with_a_model_extracts(
         # one job at a time: `--once` stops when a fetch finds the queue empty, and with two
         # slots the idle one would find it so while the ingestion still runs
         VERA_WORKER__CONCURRENCY="1",
+        # the vectors of the other tests' worker (proposals land in the owner's scope, pinned by them)
+        VERA_EMBEDDER__DIM="16",
         VERA_LLM__PRICES=json.dumps({"extractor-p": {"input_per_million": 1.0, "output_per_million": 2.0}}),
     )  # fmt: skip
     worker = subprocess.run(  # noqa: S603
