@@ -439,3 +439,26 @@ def test_a_real_worker_process_configured_with_a_model_extracts(
     assert {r.body["model"] for r in standin.requests} == {"extractor-p"}
     # the log line carries the meter's totals, priced from the settings
     assert re.search(r"extract p:\S+: 1 passages, 1 model calls, .* about \$0\.0\d+ so far", worker.stderr)
+
+
+def test_reprocess_tries_a_failed_passage_again(world: World, tmp_path: Path, standin: StandinServer) -> None:
+    group, _ = _setup(world, tmp_path, "extract-retry", TEXT)
+    standin.chat_responder = lambda _body: "{not json"
+    _work(world, tmp_path, _model(standin))
+    assert _facts(world, group) == []
+    # asked again without redo: a failure is not retried in a loop
+    standin.chat_responder = reading_model
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.request_extraction(group)
+    _work(world, tmp_path, _model(standin))
+    assert len(standin.requests) == 1 and _facts(world, group) == []
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.request_extraction(group, redo=True)
+    _work(world, tmp_path, _model(standin))
+    assert len(standin.requests) == 2
+    assert [f[2] for f in _facts(world, group) if f[1] == "RUNS_ON"] == ["pg-cluster-7"]
+    with world.db.admin() as admin:
+        runs = admin.execute(
+            "select outcome from vera.extraction_runs where group_id = %s", (group,)
+        ).fetchall()
+    assert runs == [("extracted",)]

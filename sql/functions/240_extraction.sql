@@ -26,8 +26,28 @@ $$;
 comment on function vera.request_extraction(text, boolean) is
     'Defers an extract job over the group''s passages, on behalf of the caller; members';
 
+-- Internal: whether a passage is still to extract with model_version: no
+-- model version has been through it, or (redo) not this one, or this one failed.
+create or replace function vera.passage_pending(target_group text, target_chunk uuid, model_version text, redo boolean)
+returns boolean
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select not exists (
+        select from vera.chunk_extractions x
+         where x.group_id = target_group and x.chunk_id = target_chunk
+           and (not redo
+                or (x.model_version = passage_pending.model_version
+                    and not exists (select from vera.extraction_runs r
+                                     where r.group_id = x.group_id and r.content_sha256 = x.content_sha256
+                                       and r.model_version = x.model_version and r.outcome = 'failed'))))
+$$;
+comment on function vera.passage_pending(text, uuid, text, boolean) is
+    'Internal: whether a passage is still to extract with a model version (redo: also when it failed)';
+
 -- Contract: up to max_rows passages of group_id still to extract with
--- model_version (see request_extraction for redo), oldest first, with the
+-- model_version (see request_extraction for redo; redo also takes those
+-- whose extraction with model_version failed), oldest first, with the
 -- SHA-256 of their text. Passages of retracted episodes, rejected passages and
 -- other principals' proposed passages are left out. Members.
 create or replace function vera.passages_to_extract(
@@ -50,9 +70,7 @@ begin
        and e.status <> 'retracted'
        and c.lifecycle <> 'rejected'
        and (c.lifecycle <> 'proposal' or c.proposed_by = vera.current_principal())
-       and not exists (select from vera.chunk_extractions x
-                        where x.group_id = c.group_id and x.chunk_id = c.chunk_id
-                          and (not passages_to_extract.redo or x.model_version = passages_to_extract.model_version))
+       and vera.passage_pending(c.group_id, c.chunk_id, passages_to_extract.model_version, passages_to_extract.redo)
      order by c.created_at, c.chunk_id
      limit passages_to_extract.max_rows;
 end
@@ -75,9 +93,8 @@ begin
     -- waits for a job that holds it; under READ COMMITTED the check below then sees its record
     perform vera.require_read_committed();
     perform pg_advisory_xact_lock(hashtextextended('extract/' || take_passage.group_id || '/' || take_passage.chunk_id, 0));
-    return not exists (select from vera.chunk_extractions x
-                        where x.group_id = take_passage.group_id and x.chunk_id = take_passage.chunk_id
-                          and (not take_passage.redo or x.model_version = take_passage.model_version));
+    return vera.passage_pending(take_passage.group_id, take_passage.chunk_id, take_passage.model_version,
+                                take_passage.redo);
 end
 $$;
 comment on function vera.take_passage(text, uuid, text, boolean) is
@@ -141,7 +158,11 @@ begin
     values (record_extraction.group_id, record_extraction.content_sha256, record_extraction.model_version,
             record_extraction.outcome, coalesce(record_extraction.claims, '[]'), coalesce(record_extraction.dropped, 0),
             left(record_extraction.detail, 1000))
-    on conflict do nothing;
+    -- the first extraction of a text stays; a failed one gives way to a later try
+    on conflict on constraint extraction_runs_pkey do update
+        set outcome = excluded.outcome, claims = excluded.claims, dropped = excluded.dropped,
+            detail = excluded.detail, created_at = now()
+      where vera.extraction_runs.outcome = 'failed';
     insert into vera.chunk_extractions (group_id, chunk_id, model_version, content_sha256, facts)
     values (record_extraction.group_id, record_extraction.chunk_id, record_extraction.model_version,
             record_extraction.content_sha256, coalesce(record_extraction.facts, 0))

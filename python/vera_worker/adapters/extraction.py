@@ -37,7 +37,7 @@ from vera_client.domain.errors import (
     ProviderUnavailableError,
     VeraError,
 )
-from vera_client.domain.models import PassageToExtract
+from vera_client.domain.models import ExtractionContext, PassageToExtract
 from vera_client.domain.ports import Embedder
 from vera_worker.domain.extracted_claims import validate_extraction
 from vera_worker.domain.prompts import (
@@ -166,38 +166,22 @@ class PassageExtraction:
                     group, passage.content_sha256, self.model_version, any_model=not job.redo
                 )
             )
+            # asked again (vera reprocess), a failed extraction is tried anew
+            if stored is not None and stored.outcome == "failed" and job.redo:
+                stored = None
             context = None if stored is not None else tx.run(
                 calls.extraction_context(group, passage.text, PROMPT_ENTITIES)
             )  # fmt: skip
-        detail: str | None = None
-        dropped = 0
         if stored is not None:
             report.reused += 1
             version, outcome, claims = stored.model_version, stored.outcome, stored.claims
+            detail: str | None = None
+            dropped = 0
         else:
             assert context is not None
             version = self.model_version
             report.model_calls += 1
-            try:
-                answer = self._model.complete_json(
-                    system=EXTRACTION_INSTRUCTIONS,
-                    user=extraction_input(passage.text, context.predicates, context.entities),
-                    schema=EXTRACTION_SCHEMA,
-                    schema_name="claims",
-                    operation="extract",
-                )
-                extraction = validate_extraction(
-                    answer.data, passage.text,
-                    known_predicates={p["name"] for p in context.predicates}, max_claims=self._max_claims,
-                )  # fmt: skip
-            except (ProviderUnavailableError, ProviderRateLimitedError, ProviderTimeoutError):
-                raise  # the model is away: the job is retried later, from this passage on
-            except (ProviderResponseError, ValueError) as exc:
-                # an unusable answer is recorded as failed (so it is not asked again in a loop), never stored
-                outcome, claims, detail = "failed", [], str(exc)[:1000]
-            else:
-                outcome, claims, detail = "extracted", extraction.claims, extraction.detail
-                dropped = extraction.dropped
+            outcome, claims, detail, dropped = self._ask(passage, context)
             if detail:
                 logger.warning("extract %s: passage %s: %s", group, passage.chunk_id, detail)
         report.dropped += dropped
@@ -232,6 +216,29 @@ class PassageExtraction:
                 ))  # fmt: skip
             return
         report.facts += len(published)
+
+    def _ask(
+        self, passage: PassageToExtract, context: ExtractionContext
+    ) -> tuple[str, list[dict[str, Any]], str | None, int]:
+        """The model's claims for a passage, validated: (outcome, claims, detail, dropped)."""
+        try:
+            answer = self._model.complete_json(
+                system=EXTRACTION_INSTRUCTIONS,
+                user=extraction_input(passage.text, context.predicates, context.entities),
+                schema=EXTRACTION_SCHEMA,
+                schema_name="claims",
+                operation="extract",
+            )
+            extraction = validate_extraction(
+                answer.data, passage.text,
+                known_predicates={p["name"] for p in context.predicates}, max_claims=self._max_claims,
+            )  # fmt: skip
+        except (ProviderUnavailableError, ProviderRateLimitedError, ProviderTimeoutError):
+            raise  # the model is away: the job is retried later, from this passage on
+        except (ProviderResponseError, ValueError) as exc:
+            # an unusable answer is recorded as failed (so it is not asked again in a loop), never stored
+            return "failed", [], str(exc)[:1000], 0
+        return "extracted", extraction.claims, extraction.detail, extraction.dropped
 
     @staticmethod
     def _cited(claim: Mapping[str, Any], passage: PassageToExtract) -> dict[str, Any]:
