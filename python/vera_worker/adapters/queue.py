@@ -81,8 +81,8 @@ def build_app(
         if ingestion is None:  # the job fails: this worker was built to run other queues only
             raise RuntimeError("this worker was started without a source reader")
         request = IngestRequest.from_job_args(args)
-        ingestion.run(request)
-        if extraction is not None:  # free text of what was stored goes to the extraction model
+        report = ingestion.run(request)
+        if extraction is not None and report.ingested:  # new text goes to the extraction model
             extraction.request(request.group_id, request.principal_id)
 
     # Without a model configured (VERA_LLM__BASE_URL) free-text extraction is off: the job is done.
