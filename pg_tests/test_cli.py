@@ -66,6 +66,8 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     # ingested through the worker: every file once, with progress
     assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed, 0 warnings" in first.output
     assert "cmdb: 1 files to read or retract" in first.output and "services.csv" not in first.stderr
+    # no model configured (VERA_LLM__BASE_URL): the demo runs offline and says extraction is off
+    assert "free-text extraction is off" in first.output
     assert "billing-api runs on k8s-hanoi-2" in first.output
     assert "billing-api runs on vm-cluster-1" in first.output and "superseded" in first.output
     assert "Dịch vụ route-planner chạy trên cụm k8s-hanoi-1" in first.output

@@ -4,7 +4,9 @@ One server answers on 127.0.0.1 for both providers, each under its own prefix
 (so adapters are pointed at it through base_url):
 
     /openai/v1/embeddings         OpenAI embeddings
-    /openai/v1/chat/completions   OpenAI chat completions, as an LLM reranker sees them
+    /openai/v1/chat/completions   OpenAI chat completions, as an LLM reranker sees them, or
+                                  answered by `chat_responder` (extraction, the judges); with
+                                  `refuse_json_schema`, a server without structured output
     /voyage/v1/embeddings         Voyage embeddings
     /voyage/v1/rerank             Voyage rerank
 
@@ -21,7 +23,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,14 +125,10 @@ def voyage_rerank(body: dict[str, Any]) -> dict[str, Any]:
     return {"object": "list", "data": scored, "model": body["model"], "usage": {"total_tokens": tokens}}
 
 
-def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
-    """Reads the reranking prompt as a model would: the Query line and the [n] document lines."""
-    prompt = body["messages"][-1]["content"]
-    query = next((line[len("Query:") :] for line in prompt.splitlines() if line.startswith("Query:")), "")
-    documents = re.findall(r"^\[(\d+)\] (.*)$", prompt, flags=re.MULTILINE)
-    scores = [round(10 * _overlap(query, text)) for _, text in documents]
-    content = json.dumps({"scores": scores})
+def chat_completion_of(body: dict[str, Any], content: str) -> dict[str, Any]:
+    """A chat completion whose message is content, with token counts as word counts."""
     prompt_tokens = sum(len(_words(m["content"])) for m in body["messages"])
+    completion_tokens = len(_words(content))
     return {
         "id": "chatcmpl-standin",
         "object": "chat.completion",
@@ -140,11 +138,26 @@ def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
         ],
         "usage": {
             "prompt_tokens": prompt_tokens,
-            "completion_tokens": len(scores) + 1,
-            "total_tokens": prompt_tokens + len(scores) + 1,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
     }
 
+
+def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """Reads the reranking prompt as a model would: the Query line and the [n] document lines."""
+    prompt = body["messages"][-1]["content"]
+    query = next((line[len("Query:") :] for line in prompt.splitlines() if line.startswith("Query:")), "")
+    documents = re.findall(r"^\[(\d+)\] (.*)$", prompt, flags=re.MULTILINE)
+    scores = [round(10 * _overlap(query, text)) for _, text in documents]
+    return chat_completion_of(body, json.dumps({"scores": scores}))
+
+
+# A stand-in for a model that answers structured-output requests: given the request body
+# (its messages and response_format), the message content to answer with.
+ChatResponder = Callable[[dict[str, Any]], str]
+
+CHAT_PATH = "/openai/v1/chat/completions"
 
 ROUTES = {
     "/openai/v1/embeddings": openai_embeddings,
@@ -159,6 +172,10 @@ class StandinServer:
 
     def __init__(self, api_key: str = API_KEY) -> None:
         self.api_key = api_key
+        # like a server without structured output (older vLLM, llama.cpp): json_schema gets a 400
+        self.refuse_json_schema = False
+        # answers chat completions in place of the reranking reader (extraction, judges)
+        self.chat_responder: ChatResponder | None = None
         self._lock = threading.Lock()
         self._script: list[Reply] = []
         self._requests: list[Recorded] = []
@@ -190,6 +207,8 @@ class StandinServer:
         with self._lock:
             self._script.clear()
             self._requests.clear()
+        self.refuse_json_schema = False
+        self.chat_responder = None
 
     @property
     def requests(self) -> list[Recorded]:
@@ -238,7 +257,21 @@ def _handler_for(server: StandinServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 self._send(400, {"detail": "the body is not a JSON object"})
                 return
+            if self.path == CHAT_PATH and self._chat(body):
+                return
             self._send(200, route(body))
+
+        def _chat(self, body: dict[str, Any]) -> bool:
+            """Answers a chat completion the server was set up for; False: the normal route answers."""
+            response_format = body.get("response_format") or {}
+            if server.refuse_json_schema and response_format.get("type") == "json_schema":
+                message = "response_format: json_schema is not supported by this server"
+                self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
+                return True
+            if server.chat_responder is None:
+                return False
+            self._send(200, chat_completion_of(body, server.chat_responder(body)))
+            return True
 
         def _send(self, status: int, payload: Any) -> None:
             self._send_raw(status, json.dumps(payload).encode(), {})

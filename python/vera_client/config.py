@@ -120,6 +120,39 @@ class RerankerSettings(BaseModel):
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
 
 
+class LlmPrice(BaseModel):
+    """A chat model's price in USD per million tokens (for the cost estimate only)."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(default=0.0, ge=0)
+
+
+class LlmSettings(BaseModel):
+    """The language models of the workers: free-text extraction and the two judges, over any
+    OpenAI-compatible chat-completions API. Without base_url both are off."""
+
+    base_url: str | None = Field(
+        default=None, description="e.g. https://api.openai.com/v1, http://127.0.0.1:8080/v1"
+    )
+    api_key: SecretStr | None = Field(default=None, description="none for a local server without auth")
+    extraction_model: str = Field(
+        default="gpt-4o-mini", description="the smaller model: claims from passages"
+    )
+    judge_model: str = Field(
+        default="gpt-4.1-mini", description="the larger model: equivalence, contradiction"
+    )
+    # merged over the built-in list prices (metering.LIST_PRICES); JSON in the environment:
+    # VERA_LLM__PRICES='{"qwen2.5-7b": {"input_per_million": 0, "output_per_million": 0}}'
+    prices: dict[str, LlmPrice] = Field(default_factory=dict)
+    max_claims_per_passage: int = Field(default=50, ge=1, le=1000, description="more are cut and logged")
+    max_output_tokens: int = Field(default=4000, ge=64, le=100_000)
+    resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.base_url and self.base_url.strip())
+
+
 class CacheSettings(BaseModel):
     """Embedding cache: in-process LRU with TTL, optionally backed by a shared Valkey."""
 
@@ -210,6 +243,7 @@ class VeraSettings(BaseSettings):
     pool: PoolSettings = Field(default_factory=PoolSettings)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     reranker: RerankerSettings = Field(default_factory=RerankerSettings)
+    llm: LlmSettings = Field(default_factory=LlmSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     objects: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)

@@ -300,6 +300,12 @@ class Operations:
         """Queue an ingestion run of a source for the worker, on behalf of the caller; the job id."""
         return (yield from ask(calls.request_ingest(group, source, path)))
 
+    # --- extraction (issue 15) ---
+    def request_extraction(self, group: str, *, redo: bool = False) -> Plan[int]:
+        """Queue an extract job over the group's passages for the worker, on behalf of the caller; the job id.
+        redo: also passages an earlier model or prompt version extracted (`vera reprocess`)."""
+        return (yield from ask(calls.request_extraction(group, redo)))
+
     def record_episode(
         self,
         group: str,

@@ -138,15 +138,22 @@ begin
         semantic_candidate := (vera.setting(pending.group_id, 'er.semantic_candidate'))::float8;
         candidate_limit := (vera.setting(pending.group_id, 'er.candidate_limit'))::integer;
         execute format(
-            'select array_agg(entity_id order by distance) as ids, min(distance) as best '
-            '  from (select e.entity_id, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance '
+            'select array_agg(entity_id order by distance) as ids, min(distance) as best, '
+            '       (array_agg(numbers order by distance))[1] as best_numbers '
+            '  from (select e.entity_id, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance, '
+            '               regexp_replace(vera.normalize_name(e.canonical_name), ''[^0-9]+'', '' '', ''g'') as numbers '
             '          from vera.entities e '
             '         where e.group_id = $2 and vector_dims(e.name_embedding) = %1$s and e.status <> ''merged'' '
             '         order by distance limit $3) nearest '
             ' where distance <= 1 - $4', public.vector_dims(pending.embedding))
           into nearest
           using pending.embedding, pending.group_id, greatest(candidate_limit, 1), semantic_candidate;
-        if nearest.best is not null and 1 - nearest.best >= semantic_link then
+        -- numbers tell siblings apart: db-1 and db-2 embed almost alike (0.98), so two names that
+        -- both carry numbers link only with the same numbers (k8s still links to Kubernetes);
+        -- otherwise the judge decides
+        if nearest.best is not null and 1 - nearest.best >= semantic_link
+           and (nearest.best_numbers !~ '[0-9]' or pending.norm !~ '[0-9]'
+                or nearest.best_numbers = regexp_replace(pending.norm, '[^0-9]+', ' ', 'g')) then
             pending.entity_id := nearest.ids[1];
             pending.method := 'semantic';
         elsif nearest.ids is not null and candidate_limit > 0 then

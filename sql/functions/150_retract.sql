@@ -94,6 +94,8 @@ begin
         delete from vera.facts f
          where (f.group_id = target_group and f.episode_id = any (episode_ids))
             or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+        -- the claims extracted from their text, kept by its hash for reuse (sql/functions/240_extraction.sql)
+        perform vera.forget_extractions(target_group, episode_ids);
         -- chunks go with their episodes (on delete cascade)
         delete from vera.episodes e where e.group_id = target_group and e.episode_id = any (episode_ids);
     end if;

@@ -208,3 +208,22 @@ create policy erase_packs_of_administered_groups on vera.context_packs for updat
     with check (searched_groups && (select vera.administrable_groups())::text[]);
 
 reset role;
+
+-- ===== extractions and judge verdicts (issue 15: sql/schema/130_extractions.sql) =====
+-- Reached only through the definer functions of sql/functions/240_extraction.sql,
+-- which check the caller's role in the group themselves; no login role reads them.
+set role vera_owner;
+do $extractions$
+declare
+    worker_table text;
+begin
+    foreach worker_table in array array['extraction_runs', 'chunk_extractions', 'judge_verdicts'] loop
+        execute format('alter table vera.%I enable row level security', worker_table);
+        execute format('alter table vera.%I force row level security', worker_table);
+        execute format('drop policy if exists owner_manages on vera.%I', worker_table);
+        execute format('create policy owner_manages on vera.%I to vera_owner using (true) with check (true)',
+                       worker_table);
+    end loop;
+end
+$extractions$;
+reset role;

@@ -202,4 +202,23 @@ grant execute on function
     vera.explore_starts(text, text[]),
     vera.explore_facts(uuid[], integer[], timestamptz, text[], integer)
     to vera_app, vera_gateway, vera_worker;
+
+-- ===== extraction and the judges (issue 15: sql/functions/240_extraction.sql) =====
+-- Anyone who may ingest may ask for extraction (vera reprocess); the worker runs
+-- the rest as the principal who asked, each function checking that principal's role.
+set role vera_owner;
+grant execute on function vera.request_extraction(text, boolean) to vera_app, vera_worker, vera_gateway;
+grant execute on function
+    vera.passages_to_extract(text, text, boolean, integer),
+    vera.take_passage(text, uuid, text, boolean),
+    vera.extraction_run(text, bytea, text, boolean),
+    vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer),
+    vera.extraction_context(text, text, integer),
+    vera.judge_verdict(text, text, bytea, text, text),
+    vera.store_verdict(text, text, bytea, text, text, jsonb),
+    vera.equivalence_case(text, uuid),
+    vera.settle_entity(text, uuid, uuid, text, text, text),
+    vera.contradiction_case(text, uuid),
+    vera.replace_values(text, uuid, uuid[], text, text, text)
+    to vera_worker;
 reset role;

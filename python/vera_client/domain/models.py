@@ -565,3 +565,34 @@ class QueueLag:
     waiting: int
     oldest_due: datetime | None
     lag_seconds: float
+
+
+# --- extraction and the judges (issue 15) ------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PassageToExtract:
+    """A passage the extract job has still to send through the extraction model."""
+
+    chunk_id: UUID
+    episode_id: UUID
+    ordinal: int
+    text: str
+    content_sha256: bytes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractionRun:
+    """The validated claims a model version extracted from one passage text."""
+
+    model_version: str
+    outcome: str
+    claims: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractionContext:
+    """What the extraction prompt offers about a group: its predicates and known entity names."""
+
+    predicates: list[dict[str, str]]
+    entities: list[str]

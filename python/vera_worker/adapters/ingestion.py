@@ -419,11 +419,15 @@ def _with_vectors(
     claims = [c.as_claim() for c in record.claims]
     if embedder is None:
         return passages, claims, 0
-    texts = [p["text"] for p in passages] + [c["fact_text"] for c in claims]
+    # subjects' names too: the semantic rung of entity resolution compares them (issue 15)
+    texts = [p["text"] for p in passages] + [c["fact_text"] for c in claims] + [c["subject"] for c in claims]
     vectors = embedder.embed(texts) if texts else []
-    for item, vector in zip([*passages, *claims], vectors, strict=True):
+    named = len(passages) + len(claims)
+    for item, vector in zip([*passages, *claims], vectors[:named], strict=True):
         item["embedding"] = vector
-    return passages, claims, len(vectors)
+    for claim, vector in zip(claims, vectors[named:], strict=True):
+        claim["subject_embedding"] = vector
+    return passages, claims, named
 
 
 def _mtime(state: FileState) -> str:

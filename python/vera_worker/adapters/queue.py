@@ -21,8 +21,10 @@ from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
 from vera_client.domain.ports import GraphStore, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
+from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
 from vera_worker.adapters.graph_projection import GraphProjection
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
+from vera_worker.adapters.judges import JudgeJob, Judges
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
 from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
 
@@ -54,6 +56,8 @@ def build_app(
     ingestion: SourceIngestion | None = None,
     embedding: FactEmbedding | None = None,
     graph_check_cron: str | None = GRAPH_CHECK_CRON,
+    extraction: PassageExtraction | None = None,
+    judges: Judges | None = None,
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
 
@@ -89,7 +93,22 @@ def build_app(
     def ingest_source(**args: Any) -> None:
         if ingestion is None:  # the job fails: this worker was built to run other queues only
             raise RuntimeError("this worker was started without a source reader")
-        ingestion.run(IngestRequest.from_job_args(args))
+        request = IngestRequest.from_job_args(args)
+        report = ingestion.run(request)
+        if extraction is not None and report.ingested:  # new text goes to the extraction model
+            extraction.request(request.group_id, request.principal_id)
+
+    # Without a model configured (VERA_LLM__BASE_URL) free-text extraction is off: the job is done.
+    @app.task(
+        name=JobName.EXTRACT.value, queue=JobName.EXTRACT.queue, pass_context=False, retry=_RETRY_WHEN_AWAY
+    )
+    def extract(**args: Any) -> None:
+        if extraction is None:
+            logger.info(
+                "extract %s: no extraction model configured; passages stay passages", args.get("group_id")
+            )
+            return
+        extraction.run(ExtractJob.from_job_args(args))
 
     # A graph server that is away is retried like an embedder (the job reads the facts' state
     # when it runs, so a late run projects what holds then).
@@ -129,16 +148,24 @@ def build_app(
     # judge model is configured (an LLM worker), a judge decides nothing: the entity stays
     # provisional (a separate entity, never a wrong merge) and the values coexist, which is
     # what SQL already stored. The job is done; a judge added later re-examines what is open.
-    @app.task(name=JobName.JUDGE_EQUIVALENCE.value, queue=JobName.JUDGE_EQUIVALENCE.queue, pass_context=False)
+    @app.task(name=JobName.JUDGE_EQUIVALENCE.value, queue=JobName.JUDGE_EQUIVALENCE.queue, pass_context=False,
+              retry=_RETRY_WHEN_AWAY)  # fmt: skip
     def judge_equivalence(**args: Any) -> None:
-        logger.info("judge_equivalence %s: no judge model configured; entities stay provisional",
-                    args.get("group_id"))  # fmt: skip
+        if judges is None:
+            logger.info("judge_equivalence %s: no judge model configured; entities stay provisional",
+                        args.get("group_id"))  # fmt: skip
+            return
+        judges.equivalence(JudgeJob.equivalence(args))
 
-    @app.task(
-        name=JobName.JUDGE_CONTRADICTION.value, queue=JobName.JUDGE_CONTRADICTION.queue, pass_context=False
-    )
+    @app.task(name=JobName.JUDGE_CONTRADICTION.value, queue=JobName.JUDGE_CONTRADICTION.queue,
+              pass_context=False, retry=_RETRY_WHEN_AWAY)  # fmt: skip
     def judge_contradiction(**args: Any) -> None:
-        logger.info("judge_contradiction %s: no judge model configured; values coexist", args.get("group_id"))
+        if judges is None:
+            logger.info(
+                "judge_contradiction %s: no judge model configured; values coexist", args.get("group_id")
+            )
+            return
+        judges.contradiction(JudgeJob.contradiction(args))
 
     return app
 

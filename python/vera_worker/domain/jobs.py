@@ -24,6 +24,7 @@ class JobName(StrEnum):
     JUDGE_CONTRADICTION = "vera.judge_contradiction"
     RETRACT_CLEANUP = "vera.retract_cleanup"
     INGEST_SOURCE = "vera.ingest_source"
+    EXTRACT = "vera.extract"
 
     @property
     def queue(self) -> str:

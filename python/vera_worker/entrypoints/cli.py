@@ -19,9 +19,10 @@ import procrastinate
 
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.providers.chat import worker_models
 from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
-from vera_client.config import DbSettings
+from vera_client.config import DbSettings, LlmSettings
 from vera_client.domain.errors import VeraError
 from vera_client.entrypoints.cli import (
     api_key_option,
@@ -36,6 +37,7 @@ from vera_client.entrypoints.cli import (
 )
 from vera_client.entrypoints.sources import source_holding
 from vera_worker.adapters.embedding import FactEmbedding
+from vera_worker.adapters.extraction import PassageExtraction
 from vera_worker.adapters.ingestion import (
     IngestEvent,
     IngestReport,
@@ -44,6 +46,7 @@ from vera_worker.adapters.ingestion import (
     combined,
     summarize,
 )
+from vera_worker.adapters.judges import Judges
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, serve, served_queues
 from vera_worker.adapters.queue_metrics import (
@@ -116,12 +119,25 @@ def _app(
         embedder_for_model=providers.embedder_for_model,
         connect_timeout=settings.db.connect_timeout,
     )
+    models = worker_models(settings.llm)  # None without VERA_LLM__BASE_URL: extraction and judges off
+    extraction = judges = None
+    if models is not None:
+        extraction = PassageExtraction(
+            database.worker_dsn,
+            model=models.extraction,
+            embedder_for_model=providers.embedder_for_model,
+            max_claims_per_passage=settings.llm.max_claims_per_passage,
+            connect_timeout=settings.db.connect_timeout,
+        )
+        judges = Judges(database.worker_dsn, model=models.judge, connect_timeout=settings.db.connect_timeout)
     return build_app(
         database.worker_dsn,
         objects=objects,
         projection=graph_projection(database),
         ingestion=ingestion,
         embedding=embedding,
+        extraction=extraction,
+        judges=judges,
     )
 
 
@@ -291,6 +307,37 @@ def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes the
         fail("some files could not be ingested (see above); they are read again on the next run")
 
 
+def _extraction_line(llm: LlmSettings) -> str:
+    if not llm.enabled:
+        return (
+            "  free-text extraction is off (no model configured: VERA_LLM__BASE_URL, see docs/extraction.md)"
+        )
+    return f"  free-text extraction by {llm.extraction_model} at {llm.base_url}"
+
+
+@commands.command("reprocess")
+@click.option("--group", required=True, help="The group whose passages to extract again.")
+@click.option("--no-wait", is_flag=True, help="Only queue the job for a running `vera worker`.")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of a member of the group.")
+@friendly_errors
+def reprocess_command(group: str, no_wait: bool, api_key: str) -> None:
+    """Extract the group's passages again with the configured extraction model.
+
+    Passages the current model and prompt version have already been through are
+    skipped; the others (extracted by an earlier version, or never) go to the model.
+    """
+    database = database_from_env()
+    if not database.settings.llm.enabled:
+        fail("no extraction model is configured: set VERA_LLM__BASE_URL (see docs/extraction.md)")
+    start_if_embedded(database)
+    with VeraClient.from_settings(api_key, database.settings) as vera:
+        job = vera.request_extraction(group, redo=True)
+    click.echo(f"queued extraction of {group}'s passages: job {job}")
+    if not no_wait:
+        _drain_with_progress(database)
+        click.echo("extraction done (see the worker's log for counts)")
+
+
 @commands.command()
 @friendly_errors
 def demo() -> None:
@@ -324,6 +371,7 @@ def demo() -> None:
     for source in registered:
         click.echo(f"  tier {source.trust_tier}  {source.name:<28} {source.config['root']}")
     click.echo("worker: reading them (embeddings by the local all-MiniLM-L6-v2) ...")
+    click.echo(_extraction_line(database.settings.llm))
     drained = _drain_with_progress(database, extra_roots=(example,))  # the example corpus ships with VERA
     if drained.interrupted:
         click.echo(f"worker: stopped by Ctrl-C. {summarize(drained.reports)}")

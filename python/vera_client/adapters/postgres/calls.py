@@ -33,6 +33,8 @@ from vera_client.domain.models import (
     EpisodeVersion,
     Evidence,
     ExploredFact,
+    ExtractionContext,
+    ExtractionRun,
     Fact,
     FactChange,
     GraphCheckResult,
@@ -41,6 +43,7 @@ from vera_client.domain.models import (
     Membership,
     NewApiKey,
     PassageReviewOutcome,
+    PassageToExtract,
     PendingPassage,
     PendingReview,
     Proposal,
@@ -791,3 +794,107 @@ def explore_facts(
         "max_rows": max_rows,
     }
     return Call("explore_facts", params, records(ExploredFact))
+
+
+# --- extraction and the judges (issue 15): the LLM worker's calls, as its principal -----------------
+
+
+def request_extraction(group: str, redo: bool) -> Call[int]:
+    """Defers an extract job over the group's passages; its job id."""
+    return Call("request_extraction", {"group": group, "redo": redo}, scalar)
+
+
+def passages_to_extract(
+    group: str, model_version: str, redo: bool, max_rows: int
+) -> Call[list[PassageToExtract]]:
+    params = {"group": group, "model_version": model_version, "redo": redo, "max_rows": max_rows}
+    return Call("passages_to_extract", params, records(PassageToExtract))
+
+
+def take_passage(group: str, chunk: UUID, model_version: str, redo: bool) -> Call[bool]:
+    params = {"group": group, "chunk": chunk, "model_version": model_version, "redo": redo}
+    return Call("take_passage", params, scalar)
+
+
+def extraction_run(
+    group: str, sha256: bytes, model_version: str, any_model: bool
+) -> Call[ExtractionRun | None]:
+    def read(columns: Sequence[str], rows: Rows) -> ExtractionRun | None:
+        return ExtractionRun(**dict(zip(columns, rows[0], strict=True))) if rows else None
+
+    params = {"group": group, "sha256": sha256, "model_version": model_version, "any_model": any_model}
+    return Call("extraction_run", params, read)
+
+
+def record_extraction(
+    group: str,
+    chunk: UUID,
+    sha256: bytes,
+    model_version: str,
+    *,
+    outcome: str,
+    claims: Sequence[Mapping[str, Any]],
+    dropped: int,
+    detail: str | None,
+    facts: int,
+) -> Call[None]:
+    params = {
+        "group": group,
+        "chunk": chunk,
+        "sha256": sha256,
+        "model_version": model_version,
+        "outcome": outcome,
+        "claims": Jsonb([dict(c) for c in claims]),
+        "dropped": dropped,
+        "detail": detail,
+        "facts": facts,
+    }
+    return Call("record_extraction", params, nothing)
+
+
+def extraction_context(group: str, passage: str, max_entities: int) -> Call[ExtractionContext]:
+    params = {"group": group, "passage": passage, "max_entities": max_entities}
+    return Call("extraction_context", params, record(ExtractionContext))
+
+
+def judge_verdict(group: str, judge: str, sha256: bytes, model: str, prompt_version: str) -> Call[Any]:
+    params = {
+        "group": group,
+        "judge": judge,
+        "sha256": sha256,
+        "model": model,
+        "prompt_version": prompt_version,
+    }
+    return Call("judge_verdict", params, scalar)
+
+
+def store_verdict(
+    group: str, judge: str, sha256: bytes, verdict: Mapping[str, Any], *, model: str, prompt_version: str
+) -> Call[Any]:
+    params = {"group": group, "judge": judge, "sha256": sha256, "model": model,
+              "prompt_version": prompt_version, "verdict": Jsonb(dict(verdict))}  # fmt: skip
+    return Call("store_verdict", params, scalar)
+
+
+def equivalence_case(group: str, entity: UUID) -> Call[Any]:
+    return Call("equivalence_case", {"group": group, "entity": entity}, scalar)
+
+
+def settle_entity(
+    group: str, entity: UUID, same_as: UUID | None, reason: str, *, model: str, prompt_version: str
+) -> Call[str]:
+    params = {"group": group, "entity": entity, "same_as": same_as, "reason": reason, "model": model,
+              "prompt_version": prompt_version}  # fmt: skip
+    return Call("settle_entity", params, scalar)
+
+
+def contradiction_case(group: str, fact: UUID) -> Call[Any]:
+    return Call("contradiction_case", {"group": group, "fact": fact}, scalar)
+
+
+def replace_values(
+    group: str, fact: UUID, replaced: Sequence[UUID], reason: str, *, model: str, prompt_version: str
+) -> Call[int]:
+    params = {"group": group, "fact": fact, "replaced": list(replaced), "reason": reason, "model": model,
+              "prompt_version": prompt_version}  # fmt: skip
+    return Call("replace_values", params, scalar)

@@ -405,3 +405,55 @@ select group_id, entity_id from vera.explore_starts(%(entity)s, %(groups)s::text
 select hop, fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
        verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
 from vera.explore_facts(%(fact_ids)s::uuid[], %(hops)s::integer[], %(as_of)s, %(groups)s::text[], %(max_rows)s);
+
+-- ===== extraction and the judges (issue 15: sql/functions/240_extraction.sql) =====
+
+-- name: request_extraction
+-- Defers an extract job over the group's passages (redo: those the current model version has not seen).
+select vera.request_extraction(%(group)s, %(redo)s);
+
+-- name: passages_to_extract
+-- The group's passages still to extract with a model version, with their text's hash.
+select chunk_id, episode_id, ordinal, text, content_sha256
+from vera.passages_to_extract(%(group)s, %(model_version)s, %(redo)s, %(max_rows)s);
+
+-- name: take_passage
+-- Takes a passage for this transaction; false when another extract job did it meanwhile.
+select vera.take_passage(%(group)s, %(chunk)s, %(model_version)s, %(redo)s);
+
+-- name: extraction_run
+-- The stored extraction of a passage text, for reuse without a model call.
+select model_version, outcome, claims from vera.extraction_run(%(group)s, %(sha256)s, %(model_version)s, %(any_model)s);
+
+-- name: record_extraction
+-- Records a passage's extraction by a model version.
+select vera.record_extraction(%(group)s, %(chunk)s, %(sha256)s, %(model_version)s, %(outcome)s, %(claims)s,
+                              %(dropped)s, %(detail)s, %(facts)s);
+
+-- name: extraction_context
+-- The group's ontology and most relevant entity names, for the extraction prompt.
+select predicates, entities from vera.extraction_context(%(group)s, %(passage)s, %(max_entities)s);
+
+-- name: judge_verdict
+-- A stored verdict for the same inputs, model and prompt version, or null.
+select vera.judge_verdict(%(group)s, %(judge)s, %(sha256)s, %(model)s, %(prompt_version)s);
+
+-- name: store_verdict
+-- Stores a verdict once; the stored one.
+select vera.store_verdict(%(group)s, %(judge)s, %(sha256)s, %(model)s, %(prompt_version)s, %(verdict)s);
+
+-- name: equivalence_case
+-- A provisional entity and its candidates for the equivalence judge, or null.
+select vera.equivalence_case(%(group)s, %(entity)s);
+
+-- name: settle_entity
+-- Activates a provisional entity or merges it into same_as: activated, merged or unchanged.
+select vera.settle_entity(%(group)s, %(entity)s, %(same_as)s, %(reason)s, %(model)s, %(prompt_version)s);
+
+-- name: contradiction_case
+-- A new value of a multi-valued predicate and the current values, or null.
+select vera.contradiction_case(%(group)s, %(fact)s);
+
+-- name: replace_values
+-- Supersedes the values the contradiction judge said a new value replaces; how many.
+select vera.replace_values(%(group)s, %(fact)s, %(replaced)s::uuid[], %(reason)s, %(model)s, %(prompt_version)s);

@@ -15,10 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from vera_client.adapters.providers.client import ProviderClient, usage_tokens
-from vera_client.adapters.providers.metering import Meter, Usage
+from vera_client.adapters.providers.chat import ChatModel
+from vera_client.adapters.providers.metering import Meter
 from vera_client.adapters.providers.resilience import ResilienceChain
-from vera_client.config import ResilienceSettings
 from vera_client.domain.ports import RerankScore
 
 DEFAULT_PROVIDER = "llm"
@@ -59,54 +58,42 @@ class LlmReranker:
         meter: Meter | None = None,
         chain: ResilienceChain | None = None,
     ) -> None:
-        self._model = model
-        self._temperature = temperature
-        self._json_mode = json_mode
         self._max_document_chars = max_document_chars
-        self._client = ProviderClient(
-            provider=provider,
+        self._json_mode = json_mode
+        # the one way VERA calls a chat model (providers/chat.py); the reranker reads the content itself
+        self._chat = ChatModel(
             base_url=base_url,
+            model=model,
             api_key=api_key,
-            chain=chain or ResilienceChain(provider, ResilienceSettings()),
-            meter=meter or Meter(),
+            provider=provider,
+            temperature=temperature,
+            max_output_tokens=None,
+            meter=meter,
+            chain=chain,
         )
 
     @property
     def model(self) -> str:
-        return self._model
+        return self._chat.model
 
     @property
     def meter(self) -> Meter:
-        return self._client.meter
+        return self._chat.meter
 
     def close(self) -> None:
-        self._client.close()
+        self._chat.close()
 
     def rerank(self, query: str, documents: Sequence[str]) -> list[RerankScore]:
         if not documents:
             return []
-        body: dict[str, Any] = {
-            "model": self._model,
-            "messages": [
-                {"role": "system", "content": INSTRUCTIONS},
-                {"role": "user", "content": self._prompt(query, documents)},
-            ],
-        }
-        if self._temperature is not None:
-            body["temperature"] = self._temperature
-        if self._json_mode:
-            body["response_format"] = {"type": "json_object"}
         count = len(documents)
-
-        def read(payload: Any) -> tuple[list[RerankScore], Usage]:
-            scores = self._scores(_content(self._client, payload), count)
-            usage = Usage(
-                input_tokens=usage_tokens(payload, "prompt_tokens"),
-                output_tokens=usage_tokens(payload, "completion_tokens"),
-            )
-            return scores, usage
-
-        return self._client.post("chat/completions", body, model=self._model, operation="rerank", read=read)
+        return self._chat.complete(
+            system=INSTRUCTIONS,
+            user=self._prompt(query, documents),
+            operation="rerank",
+            read=lambda content: self._scores(content, count),
+            response_format={"type": "json_object"} if self._json_mode else None,
+        )
 
     def _prompt(self, query: str, documents: Sequence[str]) -> str:
         # one line per document keeps the numbering unambiguous
@@ -119,7 +106,7 @@ class LlmReranker:
     def _scores(self, content: str, count: int) -> list[RerankScore]:
         raw = _parse_scores(content, count)
         if raw is None:
-            raise self._client.malformed(f"no score from 0 to {TOP_SCORE} for each of {count} documents")
+            raise self._chat.malformed(f"no score from 0 to {TOP_SCORE} for each of {count} documents")
         # integers are read on the 0..10 scale that was asked for; a model that
         # answered with fractions all within 0..1 used a 0..1 scale
         unit_scale = all(score <= 1.0 for score in raw) and any(not score.is_integer() for score in raw)
@@ -129,17 +116,6 @@ class LlmReranker:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _content(client: ProviderClient, payload: Any) -> str:
-    """The first choice's message text."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    message = first.get("message") if isinstance(first, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise client.malformed("no message content in the chat completion")
-    return content
 
 
 def _parse_scores(content: str, count: int) -> list[float] | None:

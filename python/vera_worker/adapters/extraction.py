@@ -1,0 +1,266 @@
+"""The extract job: claims from free-text passages, by the extraction model.
+
+For each passage of the group not yet through the configured model version, the
+worker looks up a stored extraction of the same text (by hash: unchanged text,
+or the same paragraph in a new version of a file, calls no model), else asks the
+model with the group's ontology and most relevant entity names, validates the
+answer (extracted_claims: spans checked against the text, unknown fields and
+runaway answers dropped and counted), and publishes the claims through
+vera.publish_claims as the principal whose request started the work, citing the
+passage and span. The source's tier decides publish, review or proposal exactly
+as for structured claims; a claim with a predicate the group does not have is a
+proposal. Subject names and fact texts go with vectors from the group's
+embedder, so the semantic rung of entity resolution runs on them.
+
+The extraction and the passage's record are written in one transaction, so a
+replayed job neither asks the model again nor publishes twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.errors import connect
+from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.providers.chat import ChatModel
+from vera_client.domain.callers import Principal
+from vera_client.domain.errors import (
+    InvalidArgumentError,
+    ProviderRateLimitedError,
+    ProviderResponseError,
+    ProviderTimeoutError,
+    ProviderUnavailableError,
+    VeraError,
+)
+from vera_client.domain.models import ExtractionContext, PassageToExtract
+from vera_client.domain.ports import Embedder
+from vera_worker.domain.extracted_claims import validate_extraction
+from vera_worker.domain.prompts import (
+    EXTRACTION_INSTRUCTIONS,
+    EXTRACTION_PROMPT_VERSION,
+    EXTRACTION_SCHEMA,
+    extraction_input,
+)
+
+logger = logging.getLogger(__name__)
+
+# passages read per round; each is committed on its own
+BATCH = 50
+# entity names offered to the model per passage
+PROMPT_ENTITIES = 50
+
+EmbedderForModel = Callable[[str | None], Embedder | None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractJob:
+    """Extract the group's passages: those no model has seen, or (redo) those the current version has not."""
+
+    group_id: str
+    principal_id: UUID
+    redo: bool = False
+
+    @classmethod
+    def from_job_args(cls, args: Mapping[str, object]) -> ExtractJob:
+        group_id, redo = args.get("group_id"), args.get("redo", False)
+        if not isinstance(group_id, str) or not group_id:
+            raise InvalidArgumentError("vera.extract job without a group_id")
+        try:
+            principal = UUID(str(args.get("principal_id")))
+        except ValueError:
+            raise InvalidArgumentError("vera.extract job without a valid principal_id") from None
+        return cls(group_id=group_id, principal_id=principal, redo=bool(redo))
+
+
+@dataclass(slots=True)
+class ExtractionReport:
+    passages: int = 0
+    model_calls: int = 0
+    reused: int = 0
+    facts: int = 0
+    dropped: int = 0
+    failed: int = 0
+    skipped: int = 0  # done by another job running at the same time
+
+
+class PassageExtraction:
+    """Runs extract jobs against the database at dsn (role vera_worker) with one chat model."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        model: ChatModel,
+        embedder_for_model: EmbedderForModel,
+        max_claims_per_passage: int = 50,
+        connect_timeout: int = 10,
+    ) -> None:
+        self._dsn = dsn
+        self._model = model
+        self._embedder_for_model = embedder_for_model
+        self._max_claims = max_claims_per_passage
+        self._connect_timeout = connect_timeout
+
+    @property
+    def model_version(self) -> str:
+        """What a stored extraction is keyed by: the model and the prompt's version."""
+        return f"{self._model.model}/{EXTRACTION_PROMPT_VERSION}"
+
+    def request(self, group_id: str, principal_id: UUID) -> int:
+        """Queue an extract job for what an ingestion run just stored, as its principal; the job id."""
+        with (
+            prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn,
+            begin(conn, Principal(principal_id)) as tx,
+        ):
+            return tx.run(calls.request_extraction(group_id, False))
+
+    def run(self, job: ExtractJob) -> ExtractionReport:
+        """Extract every passage the job covers; idempotent."""
+        report = ExtractionReport()
+        caller = Principal(job.principal_id)
+        seen: set[UUID] = set()
+        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
+            with begin(conn, caller) as tx:
+                pins = tx.run(calls.pinned_models([job.group_id]))
+            embedder = self._embedder_for_model(pins[0][0] if pins else None)
+            while True:
+                with begin(conn, caller) as tx:
+                    batch = tx.run(
+                        calls.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
+                    )
+                fresh = [p for p in batch if p.chunk_id not in seen]
+                if not fresh:
+                    break  # done (or only passages this run could not record: never loop on them)
+                for passage in fresh:
+                    seen.add(passage.chunk_id)
+                    self._extract(
+                        passage, conn=conn, caller=caller, job=job, embedder=embedder, report=report
+                    )
+        logger.info(
+            "extract %s: %d passages, %d model calls, %d reused, %d facts, %d claims dropped, %d failed; %s",
+            job.group_id, report.passages, report.model_calls, report.reused, report.facts, report.dropped,
+            report.failed, self._model.spent(),
+        )  # fmt: skip
+        return report
+
+    def _extract(
+        self,
+        passage: PassageToExtract,
+        *,
+        conn: Any,
+        caller: Principal,
+        job: ExtractJob,
+        embedder: Embedder | None,
+        report: ExtractionReport,
+    ) -> None:
+        report.passages += 1
+        group = job.group_id
+        with begin(conn, caller) as tx:
+            stored = tx.run(
+                calls.extraction_run(
+                    group, passage.content_sha256, self.model_version, any_model=not job.redo
+                )
+            )
+            # asked again (vera reprocess), a failed extraction is tried anew
+            if stored is not None and stored.outcome == "failed" and job.redo:
+                stored = None
+            context = None if stored is not None else tx.run(
+                calls.extraction_context(group, passage.text, PROMPT_ENTITIES)
+            )  # fmt: skip
+        if stored is not None:
+            report.reused += 1
+            version, outcome, claims = stored.model_version, stored.outcome, stored.claims
+            detail: str | None = None
+            dropped = 0
+        else:
+            assert context is not None
+            version = self.model_version
+            report.model_calls += 1
+            outcome, claims, detail, dropped = self._ask(passage, context)
+            if detail:
+                logger.warning("extract %s: passage %s: %s", group, passage.chunk_id, detail)
+        report.dropped += dropped
+        if outcome == "failed":
+            report.failed += 1
+        publishable = [self._cited(claim, passage) for claim in claims]
+        self._embed(publishable, embedder)
+        model = embedder.model if embedder is not None and publishable else None
+        try:
+            with begin(conn, caller) as tx:
+                if not tx.run(calls.take_passage(group, passage.chunk_id, self.model_version, job.redo)):
+                    report.skipped += 1  # another job extracted it meanwhile: never publish twice
+                    return
+                published = (
+                    tx.run(calls.publish_claims(group, passage.episode_id, publishable, model))
+                    if publishable else []
+                )  # fmt: skip
+                tx.run(calls.record_extraction(
+                    group, passage.chunk_id, passage.content_sha256, version, outcome=outcome, claims=claims,
+                    dropped=dropped, detail=detail, facts=len(published),
+                ))  # fmt: skip
+        except (ProviderUnavailableError, ProviderRateLimitedError, ProviderTimeoutError):
+            raise
+        except VeraError as exc:
+            # SQL refused the claims (a rule the validation does not know): recorded as failed, not stored
+            report.failed += 1
+            logger.warning("extract %s: passage %s: publishing refused: %s", group, passage.chunk_id, exc)
+            with begin(conn, caller) as tx:
+                tx.run(calls.record_extraction(
+                    group, passage.chunk_id, passage.content_sha256, version, outcome="failed", claims=[],
+                    dropped=len(claims), detail=f"publish_claims refused: {exc}"[:1000], facts=0,
+                ))  # fmt: skip
+            return
+        report.facts += len(published)
+
+    def _ask(
+        self, passage: PassageToExtract, context: ExtractionContext
+    ) -> tuple[str, list[dict[str, Any]], str | None, int]:
+        """The model's claims for a passage, validated: (outcome, claims, detail, dropped)."""
+        try:
+            answer = self._model.complete_json(
+                system=EXTRACTION_INSTRUCTIONS,
+                user=extraction_input(passage.text, context.predicates, context.entities),
+                schema=EXTRACTION_SCHEMA,
+                schema_name="claims",
+                operation="extract",
+            )
+            extraction = validate_extraction(
+                answer.data, passage.text,
+                known_predicates={p["name"] for p in context.predicates}, max_claims=self._max_claims,
+            )  # fmt: skip
+        except (ProviderUnavailableError, ProviderRateLimitedError, ProviderTimeoutError):
+            raise  # the model is away: the job is retried later, from this passage on
+        except (ProviderResponseError, ValueError) as exc:
+            # an unusable answer is recorded as failed (so it is not asked again in a loop), never stored
+            return "failed", [], str(exc)[:1000], 0
+        return "extracted", extraction.claims, extraction.detail, extraction.dropped
+
+    @staticmethod
+    def _cited(claim: Mapping[str, Any], passage: PassageToExtract) -> dict[str, Any]:
+        """A stored claim as published: citing the passage (its ordinal in the episode) and its span."""
+        cited = dict(claim)
+        cited["chunk"] = passage.ordinal
+        # the SQL API's default fact text, spelled out so that its vector matches it
+        cited["fact_text"] = (
+            f"{claim['subject']} {claim['predicate'].lower().replace('_', ' ')} {claim['object']}"
+        )
+        return cited
+
+    @staticmethod
+    def _embed(claims: list[dict[str, Any]], embedder: Embedder | None) -> None:
+        """Fact and subject vectors, so that search finds the facts by meaning and the semantic rung
+        of entity resolution compares the subjects' names."""
+        if embedder is None or not claims:
+            return
+        texts = [c["fact_text"] for c in claims] + [c["subject"] for c in claims]
+        vectors = embedder.embed(texts)
+        for claim, fact_vector, subject_vector in zip(
+            claims, vectors[: len(claims)], vectors[len(claims) :], strict=True
+        ):
+            claim["embedding"] = fact_vector
+            claim["subject_embedding"] = subject_vector
