@@ -264,6 +264,7 @@ def test_other_tenants_cannot_read_or_record_a_groups_extractions(
     attempts = [
         ("select * from vera.passages_to_extract(%s, 'm', true, 10)", (group,)),
         ("select * from vera.extraction_run(%s, %s, 'm', true)", (group, sha)),
+        ("select vera.take_passage(%s, %s, 'm', true)", (group, chunk)),
         ("select * from vera.extraction_context(%s, 'text', 10)", (group,)),
         (
             "select vera.record_extraction(%s, %s, %s, 'm', 'extracted', '[]', 0, null, 0)",

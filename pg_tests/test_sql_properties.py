@@ -468,6 +468,8 @@ def strategy_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[An
             st.lists(st.one_of(st.integers(-(2**31), 2**31 - 1), st.none()), max_size=4),
             st.just([1] * 100_001),
         )
+    if type_ == "boolean":
+        return st.one_of(st.none(), st.booleans())
     if type_ == "bigint":
         return st.one_of(st.sampled_from(pools.jobs), ints([-(2**63), 2**63 - 1], -(2**63), 2**63 - 1))
     if type_ == "double precision":
@@ -620,6 +622,8 @@ def plausible_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[A
         return st.integers(1, 10)
     if type_ == "integer[]":
         return st.lists(st.integers(1, 5), min_size=1, max_size=1)
+    if type_ == "boolean":
+        return st.booleans()
     if type_ == "bigint":
         return st.sampled_from(pools.a_jobs)
     if type_ == "double precision":
@@ -649,8 +653,8 @@ ENUMS = {
     "vera.item_kind": ["fact", "passage"],
 }
 TYPES = {
-    "text", "uuid", "uuid[]", "integer", "integer[]", "bigint", "double precision", "timestamp with time zone", "bytea",
-    "jsonb", "text[]", "vector", "vector[]", *ENUMS,
+    "text", "uuid", "uuid[]", "integer", "integer[]", "boolean", "bigint", "double precision", "timestamp with time zone",
+    "bytea", "jsonb", "text[]", "vector", "vector[]", *ENUMS,
 }  # fmt: skip
 
 

@@ -427,6 +427,18 @@ ISOLATION_TESTED = {
     "queue_lag()": "test_graph_projection (worker, operators: counts only)",
     "explore_starts(text,text[])": "test_graph_projection",
     "explore_facts(uuid[],integer[],timestamp with time zone,text[],integer)": "test_graph_projection",
+    "request_extraction(text,boolean)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "passages_to_extract(text,text,boolean,integer)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "take_passage(text,uuid,text,boolean)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "extraction_run(text,bytea,text,boolean)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "record_extraction(text,uuid,bytea,text,text,jsonb,integer,text,integer)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "extraction_context(text,text,integer)": "test_extraction::test_other_tenants_cannot_read_or_record_a_groups_extractions",
+    "judge_verdict(text,text,bytea,text,text)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "store_verdict(text,text,bytea,text,text,jsonb)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "equivalence_case(text,uuid)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "settle_entity(text,uuid,uuid,text,text,text)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "contradiction_case(text,uuid)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "replace_values(text,uuid,uuid[],text,text,text)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
 }
 
 
