@@ -23,6 +23,7 @@ from pg_tests.databases import (
     leftover_clones,
     run_without_durability,
 )
+from pg_tests.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
 from pg_tests.seed import World, seed_world
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 

@@ -31,6 +31,18 @@ class EmbeddedServerError(VeraError):
     """The embedded PostgreSQL server could not be initialised, started or stopped."""
 
 
+class GraphServerError(VeraError):
+    """A local graph server (FalkorDB or Neo4j) could not be built, started or stopped."""
+
+
+class GraphServerMissingError(GraphServerError):
+    """A program a local graph server needs (redis-server with FalkorDB, java, mvn) is not installed."""
+
+
+class PortInUseError(GraphServerError):
+    """The port asked for is taken by another program."""
+
+
 class MigrationError(VeraError):
     """The database schema cannot be brought up to date."""
 
