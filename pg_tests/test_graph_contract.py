@@ -276,6 +276,24 @@ def test_drop_group_removes_one_group_only(store: GraphStore, groups: list[str])
     assert store.node_count(dropped.group) == 5
 
 
+def test_a_group_dropped_by_another_process_is_written_again_whole(
+    store: GraphStore, groups: list[str], graph_backend_url: tuple[str, str]
+) -> None:
+    s = Services(new_group(groups))
+    store.upsert(s.group, s.nodes, s.edges)
+    backend, url = graph_backend_url
+    other = open_graph_store(backend, url)
+    try:
+        other.drop_group(s.group)  # a rebuild elsewhere starts
+    finally:
+        other.close()
+    # this store remembers having written the nodes; it must not trust that memory
+    assert store.upsert(s.group, s.nodes, s.edges) == 4
+    assert store.node_count(s.group) == 5
+    assert edge_digest(store.edge_states(s.group)) == edge_digest(map(state, s.edges))
+    assert len(explored(store, [(s.group, s.api)], 2, T0 + DAY)) == 4
+
+
 def test_groups_never_see_each_other_even_with_colliding_names_and_ids(
     store: GraphStore, groups: list[str]
 ) -> None:

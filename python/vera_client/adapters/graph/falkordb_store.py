@@ -76,7 +76,9 @@ class FalkorDBGraphStore(CypherGraphStore):
         """Nothing server-wide: each group's graph gets its indexes when first written."""
 
     def _prepare_group(self, graph_group: str) -> None:
-        if graph_group in self._prepared:
+        # asked each time, not only once per process: another process may have dropped the
+        # graph since, and a graph recreated by a write would have no indexes
+        if graph_group in self._prepared and self._has_group(graph_group):
             return
         graph = self._db.select_graph(graph_group)
         statements = [*_RANGE_INDEXES, *graphiti_fulltext_indexes("falkordb")]
