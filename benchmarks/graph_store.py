@@ -194,8 +194,12 @@ def graphiti_search_latency(
     async def run() -> list[float]:
         graphiti = open_graphiti(backend, url, DeterministicEmbedder(DIM))
         timings: list[float] = []
-        began_all = time.perf_counter()
         try:
+            # untimed: Graphiti's FalkorDB driver builds its own indexes on a group's graph the
+            # first time it opens it (on 100,000 edges that takes seconds); later calls find them
+            await graphiti.search(work.queries[-1], group_ids=[graph_group_id(GROUP)], num_results=10)
+            await asyncio.sleep(5)  # the index build runs as a background task of that driver
+            began_all = time.perf_counter()
             for query in work.queries[:samples]:
                 if timings and time.perf_counter() - began_all > seconds:
                     break

@@ -102,19 +102,18 @@ class Neo4jGraphStore(CypherGraphStore):
         # every query filters by group: an absent group answers nothing, no need to ask first
         return True
 
-    def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
+    def _render(self, params: Row) -> Any:
+        return {key: _QuietList(value) if isinstance(value, list) else value for key, value in params.items()}
+
+    def _send(self, graph_group: str, query: str, rendered: Any, *, write: bool) -> list[Row]:
         routing = neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ
-        return self._execute(query, params, routing)
+        return self._execute(query, rendered, routing)
 
     def _execute(self, query: str, params: Row, routing: neo4j.RoutingControl) -> list[Row]:
-        quiet = {
-            key: _QuietList(value) if isinstance(value, list) else value for key, value in params.items()
-        }
-
         def action() -> list[Row]:
             records, _, _ = self._driver.execute_query(
                 query,
-                quiet,
+                params,
                 database_=self._database,
                 routing_=routing,
             )
