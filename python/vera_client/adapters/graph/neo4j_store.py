@@ -33,8 +33,9 @@ _SCHEMA = (
     "CREATE INDEX relation_group_id IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.group_id)",
 )
 
-# nodes (with their edges) removed per transaction when a group is dropped
-_DROP_BATCH = 10_000
+# edges, then nodes, removed per transaction when a group is dropped: bounded so that one
+# transaction stays well inside the server's transaction memory (embeddings included)
+_DROP_BATCH = 5_000
 
 
 class _QuietList(list[Any]):
@@ -122,11 +123,12 @@ class Neo4jGraphStore(CypherGraphStore):
         return self._call(action)
 
     def _drop(self, graph_group: str) -> None:
-        drop = self._query("drop_group_batch")
-        while True:
-            rows = self._run(graph_group, drop, {"group": graph_group, "limit": _DROP_BATCH}, write=True)
-            if not rows or int(rows[0]["removed"]) == 0:
-                return
+        for name in ("drop_group_edges", "drop_group_nodes"):
+            drop = self._query(name)
+            while True:
+                rows = self._run(graph_group, drop, {"group": graph_group, "limit": _DROP_BATCH}, write=True)
+                if not rows or int(rows[0]["removed"]) == 0:
+                    break
 
     def _encode_time(self, moment: datetime | None) -> Any:
         return None if moment is None else moment.astimezone(UTC)
