@@ -11,7 +11,9 @@
     VERA_RERANKER__PROVIDER=voyage                         # none | llm | voyage
     VERA_CACHE__VALKEY_URL=valkey://127.0.0.1:6379/0       # shared embedding cache beside the in-process one
     VERA_OBJECTS__BACKEND=s3                               # local | s3
-    VERA_MEMORY__GRAPH_BACKEND=falkordb                    # none | falkordb | neo4j
+    VERA_MEMORY__GRAPH_BACKEND=neo4j                       # none | falkordb | neo4j
+    VERA_MEMORY__GRAPH_URL=bolt://graph.internal:7687      # falkor://127.0.0.1:6379 for FalkorDB
+    VERA_MEMORY__GRAPH_USER=neo4j                          # and VERA_MEMORY__GRAPH_PASSWORD
 
 Only the composition root (bootstrap.py) and the CLI build settings.
 """
@@ -140,10 +142,30 @@ class ObjectStoreSettings(BaseModel):
 
 
 class MemorySettings(BaseModel):
-    """The graph that published facts are projected into."""
+    """The graph that published facts are projected into (a projection: switching backend is
+    this setting plus `vera graph rebuild`)."""
 
     graph_backend: Literal["none", "falkordb", "neo4j"] = "none"
-    graph_url: str | None = None
+    graph_url: str | None = Field(
+        default=None,
+        description="bolt:// or neo4j:// for Neo4j; falkor://, redis:// or unix:// for FalkorDB",
+    )
+    graph_user: str | None = Field(default=None, description="Neo4j user / FalkorDB ACL user")
+    graph_password: SecretStr | None = None
+    graph_database: str = Field(default="neo4j", min_length=1, description="Neo4j database name")
+    graph_batch_size: int = Field(default=1000, ge=1, le=100_000, description="nodes or edges per round trip")
+    graph_timeout_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="connect and query deadline"
+    )
+
+    @field_validator("graph_url")
+    @classmethod
+    def _graph_url_shape(cls, value: str | None) -> str | None:
+        if value is None or value.strip() == "":
+            return None
+        if "://" not in value:
+            raise ValueError("must be a URL such as bolt://host:7687 or falkor://host:6379")
+        return value
 
 
 class PoolSettings(BaseModel):

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 from uuid import UUID
@@ -60,7 +60,7 @@ from vera_client.domain.models import (
     TimelineFact,
     Vote,
 )
-from vera_client.domain.ports import Embedder
+from vera_client.domain.ports import Embedder, GraphStore
 from vera_client.domain.reranking import rerank_hits
 from vera_client.domain.sources import pick_source
 
@@ -552,6 +552,27 @@ class Operations:
     ) -> Plan[list[ExploredFact]]:
         """Facts reached breadth-first from an entity, 1-5 hops (vera.explore's order)."""
         return (yield from ask(calls.explore(entity, depth, as_of, groups, max_rows)))
+
+    def explore_graph(
+        self,
+        graph: GraphStore,
+        entity: str,
+        *,
+        depth: int = 2,
+        as_of: datetime | None = None,
+        groups: Sequence[str] | None = None,
+        max_rows: int = 100,
+    ) -> Plan[list[ExploredFact]]:
+        """explore's answer walked on the graph projection: the start entities and the rows
+        (order, citations, what the caller may read) come from SQL, the walk from the graph."""
+        if not 1 <= depth <= 5:
+            raise InvalidArgumentError(f"depth must be between 1 and 5, got {depth}")
+        starts = yield from ask(calls.explore_starts(entity, groups))
+        # one instant for the walk and the re-check, as vera.explore uses one
+        instant = as_of if as_of is not None else datetime.now(UTC)
+        steps = yield from ask(Work(lambda: graph.explore(starts, depth, instant)))
+        reached = [(step.fact_id, step.hop) for step in steps]
+        return (yield from ask(calls.explore_facts(reached, instant, groups, max_rows)))
 
     def changes(
         self, since: datetime, *, max_rows: int = 100, groups: Sequence[str] | None = None

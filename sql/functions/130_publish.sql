@@ -353,14 +353,15 @@ begin
     -- the outbox: one job of each kind per group
     for job_group in
         select distinct x.g from (
-            select w.target_group as g from unnest(work) w where w.lifecycle = 'published'
+            -- proposals too: the proposer's u: graph holds them (python/vera_client/domain/graph.py)
+            select w.target_group as g from unnest(work) w where w.lifecycle in ('published', 'proposal')
             union all select unnest(changed.g) union all select unnest(retired.g)) x
     loop
         perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
             'group_id', job_group,
             'fact_ids', (select jsonb_agg(distinct ids.id) from (
                              select w.fact_id as id from unnest(work) w
-                              where w.target_group = job_group and w.lifecycle = 'published'
+                              where w.target_group = job_group and w.lifecycle in ('published', 'proposal')
                              union all
                              select c.id from unnest(changed.g, changed.ids) as c(g, id) where c.g = job_group
                              union all

@@ -96,6 +96,13 @@ begin
             using errcode = 'VN001';
     end if;
 
+    if claim.lifecycle = 'proposal' then
+        -- decided either way, the proposal leaves its proposer's u: graph; that graph is
+        -- updated for the proposer (the reviewer is no member of that scope)
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'principal_id', claim.proposed_by, 'group_id', claim.group_id,
+            'fact_ids', jsonb_build_array(claim.fact_id)));
+    end if;
     if review_claim.decision = 'reject' then
         update vera.facts f set lifecycle = 'rejected', retired_at = now(), reviewed_by = vera.current_principal(),
                                 reviewed_at = now()

@@ -3,6 +3,29 @@
 -- exactly this answer; the definition below is the contract both meet.
 set role vera_owner;
 
+-- Internal: explore's rows for facts reached at hops (same length), in
+-- explore's order: hop, then the fact's group (kind and name), subject name,
+-- predicate, object, valid_from and fact_id; at most max_rows. Also the
+-- answer of an explore walked on the graph (vera.explore_facts).
+create or replace function vera.explored_rows(ids uuid[], hops integer[], max_rows integer)
+returns table (hop integer, fact_id uuid, group_id text, subject text, predicate text, object text,
+               fact_text text, lifecycle vera.fact_lifecycle, tier smallint, authority real,
+               verification vera.verification, confidence real, valid_from timestamptz, valid_to timestamptz,
+               recorded_at timestamptz, proposed_for text, citation jsonb)
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select h.hop, d.*
+      from vera.fact_details(coalesce(ids, '{}')) d
+      join unnest(ids, hops) as h(id, hop) on h.id = d.fact_id
+      join vera.groups g on g.group_id = d.group_id
+     order by h.hop, vera.group_order_key(g.kind, g.name), d.group_id, d.subject, d.predicate, d.object,
+              d.valid_from, d.fact_id
+     limit max_rows
+$$;
+comment on function vera.explored_rows(uuid[], integer[], integer) is
+    'Internal: explore''s rows for facts reached at hops, in explore''s order';
+
 -- Contract: breadth-first from an entity (a name, any alias compared
 -- normalised, or an id: every matching entity of the groups searched, one
 -- per group; VN001 when there is none).
@@ -73,14 +96,7 @@ begin
                  where f.fact_id = any (step_ids) and f.group_id = any (targets) and f.object_entity_id is not null) x;
     end loop;
 
-    return query
-        select h.hop, d.*
-          from vera.fact_details(found_ids) d
-          join unnest(found_ids, found_hops) as h(id, hop) on h.id = d.fact_id
-          join vera.groups g on g.group_id = d.group_id
-         order by h.hop, vera.group_order_key(g.kind, g.name), d.group_id, d.subject, d.predicate, d.object,
-                  d.valid_from, d.fact_id
-         limit explore.max_rows;
+    return query select * from vera.explored_rows(found_ids, found_hops, explore.max_rows);
 end
 $$;
 comment on function vera.explore(text, integer, timestamptz, text[], integer) is

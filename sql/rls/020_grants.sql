@@ -165,3 +165,33 @@ grant execute on function
     vera.record_pack_feedback(uuid, integer, text, public.vector, text)
     to vera_app, vera_gateway;
 reset role;
+
+-- ===== the graph projection (sql/functions/230_graph.sql, docs/graph.md) =====
+-- The projection's readers belong to vera_searcher (past RLS, one group at a
+-- time) and only the worker and operators may call them; no application
+-- role, so no tenant reads another group's projection through them. The
+-- check's table is reached only through its functions.
+set role vera_owner;
+grant select on vera.entities, vera.groups, vera.principals to vera_searcher;
+grant select, insert, update on vera.graph_checks to vera_searcher;
+grant execute on function vera.graph_belongs(vera.fact_lifecycle, timestamptz),
+    vera.graph_rows(text, uuid[], uuid, integer, boolean),
+    vera.require_graph_access(text),
+    vera.shown(text, integer)
+    to vera_searcher;
+grant execute on function
+    vera.graph_facts(text, uuid[]),
+    vera.graph_group_facts(text, uuid, integer),
+    vera.graph_edge_states(text),
+    vera.graph_expected_nodes(text),
+    vera.graph_groups(text),
+    vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text),
+    vera.graph_check_results(),
+    vera.queue_lag()
+    to vera_worker, vera_operator;
+-- explore through the graph: its two SQL ends, as the caller (like vera.explore)
+grant execute on function
+    vera.explore_starts(text, text[]),
+    vera.explore_facts(uuid[], integer[], timestamptz, text[], integer)
+    to vera_app, vera_gateway, vera_worker;
+reset role;

@@ -1,7 +1,9 @@
 """The cleanup after a retraction or erasure, outside PostgreSQL.
 
 PostgreSQL commits first, together with a `vera.retract_cleanup` job that
-names the graph edges and raw objects to remove. Whoever ran the retraction
+names the graph edges and raw objects to remove. Removing edges through the
+graph store also removes the nodes they leave without any edge (the
+GraphStore contract), so no entity of an erased source lingers in the graph. Whoever ran the retraction
 may do this cleanup at once and then mark the job completed
 (`vera.complete_cleanup`); otherwise the worker runs this same function when
 the job falls due. It is idempotent: what is already gone is skipped.
@@ -22,9 +24,13 @@ class RetractCleanup:
     """The payload of a retract_cleanup job."""
 
     group_id: str
-    edge_ids: tuple[str, ...]
+    edge_ids: tuple[UUID, ...]
     object_keys: tuple[str, ...]
     erase: bool
+    # facts the retraction made current again (values they had superseded): the graph's
+    # edges of these need their validity brought up to date (the worker re-projects them)
+    restored_fact_ids: tuple[UUID, ...] = ()
+    principal_id: UUID | None = None
 
     @classmethod
     def from_job_args(cls, args: Mapping[str, object]) -> RetractCleanup:
@@ -33,16 +39,27 @@ class RetractCleanup:
         object_keys = args.get("object_keys", [])
         if not isinstance(group_id, str) or not group_id:
             raise InvalidArgumentError("retract_cleanup job without a group_id")
-        if not isinstance(edge_ids, list) or not all(isinstance(e, str) for e in edge_ids):
-            raise InvalidArgumentError("retract_cleanup edge_ids must be a list of fact ids")
         if not isinstance(object_keys, list) or not all(isinstance(k, str) for k in object_keys):
             raise InvalidArgumentError("retract_cleanup object_keys must be a list of keys")
+        principal = args.get("principal_id")
         return cls(
             group_id=group_id,
-            edge_ids=tuple(edge_ids),
+            edge_ids=_fact_ids(edge_ids, "edge_ids"),
             object_keys=tuple(object_keys),
             erase=bool(args.get("erase", False)),
+            restored_fact_ids=_fact_ids(args.get("restored_fact_ids", []), "restored_fact_ids"),
+            principal_id=_fact_ids([principal], "principal_id")[0] if principal is not None else None,
         )
+
+
+def _fact_ids(values: object, name: str) -> tuple[UUID, ...]:
+    """A job's list of ids as UUIDs; anything else (a graph query smuggled in as an id) is refused."""
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidArgumentError(f"retract_cleanup {name} must be a list of ids")
+    try:
+        return tuple(UUID(v) for v in values)
+    except ValueError:
+        raise InvalidArgumentError(f"retract_cleanup {name} must be UUIDs, got {values!r:.200}") from None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -57,12 +74,9 @@ class CleanupReport:
 def run_retract_cleanup(
     job: RetractCleanup, *, objects: ObjectStore, graph: GraphStore | None
 ) -> CleanupReport:
-    """Remove the job's graph edges (when a graph is configured) and raw objects."""
-    edges_removed = (
-        graph.remove_edges(job.group_id, [UUID(edge) for edge in job.edge_ids])
-        if graph and job.edge_ids
-        else 0
-    )
+    """Remove the job's graph edges and the nodes they leave alone (when a graph is
+    configured), and its raw objects."""
+    edges_removed = graph.remove_edges(job.group_id, list(job.edge_ids)) if graph and job.edge_ids else 0
     deleted = sum(1 for key in job.object_keys if objects.delete(key))
     return CleanupReport(
         edges_removed=edges_removed,

@@ -477,3 +477,55 @@ class ProposalState:
 class RetractedProposal:
     fact_id: UUID
     lifecycle: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GraphFactRow:
+    """A fact as the graph projection needs it (vera.graph_facts, vera.graph_group_facts).
+
+    object_id is None for a literal object (object_name is then the value); the
+    embeddings are None when not known; belongs says whether the group's graph holds it."""
+
+    fact_id: UUID
+    group_id: str
+    episode_id: UUID | None
+    source_id: UUID | None
+    subject_id: UUID
+    subject_name: str
+    object_id: UUID | None
+    object_name: str
+    predicate: str
+    fact_text: str
+    lifecycle: str
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    retired_at: datetime | None
+    fact_embedding: tuple[float, ...] | None
+    subject_embedding: tuple[float, ...] | None
+    object_embedding: tuple[float, ...] | None
+    belongs: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GraphCheckResult:
+    """The last check of one group's graph against PostgreSQL; drift None means none."""
+
+    group_id: str
+    backend: str
+    checked_at: datetime
+    sql_edges: int
+    graph_edges: int
+    sql_nodes: int
+    graph_nodes: int
+    drift: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QueueLag:
+    """How far one queue (None: every queue) is behind: jobs due, when the oldest fell due, its age."""
+
+    queue: str | None
+    waiting: int
+    oldest_due: datetime | None
+    lag_seconds: float

@@ -17,11 +17,13 @@ from uuid import UUID
 import click
 import pydantic
 
-from vera_client.adapters.postgres import deployment, embedded, provisioning
-from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres import calls, deployment, embedded, provisioning
+from vera_client.adapters.postgres.errors import connect, redact
+from vera_client.adapters.postgres.executor import begin
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
+from vera_client.domain.callers import Operator
 from vera_client.domain.errors import (
     ConfigurationError,
     VeraError,
@@ -133,6 +135,25 @@ def status() -> None:
     due = provisioning.missing_vector_indexes(database.admin_dsn)
     if due:
         click.echo(f"  {'vector indexes':<40} {len(due)} due: run vera db maintain")
+    if queue:
+        _print_projection(database.admin_dsn)
+
+
+def _print_projection(admin_dsn: str) -> None:
+    """The graph projection's lag (the oldest due project_to_graph job) and its last checks."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        lags = tx.run(calls.queue_lag())
+        checks = tx.run(calls.graph_check_results())
+    waiting = next((lag for lag in lags if lag.queue == "project_to_graph"), None)
+    lag = f"{waiting.waiting} jobs due, oldest {waiting.lag_seconds:.0f}s ago" if waiting else "none waiting"
+    click.echo(f"  {'graph projection lag':<40} {lag}")
+    if checks:
+        drifted = [check for check in checks if check.drift]
+        last = max(check.checked_at for check in checks)
+        summary = f"{len(checks)} groups, {len(drifted)} with drift (last {last:%Y-%m-%d %H:%M} UTC)"
+        click.echo(f"  {'graph check':<40} {summary}")
+        for check in drifted:
+            click.echo(f"    {check.group_id}: {check.drift}")
 
 
 @db.command()

@@ -21,9 +21,10 @@ from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
 from vera_client.domain.ports import GraphStore, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
+from vera_worker.adapters.graph_projection import GraphProjection
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
-from vera_worker.domain.jobs import EmbedJob, JobName
+from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +32,11 @@ logger = logging.getLogger(__name__)
 # The worker serves every queue SQL defers into (pg_tests/test_jobs.py runs one job of each kind
 # through a real worker process).
 SERVED_QUEUES = tuple(job.queue for job in JobName)
+
+# The periodic graph check (a worker with a graph backend defers it itself; see build_app).
+GRAPH_CHECK_TASK = "vera_worker.graph_check"
+GRAPH_CHECK_QUEUE = "graph_check"
+GRAPH_CHECK_CRON = "*/10 * * * *"  # every ten minutes
 
 # Procrastinate's SQL uses unqualified names; its objects live in their own schema
 _PROCRASTINATE_PATH = "-c search_path=procrastinate"
@@ -44,11 +50,16 @@ def build_app(
     dsn: str,
     *,
     objects: ObjectStore,
-    graph: GraphStore | None = None,
+    projection: GraphProjection | None = None,
     ingestion: SourceIngestion | None = None,
     embedding: FactEmbedding | None = None,
+    graph_check_cron: str | None = GRAPH_CHECK_CRON,
 ) -> procrastinate.App:
-    """A Procrastinate app on the job queue of the database at dsn (role vera_worker)."""
+    """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
+
+    Without a projection (VERA_MEMORY__GRAPH_BACKEND=none) facts live in PostgreSQL only:
+    project_to_graph jobs are done at once and nothing is checked."""
+    graph: GraphStore | None = projection.graph if projection is not None else None
     connector = procrastinate.PsycopgConnector(
         conninfo=dsn,
         kwargs={"options": _PROCRASTINATE_PATH},
@@ -57,7 +68,14 @@ def build_app(
 
     @app.task(name=JobName.RETRACT_CLEANUP.value, queue=JobName.RETRACT_CLEANUP.queue, pass_context=False)
     def retract_cleanup(**args: Any) -> None:
-        report = run_retract_cleanup(RetractCleanup.from_job_args(args), objects=objects, graph=graph)
+        cleanup = RetractCleanup.from_job_args(args)
+        report = run_retract_cleanup(cleanup, objects=objects, graph=graph)
+        if projection is not None and cleanup.restored_fact_ids:
+            # values the withdrawn facts had superseded hold again: their edges' validity changed
+            projection.project(
+                ProjectJob(group_id=cleanup.group_id, principal_id=cleanup.principal_id,
+                           fact_ids=cleanup.restored_fact_ids)
+            )  # fmt: skip
         logger.info(
             "retract_cleanup %s: %d edges removed, %d objects deleted, %d already gone",
             args.get("group_id"),
@@ -78,13 +96,30 @@ def build_app(
             raise RuntimeError("this worker was started without a source reader")
         ingestion.run(IngestRequest.from_job_args(args))
 
-    @app.task(name=JobName.PROJECT_TO_GRAPH.value, queue=JobName.PROJECT_TO_GRAPH.queue, pass_context=False)
+    # A graph server that is away is retried like an embedder (the job reads the facts' state
+    # when it runs, so a late run projects what holds then).
+    @app.task(
+        name=JobName.PROJECT_TO_GRAPH.value, queue=JobName.PROJECT_TO_GRAPH.queue, pass_context=False,
+        retry=_RETRY_WHEN_AWAY,
+    )  # fmt: skip
     def project_to_graph(**args: Any) -> None:
-        if graph is None:
+        job = ProjectJob.from_job_args(args)
+        if projection is None:
             # VERA_MEMORY__GRAPH_BACKEND=none: the facts live in PostgreSQL only; nothing to project
-            logger.debug("project_to_graph %s: no graph backend configured", args.get("group_id"))
+            logger.debug("project_to_graph %s: no graph backend configured", job.group_id)
             return
-        raise RuntimeError("graph projection is not implemented for the configured backend yet")
+        projection.project(job)
+
+    # The periodic check: every group's graph against PostgreSQL, recorded for `vera db status`
+    # and the worker's metrics (vera_graph_drift). Not a job SQL defers: no principal, its own queue.
+    if projection is not None and graph_check_cron is not None:
+
+        @app.periodic(cron=graph_check_cron, periodic_id="graph_check")
+        @app.task(name=GRAPH_CHECK_TASK, queue=GRAPH_CHECK_QUEUE, pass_context=False)
+        def graph_check(timestamp: int) -> None:
+            checks = projection.check_all()
+            drifted = [check.result.group_id for check in checks if check.drifted]
+            logger.info("graph check: %d groups, %d with drift %s", len(checks), len(drifted), drifted or "")
 
     # An embedder or database that is away is retried with growing waits (2 s .. ~17 min, about
     # half an hour in all), so a hosted model's outage does not leave facts without vectors.
@@ -111,6 +146,12 @@ def build_app(
         logger.info("judge_contradiction %s: no judge model configured; values coexist", args.get("group_id"))
 
     return app
+
+
+def served_queues(app: procrastinate.App) -> tuple[str, ...]:
+    """The queues a worker of app serves by default: every queue SQL defers into, and the
+    periodic graph check's when app has it (a worker with a graph backend)."""
+    return SERVED_QUEUES + ((GRAPH_CHECK_QUEUE,) if GRAPH_CHECK_TASK in app.tasks else ())
 
 
 # Jobs are found by polling, never through LISTEN/NOTIFY: the queue's notification channels

@@ -9,6 +9,11 @@ can fire on the gauge and a person reading logs sees the moment it happened.
 
 Labels are bounded: queues are the ones the worker serves (a job in any
 other queue is counted as "other"), statuses a fixed set.
+
+With a graph backend, the same reading also sets the projection's gauges:
+`vera_graph_projection_lag_seconds` (how long the oldest due project_to_graph
+job has waited, vera.queue_lag) and `vera_graph_drift` (how many groups the
+last graph check found out of step with PostgreSQL, vera.graph_check_results).
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
+from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.calls import Call, records
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.domain.callers import Operator
 from vera_client.domain.errors import InvalidArgumentError
+from vera_client.domain.models import GraphCheckResult, QueueLag
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +67,35 @@ def database_queue_depths(dsn: str, *, connect_timeout: int = 10) -> Callable[[]
     return read
 
 
+PROJECTION_QUEUE = "project_to_graph"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphHealth:
+    """The projection's state: how far each queue lags, and the last check of each group."""
+
+    lags: list[QueueLag]
+    checks: list[GraphCheckResult]
+
+    @property
+    def projection_lag_seconds(self) -> float:
+        return next((lag.lag_seconds for lag in self.lags if lag.queue == PROJECTION_QUEUE), 0.0)
+
+    @property
+    def drifted_groups(self) -> int:
+        return sum(1 for check in self.checks if check.drift is not None)
+
+
+def database_graph_health(dsn: str, *, connect_timeout: int = 10) -> Callable[[], GraphHealth]:
+    """A reader of the projection's lag and last checks in the database at dsn (role vera_worker)."""
+
+    def read() -> GraphHealth:
+        with prepare(connect(dsn, connect_timeout=connect_timeout)) as conn, begin(conn, Operator()) as tx:
+            return GraphHealth(lags=tx.run(calls.queue_lag()), checks=tx.run(calls.graph_check_results()))
+
+    return read
+
+
 class BacklogMonitor:
     """Keeps the queue gauges of `registry` up to date from `read` (see the module's docstring)."""
 
@@ -70,6 +106,7 @@ class BacklogMonitor:
         queues: Sequence[str],
         threshold: int = DEFAULT_THRESHOLD,
         registry: CollectorRegistry | None = None,
+        read_graph: Callable[[], GraphHealth] | None = None,
     ) -> None:
         if threshold < 0:
             raise InvalidArgumentError(
@@ -100,6 +137,18 @@ class BacklogMonitor:
             "1 when the last reading of the queue depth succeeded.",
             registry=self.registry,
         )
+        self._read_graph = read_graph
+        if read_graph is not None:
+            self._projection_lag = Gauge(
+                "vera_graph_projection_lag_seconds",
+                "How long the oldest due project_to_graph job has waited (0: none waits).",
+                registry=self.registry,
+            )
+            self._drift = Gauge(
+                "vera_graph_drift",
+                "Groups whose last graph check found the graph out of step with PostgreSQL.",
+                registry=self.registry,
+            )
 
     def _label(self, queue: str) -> str:
         return queue if queue in self.queues else OTHER
@@ -131,6 +180,10 @@ class BacklogMonitor:
                     self._jobs.labels(label, status).set(getattr(depth, status))
                 self._signal(label, depth.todo)
             self._up.set(1)
+        if self._read_graph is not None:
+            health = self._read_graph()
+            self._projection_lag.set(health.projection_lag_seconds)
+            self._drift.set(health.drifted_groups)
         return totals
 
     def _signal(self, label: str, due: int) -> None:

@@ -37,8 +37,14 @@ from vera_worker.adapters.ingestion import (
     summarize,
 )
 from vera_worker.adapters.manifest_sources import register_manifest, request_all
-from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain, serve
-from vera_worker.adapters.queue_metrics import DEFAULT_THRESHOLD, BacklogMonitor, database_queue_depths
+from vera_worker.adapters.queue import SERVED_QUEUES, build_app, drain, serve, served_queues
+from vera_worker.adapters.queue_metrics import (
+    DEFAULT_THRESHOLD,
+    BacklogMonitor,
+    database_graph_health,
+    database_queue_depths,
+)
+from vera_worker.entrypoints.graph_cli import graph_projection, show_demo_explore, with_demo_graph
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +117,13 @@ def _app(
         embedder_for_model=providers.embedder_for_model,
         connect_timeout=settings.db.connect_timeout,
     )
-    return build_app(database.worker_dsn, objects=objects, ingestion=ingestion, embedding=embedding)
+    return build_app(
+        database.worker_dsn,
+        objects=objects,
+        projection=graph_projection(database),
+        ingestion=ingestion,
+        embedding=embedding,
+    )
 
 
 def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -> list[IngestReport]:
@@ -173,18 +185,23 @@ def worker_command(
             database.worker_dsn, connect_timeout=database.settings.db.connect_timeout
         )
         threshold = DEFAULT_THRESHOLD if backlog_threshold is None else backlog_threshold
-        backlog = BacklogMonitor(read, queues=SERVED_QUEUES, threshold=threshold)
+        graph_health = (
+            database_graph_health(database.worker_dsn, connect_timeout=database.settings.db.connect_timeout)
+            if database.settings.memory.graph_backend != "none"
+            else None
+        )
+        backlog = BacklogMonitor(read, queues=SERVED_QUEUES, threshold=threshold, read_graph=graph_health)
     metrics_server = None
     if backlog is not None and metrics_port is not None:
         metrics_server = backlog.serve(metrics_port, metrics_host)
         click.echo(f"vera worker: metrics on http://{metrics_host}:{metrics_port}/metrics")
     until = "until idle" if once else "Ctrl+C stops"
-    click.echo(f"vera worker: queues {', '.join(queues or SERVED_QUEUES)}; {until}")
+    click.echo(f"vera worker: queues {', '.join(queues or served_queues(app))}; {until}")
     try:
         serve(
             app,
             database.worker_dsn,
-            queues=queues or SERVED_QUEUES,
+            queues=queues or served_queues(app),
             once=once,
             concurrency=concurrency,
             stalled_after=database.settings.worker.stalled_after,
@@ -256,6 +273,7 @@ def demo() -> None:
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")
     click.echo("            (a new key each run; earlier demo keys are revoked)")
+    database = with_demo_graph(database)  # the graph projection beside the database
 
     example = example_dir()
     with VeraClient.from_settings(demo_tenant.api_key, database.settings) as vera:
@@ -274,6 +292,7 @@ def demo() -> None:
             when = f" (as of {as_of:%Y-%m-%d})" if as_of else ""
             click.echo(f"\n? {question}{when}")
             print_hits(hits, explain=False)
+    show_demo_explore(database, demo_tenant.api_key)
 
     installed = Path(sys.executable).with_name("vera")
     command = shlex.quote(str(installed)) if installed.exists() else "vera"

@@ -1,0 +1,1 @@
+"""Graph stores: Graphiti's model on Neo4j and on FalkorDB, each satisfying domain.ports.GraphStore."""

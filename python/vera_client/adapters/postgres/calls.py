@@ -23,6 +23,7 @@ from vera_client.domain.context import (
     pack_from_row,
     warnings_json,
 )
+from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import (
     ApiKeyInfo,
     Calibration,
@@ -34,6 +35,8 @@ from vera_client.domain.models import (
     ExploredFact,
     Fact,
     FactChange,
+    GraphCheckResult,
+    GraphFactRow,
     Hit,
     Membership,
     NewApiKey,
@@ -43,6 +46,7 @@ from vera_client.domain.models import (
     Proposal,
     ProposalState,
     PublishedClaim,
+    QueueLag,
     RetractedProposal,
     ReviewOutcome,
     Signals,
@@ -648,3 +652,98 @@ def record_pack_feedback(
         "embedding_model": embedding_model,
     }
     return Call("record_pack_feedback", params, record(Vote))
+
+
+# --- the graph projection (sql/functions/230_graph.sql)
+
+
+def _floats(vector: Any) -> tuple[float, ...] | None:
+    return tuple(float(x) for x in vector) if vector is not None else None
+
+
+def graph_fact_rows(columns: Sequence[str], rows: Rows) -> list[GraphFactRow]:
+    """vera.graph_facts' and vera.graph_group_facts' rows, vectors as tuples of floats."""
+    found = []
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        for name in ("fact_embedding", "subject_embedding", "object_embedding"):
+            values[name] = _floats(values[name])
+        found.append(GraphFactRow(**values))
+    return found
+
+
+def graph_facts(group: str, fact_ids: Sequence[UUID]) -> Call[list[GraphFactRow]]:
+    """The named facts of a group as the graph needs them (worker, operator)."""
+    return Call("graph_facts", {"group": group, "fact_ids": list(fact_ids)}, graph_fact_rows)
+
+
+def graph_group_facts(group: str, after: UUID | None, max_rows: int) -> Call[list[GraphFactRow]]:
+    """A keyset page of the facts that belong in a group's graph (worker, operator)."""
+    return Call("graph_group_facts", {"group": group, "after": after, "max_rows": max_rows}, graph_fact_rows)
+
+
+def graph_edge_states(group: str) -> Call[list[EdgeState]]:
+    """The edges a group's graph should hold, with their times (worker, operator)."""
+    return Call("graph_edge_states", {"group": group}, records(EdgeState))
+
+
+def graph_expected_nodes(group: str) -> Call[int]:
+    """How many nodes a group's graph should hold (worker, operator)."""
+    return Call("graph_expected_nodes", {"group": group}, scalar)
+
+
+def graph_groups(group: str | None) -> Call[list[str]]:
+    """The groups a rebuild or check covers: every group with facts, or the one named (worker, operator)."""
+    return Call("graph_groups", {"group": group}, lambda _c, rows: [r[0] for r in rows])
+
+
+def record_graph_check(result: GraphCheckResult, sql_digest: str, graph_digest: str) -> Call[None]:
+    """Records the last check of a group's graph (worker, operator)."""
+    params = {
+        "group": result.group_id,
+        "backend": result.backend,
+        "sql_edges": result.sql_edges,
+        "graph_edges": result.graph_edges,
+        "sql_nodes": result.sql_nodes,
+        "graph_nodes": result.graph_nodes,
+        "sql_digest": sql_digest,
+        "graph_digest": graph_digest,
+        "drift": result.drift,
+    }
+    return Call("record_graph_check", params, nothing)
+
+
+def graph_check_results() -> Call[list[GraphCheckResult]]:
+    """The last graph check of every group, drift first (worker, operator)."""
+    return Call("graph_check_results", {}, records(GraphCheckResult))
+
+
+def queue_lag() -> Call[list[QueueLag]]:
+    """How far each queue (and all of them, queue None) is behind (worker, operator)."""
+    return Call("queue_lag", {}, records(QueueLag))
+
+
+def explore_starts(entity: str, groups: Sequence[str] | None) -> Call[list[tuple[str, UUID]]]:
+    """The (group, entity) pairs an explore starts from, as vera.explore finds them."""
+    return Call(
+        "explore_starts",
+        {"entity": entity, "groups": _groups(groups)},
+        lambda _c, rows: [(g, e) for g, e in rows],
+    )
+
+
+def explore_facts(
+    steps: Sequence[tuple[UUID, int]],
+    as_of: datetime | None,
+    groups: Sequence[str] | None,
+    max_rows: int,
+) -> Call[list[ExploredFact]]:
+    """vera.explore's rows for (fact id, hop) pairs a graph walk reached, re-checked for the caller."""
+    params = {
+        "fact_ids": [fact for fact, _ in steps],
+        "hops": [hop for _, hop in steps],
+        "as_of": as_of,
+        "groups": _groups(groups),
+        "max_rows": max_rows,
+    }
+    return Call("explore_facts", params, records(ExploredFact))

@@ -339,3 +339,57 @@ from vera.get_context_pack(%(pack)s);
 -- A vote on the item at a position of one of the caller's packs, as on a hit.
 select feedback_id, group_id, signals, created
 from vera.record_pack_feedback(%(pack)s, %(position)s, %(vote)s, %(embedding)s::vector, %(embedding_model)s);
+
+-- ---------------------------------------------------------------------------
+-- The graph projection (sql/functions/230_graph.sql): the worker's and the
+-- operators' calls, and the two SQL ends of an explore through the graph.
+
+-- name: graph_facts
+-- The named facts of a group as the graph needs them, and whether each belongs there.
+select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
+       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at, fact_embedding, subject_embedding,
+       object_embedding, belongs
+from vera.graph_facts(%(group)s, %(fact_ids)s::uuid[]);
+
+-- name: graph_group_facts
+-- One keyset page of the facts that belong in a group's graph (a rebuild).
+select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
+       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at, fact_embedding, subject_embedding,
+       object_embedding, belongs
+from vera.graph_group_facts(%(group)s, %(after)s, %(max_rows)s);
+
+-- name: graph_edge_states
+-- The edges a group's graph should hold, with their four times.
+select fact_id, valid_from, valid_to, recorded_at, retired_at from vera.graph_edge_states(%(group)s);
+
+-- name: graph_expected_nodes
+-- How many nodes a group's graph should hold.
+select vera.graph_expected_nodes(%(group)s);
+
+-- name: graph_groups
+-- The groups a graph rebuild or check covers (every group with facts, or the one named).
+select group_id from vera.graph_groups(%(group)s);
+
+-- name: record_graph_check
+-- Records the last graph check of a group.
+select vera.record_graph_check(%(group)s, %(backend)s, %(sql_edges)s, %(graph_edges)s, %(sql_nodes)s,
+                               %(graph_nodes)s, %(sql_digest)s, %(graph_digest)s, %(drift)s);
+
+-- name: graph_check_results
+-- The last graph check of every group, drift first.
+select group_id, backend, checked_at, sql_edges, graph_edges, sql_nodes, graph_nodes, drift
+from vera.graph_check_results();
+
+-- name: queue_lag
+-- Per queue (and overall, queue null): jobs due, when the oldest fell due, its age in seconds.
+select queue, waiting, oldest_due, lag_seconds from vera.queue_lag();
+
+-- name: explore_starts
+-- The entities an explore starts from, one per group searched.
+select group_id, entity_id from vera.explore_starts(%(entity)s, %(groups)s::text[]);
+
+-- name: explore_facts
+-- vera.explore's rows for the facts a graph walk reached, re-checked for the caller.
+select hop, fact_id, group_id, subject, predicate, object, fact_text, lifecycle::text, tier, authority,
+       verification::text, confidence, valid_from, valid_to, recorded_at, proposed_for, citation
+from vera.explore_facts(%(fact_ids)s::uuid[], %(hops)s::integer[], %(as_of)s, %(groups)s::text[], %(max_rows)s);

@@ -1,0 +1,136 @@
+"""The graph projection on Neo4j 5: every group in one database, the graph group id on
+every node and edge, indexed, and every query of queries.cypher matching by it.
+
+Instants are stored as Neo4j DATETIME values in UTC (what Graphiti's Neo4j driver
+writes) and compared as such; vectors as lists of floats, which Graphiti's Neo4j search
+compares with vector.similarity.cosine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import neo4j
+import neo4j.exceptions
+import neo4j.time
+
+from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
+from vera_client.adapters.graph.graphiti_schema import graphiti_fulltext_indexes
+from vera_client.domain.errors import ProviderError, ProviderUnavailableError
+from vera_client.domain.graph import GraphBackendName
+
+_T = TypeVar("_T")
+
+# (group_id, uuid) is an entity's key: the same entity id in two groups is two nodes, and
+# the constraint is also what makes two workers' MERGE of one node create it once. The
+# single-property indexes carry Graphiti's names, so Graphiti's own index setup finds them.
+_SCHEMA = (
+    "CREATE CONSTRAINT vera_entity_key IF NOT EXISTS FOR (n:Entity) REQUIRE (n.group_id, n.uuid) IS UNIQUE",
+    "CREATE INDEX entity_uuid IF NOT EXISTS FOR (n:Entity) ON (n.uuid)",
+    "CREATE INDEX entity_group_id IF NOT EXISTS FOR (n:Entity) ON (n.group_id)",
+    "CREATE INDEX relation_uuid IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.uuid)",
+    "CREATE INDEX relation_group_id IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.group_id)",
+)
+
+# nodes (with their edges) removed per transaction when a group is dropped
+_DROP_BATCH = 10_000
+
+
+class Neo4jGraphStore(CypherGraphStore):
+    """GraphStore on a Neo4j 5 server (bolt:// or neo4j:// URL)."""
+
+    vector_function = ""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str = "neo4j",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        timeout_seconds: float = 30.0,
+    ) -> None:
+        super().__init__(batch_size=batch_size)
+        self._url = url
+        self._database = database
+        auth = (user, password or "") if user else None
+        try:
+            self._driver = neo4j.GraphDatabase.driver(
+                url,
+                auth=auth,
+                connection_timeout=timeout_seconds,
+                connection_acquisition_timeout=timeout_seconds,
+            )
+        except (ValueError, neo4j.exceptions.ConfigurationError) as error:
+            raise ProviderError(f"not a Neo4j URL: {url!r} ({error})") from error
+        try:
+            self._call(self._driver.verify_connectivity)
+        except ProviderError:
+            self._driver.close()
+            raise
+
+    @property
+    def backend(self) -> GraphBackendName:
+        return "neo4j"
+
+    def ensure_schema(self) -> None:
+        """Create the constraint, the indexes and Graphiti's full-text indexes if missing."""
+        for statement in (*_SCHEMA, *graphiti_fulltext_indexes("neo4j")):
+            self._execute(statement, {}, neo4j.RoutingControl.WRITE)
+
+    def _prepare_group(self, graph_group: str) -> None:
+        """Nothing per group: ensure_schema covers every group."""
+
+    def _has_group(self, graph_group: str) -> bool:
+        # every query filters by group: an absent group answers nothing, no need to ask first
+        return True
+
+    def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
+        routing = neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ
+        return self._execute(query, params, routing)
+
+    def _execute(self, query: str, params: Row, routing: neo4j.RoutingControl) -> list[Row]:
+        def action() -> list[Row]:
+            records, _, _ = self._driver.execute_query(
+                query,
+                params,
+                database_=self._database,
+                routing_=routing,
+            )
+            return [dict(zip(record.keys(), record.values(), strict=True)) for record in records]
+
+        return self._call(action)
+
+    def _drop(self, graph_group: str) -> None:
+        drop = self._query("drop_group_batch")
+        while True:
+            rows = self._run(graph_group, drop, {"group": graph_group, "limit": _DROP_BATCH}, write=True)
+            if not rows or int(rows[0]["removed"]) == 0:
+                return
+
+    def _encode_time(self, moment: datetime | None) -> Any:
+        return None if moment is None else moment.astimezone(UTC)
+
+    def _decode_time(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, neo4j.time.DateTime):
+            value = value.to_native()
+        if not isinstance(value, datetime):
+            raise ProviderError(f"Neo4j returned {value!r} where an instant was stored")
+        return value.astimezone(UTC)
+
+    def _call(self, action: Callable[[], _T]) -> _T:
+        try:
+            return action()
+        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as error:
+            raise ProviderUnavailableError(f"Neo4j at {self._url} cannot be reached: {error}") from error
+        except neo4j.exceptions.AuthError as error:
+            raise ProviderError(f"Neo4j at {self._url} refused the credentials: {error}") from error
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as error:
+            raise ProviderError(f"Neo4j refused a query: {error}") from error
+
+    def close(self) -> None:
+        self._driver.close()
