@@ -658,7 +658,11 @@ def record_pack_feedback(
 
 
 def _floats(vector: Any) -> tuple[float, ...] | None:
-    return tuple(float(x) for x in vector) if vector is not None else None
+    if vector is None:
+        return None
+    # vectors arrive as pgvector's Vector (binary, not iterable itself)
+    values = vector.to_list() if hasattr(vector, "to_list") else vector
+    return tuple(float(x) for x in values)
 
 
 def graph_fact_rows(columns: Sequence[str], rows: Rows) -> list[GraphFactRow]:
