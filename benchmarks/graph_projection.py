@@ -20,6 +20,21 @@ java/neo4j-launcher), in a temporary folder, stopped at the end.
 
     .venv/bin/python benchmarks/graph_projection.py [--facts 100000] [--per-episode 1000] \\
         [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse]
+
+A run on 2026-12-02 (defaults but --queries 60 --searches 10; 37 min in all, most of it the
+HNSW build and SQL explore; the machine's load average was 4-10 from other runs):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           175 s, 572 edges/s   249 s, 401 edges/s
+    check (counts + digest)               11.3 s               68.7 s
+    rebuild                               115 s, 870 edges/s   147 s, 682 edges/s
+    explore depth 2, graph p50/p95        76 / 134 ms          73 / 182 ms
+      SQL vera.explore depth 2            1,185 / 1,558 ms     748 / 1,060 ms
+    explore depth 3, graph p50/p95        256 / 370 ms         180 / 317 ms
+      SQL vera.explore depth 3            3,292 / 4,602 ms     2,044 / 3,412 ms
+    answers equal (graph = SQL)           60/60 at both depths on both
+    Graphiti hybrid search p50/p95        4,701 / 6,664 ms     6,924 / 13,081 ms
+    vera.search k=10 (same facts)         32 / 146 ms
 """
 
 from __future__ import annotations
