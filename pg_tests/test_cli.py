@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 from pg_tests.catalogs import pre_baseline
 from pg_tests.databases import APP_LOGIN, Database
 from vera_cli.main import main
+from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
 from vera_client.adapters.postgres import deployment
 from vera_client.adapters.postgres.embedded import APP_ROLE, EmbeddedPostgres
 
@@ -68,6 +69,10 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     assert "billing-api runs on k8s-hanoi-2" in first.output
     assert "billing-api runs on vm-cluster-1" in first.output and "superseded" in first.output
     assert "Dịch vụ route-planner chạy trên cụm k8s-hanoi-1" in first.output
+    # projected through the worker into the embedded FalkorDB, and explored on the graph
+    assert "? What is around ledger-db, 2 hops (walked on the graph)" in first.output
+    assert "hop 1  billing-api USES_DATABASE ledger-db  [cmdb]" in first.output, first.output
+    assert "hop 2  billing-api OWNED_BY Payments Team  [cmdb]" in first.output
     second = _run(["demo"], env)
     assert second.exit_code == 0, second.output
     assert "migrations: 0 applied now" in second.output
@@ -85,6 +90,9 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
             conn.execute("select vera.authenticate(%s)", (first_key[0],))
     with demo_db.admin() as conn:
         assert conn.execute("select count(*) from vera.groups where kind = 'organisation'").fetchone() == (1,)
+    assert "hop 1  billing-api USES_DATABASE ledger-db  [cmdb]" in second.output
+    # the demo's FalkorDB outlives the demo (as its PostgreSQL does); the test stops it
+    EmbeddedFalkorDB(demo_db.server.data_dir.parent / "falkordb").stop()
 
 
 def test_db_status_migrate_and_url(demo_db: Database) -> None:

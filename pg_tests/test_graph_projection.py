@@ -31,7 +31,13 @@ from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
 from vera_worker.adapters.graph_projection import GraphProjection
-from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.queue import (
+    GRAPH_CHECK_QUEUE,
+    GRAPH_CHECK_TASK,
+    SERVED_QUEUES,
+    build_app,
+    served_queues,
+)
 from vera_worker.adapters.queue_metrics import BacklogMonitor, database_graph_health
 from vera_worker.domain.jobs import ProjectJob
 
@@ -248,11 +254,13 @@ def _load(world: World, name: str) -> Loaded:
             {"subject": "billing-api", "predicate": "runs on", "object": "blue", "valid_from": "2026-01-01"},
             {"subject": "billing-api", "predicate": "runs on", "object": "green", "valid_from": "2026-03-01"},
             {"subject": "payments-api", "predicate": "depends on", "object": "billing-api", "object_is_entity": True},
+            # VERA's own vectors travel into the graph (Graphiti's fact_embedding and name_embedding)
             {"subject": "billing-api", "predicate": "depends on", "object": "ledger-db", "object_is_entity": True},
-            {"subject": "checkout-web", "predicate": "depends on", "object": "payments-api", "object_is_entity": True},
+            {"subject": "checkout-web", "predicate": "depends on", "object": "payments-api", "object_is_entity": True,
+             "embedding": [0.6, 0.8, 0.0], "subject_embedding": [0.0, 0.6, 0.8]},
             {"subject": "ledger-db", "predicate": "owned by", "object": "team-ledger", "object_is_entity": True},
             {"subject": "ledger-db", "predicate": "version", "object": "15.4"},
-        ])  # fmt: skip
+        ], embedding_model="test-3d")  # fmt: skip
         notes = vera.register_source(group, "notes", "notes", 3)
         note = vera.record_episode(group, notes, "note.md", uuid4().bytes * 2).episode_id
         [pending] = vera.publish(
@@ -262,6 +270,16 @@ def _load(world: World, name: str) -> Loaded:
         group=group, cmdb=cmdb, episode=episode, blue=published[0].fact_id, green=published[1].fact_id,
         pending=pending.fact_id,
     )  # fmt: skip
+
+
+def _projection_jobs(world: World, group: str) -> list[tuple[str, dict[str, object]]]:
+    """The project_to_graph jobs of a group, oldest first: (lock, args)."""
+    with world.db.admin() as admin:
+        return admin.execute(  # type: ignore[return-value]
+            "select lock, args from procrastinate.procrastinate_jobs "
+            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
+            (group,),
+        ).fetchall()
 
 
 def _states(graph: GraphStore, group: str) -> dict[UUID, EdgeState]:
@@ -291,15 +309,18 @@ def test_a_published_episode_is_projected_and_a_replay_changes_nothing(
     # billing-api, blue, green, payments-api, ledger-db, checkout-web, team-ledger, "15.4"
     assert first.result.graph_nodes == 8
     assert loaded.pending not in _states(graph, loaded.group)
+    [depends] = graph._run(  # type: ignore[attr-defined]
+        graph_group_id(loaded.group),
+        "MATCH (s)-[e:RELATES_TO]->() WHERE e.group_id = $g AND e.name = 'DEPENDS_ON' AND s.name = 'checkout-web' "
+        "RETURN e.fact_embedding AS fact, s.name_embedding AS subject",
+        {"g": graph_group_id(loaded.group)}, write=False,
+    )  # fmt: skip
+    assert [round(x, 5) for x in depends["fact"]] == [0.6, 0.8, 0.0]
+    assert [round(x, 5) for x in depends["subject"]] == [0.0, 0.6, 0.8]
     # every job again, in the order they came: nothing changes
-    with world.db.admin() as admin:
-        jobs = admin.execute(
-            "select args from procrastinate.procrastinate_jobs "
-            "where task_name = 'vera.project_to_graph' and args ->> 'group_id' = %s order by id",
-            (loaded.group,),
-        ).fetchall()
+    jobs = _projection_jobs(world, loaded.group)
     assert jobs
-    for (args,) in jobs:
+    for _lock, args in jobs:
         projection.project(ProjectJob.from_job_args(args))
     again = projection.check(loaded.group)
     assert (again.graph_digest, again.result.graph_nodes) == (first.graph_digest, first.result.graph_nodes)
@@ -322,8 +343,9 @@ def test_a_superseded_fact_is_invalidated_not_deleted(
 
 
 def test_explore_through_the_graph_answers_as_sql_explore(
-    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
-) -> None:
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path,
+    graph_backend_url: tuple[str, str],
+) -> None:  # fmt: skip
     loaded = _load(world, f"parity {graph.backend}")
     _drain(world, projection, tmp_path)
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
@@ -340,6 +362,17 @@ def test_explore_through_the_graph_answers_as_sql_explore(
         answer = vera.explore_graph(graph, "ledger-db", depth=2, groups=[loaded.group])
     depends = {(f.hop, f.subject) for f in answer if f.predicate == "DEPENDS_ON"}
     assert depends == {(1, "billing-api"), (2, "payments-api")}
+    # the command line walks the same graph, as the key's principal
+    backend, url = graph_backend_url
+    env = _env(world, VERA_MEMORY__GRAPH_BACKEND=backend, VERA_MEMORY__GRAPH_URL=url,
+               VERA_API_KEY=world.a.owner_key)  # fmt: skip
+    shown = CliRunner().invoke(
+        main, ["graph", "explore", "ledger-db", "--depth", "2", "--group", loaded.group], env=env
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "hop 1  billing-api DEPENDS_ON ledger-db  [cmdb]" in shown.stdout
+    assert "hop 2  payments-api DEPENDS_ON billing-api  [cmdb]" in shown.stdout
+    assert len(shown.stdout.splitlines()) == len(answer)
 
 
 def test_retraction_and_erasure_remove_edges_orphans_and_every_text(
@@ -386,11 +419,41 @@ def test_review_decisions_reach_the_graph(
         assert loaded.pending not in _states(graph, loaded.group)
         assert proposal.fact_id in _states(graph, world.a.owner_personal)
         vera.review(loaded.group, proposal.fact_id, "approve", "checked")
+        withdrawn = vera.propose("ledger-db", "runs on", "cluster teal", "a hunch", loaded.group)
+        _drain(world, projection, tmp_path)
+        assert withdrawn.fact_id in _states(graph, world.a.owner_personal)
+        vera.retract_proposal(withdrawn.fact_id)
     _drain(world, projection, tmp_path)
     assert proposal.fact_id not in _states(graph, world.a.owner_personal)
+    assert withdrawn.fact_id not in _states(graph, world.a.owner_personal)
     assert "cluster orange" in {fact.object for fact in _explore(world, graph, "ledger-db", loaded.group)}
     assert projection.check(loaded.group).result.drift is None
     assert projection.check(world.a.owner_personal).result.drift is None
+
+
+def test_a_vector_written_later_reaches_the_graph(
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
+) -> None:
+    loaded = _load(world, f"embedded later {graph.backend}")
+    _drain(world, projection, tmp_path)
+    assert _fact_embedding(graph, loaded.group, loaded.green) is None
+    # what the embed job does for facts published without a vector
+    with caller(world.db, world.a.owner_key, APP_LOGIN) as conn:
+        assert conn.execute(
+            "select vera.set_fact_embeddings(%s, %s, array['[0,0,1]']::vector[], 'test-3d')",
+            (loaded.group, [loaded.green]),
+        ).fetchone() == (1,)
+        conn.commit()
+    _drain(world, projection, tmp_path)
+    assert _fact_embedding(graph, loaded.group, loaded.green) == [0.0, 0.0, 1.0]
+
+
+def _fact_embedding(graph: GraphStore, group: str, fact: UUID) -> list[float] | None:
+    [row] = graph._run(  # type: ignore[attr-defined]
+        graph_group_id(group), "MATCH ()-[e:RELATES_TO]->() WHERE e.group_id = $g AND e.uuid = $f "
+        "RETURN e.fact_embedding AS v", {"g": graph_group_id(group), "f": str(fact)}, write=False,
+    )  # fmt: skip
+    return None if row["v"] is None else [round(float(x), 5) for x in row["v"]]
 
 
 def _explore(world: World, graph: GraphStore, entity: str, group: str) -> list[ExploredFact]:
@@ -469,3 +532,39 @@ def test_the_worker_metrics_show_lag_and_drift(world: World) -> None:
     reading = health()
     assert lag is not None and lag == pytest.approx(reading.projection_lag_seconds, abs=5)
     assert drift == reading.drifted_groups
+
+
+def test_the_periodic_check_records_every_group(
+    world: World, graph: GraphStore, projection: GraphProjection, tmp_path: Path
+) -> None:
+    loaded = _load(world, f"periodic {graph.backend}")
+    _drain(world, projection, tmp_path)
+    app = build_app(
+        world.db.dsn(WORKER), objects=LocalObjectStore(tmp_path / "objects"), projection=projection
+    )
+    assert served_queues(app) == (*SERVED_QUEUES, GRAPH_CHECK_QUEUE)
+    [periodic] = [
+        task for task in app.periodic_registry.periodic_tasks.values() if task.task.name == GRAPH_CHECK_TASK
+    ]
+    assert periodic.cron == "*/10 * * * *"
+    graph.remove_edges(loaded.group, [loaded.blue])  # drift the check must find
+    app.tasks[GRAPH_CHECK_TASK](timestamp=0)
+    with _as_worker(world, None) as conn:
+        results = {r[0]: r[1] for r in conn.execute("select group_id, drift from vera.graph_check_results()")}
+    assert loaded.group in results and results[loaded.group] is not None
+    assert world.a.organisation in results  # every group with facts, the seeded ones too
+    # without a graph, no periodic check and no extra queue
+    plain = build_app(world.db.dsn(WORKER), objects=LocalObjectStore(tmp_path / "objects"))
+    assert GRAPH_CHECK_TASK not in plain.tasks and served_queues(plain) == SERVED_QUEUES
+
+
+def test_a_groups_projection_jobs_run_one_at_a_time_and_a_retraction_defers_one(world: World) -> None:
+    loaded = _load(world, "locked jobs")
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.retract_episode(loaded.group, loaded.episode, "withdrawn")
+    jobs = _projection_jobs(world, loaded.group)
+    # Procrastinate runs jobs of one lock one at a time, in the order they were deferred
+    assert {lock for lock, _ in jobs} == {f"graph:{loaded.group}"}
+    # the retraction's job names every fact of the episode, so no earlier job can leave one behind
+    named = jobs[-1][1]["fact_ids"]
+    assert str(loaded.blue) in named and str(loaded.green) in named and len(named) == 7

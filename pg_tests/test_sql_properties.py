@@ -462,6 +462,12 @@ def strategy_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[An
         )
     if type_ == "integer":
         return ints([-(2**31), 2**31 - 1, 16_000, 16_001], -(2**31), 2**31 - 1)
+    if type_ == "integer[]":
+        return st.one_of(
+            st.none(),
+            st.lists(st.one_of(st.integers(-(2**31), 2**31 - 1), st.none()), max_size=4),
+            st.just([1] * 100_001),
+        )
     if type_ == "bigint":
         return st.one_of(st.sampled_from(pools.jobs), ints([-(2**63), 2**63 - 1], -(2**63), 2**63 - 1))
     if type_ == "double precision":
@@ -612,6 +618,8 @@ def plausible_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[A
         if "tier" in name:
             return st.integers(1, 4)
         return st.integers(1, 10)
+    if type_ == "integer[]":
+        return st.lists(st.integers(1, 5), min_size=1, max_size=1)
     if type_ == "bigint":
         return st.sampled_from(pools.a_jobs)
     if type_ == "double precision":
@@ -641,7 +649,7 @@ ENUMS = {
     "vera.item_kind": ["fact", "passage"],
 }
 TYPES = {
-    "text", "uuid", "uuid[]", "integer", "bigint", "double precision", "timestamp with time zone", "bytea",
+    "text", "uuid", "uuid[]", "integer", "integer[]", "bigint", "double precision", "timestamp with time zone", "bytea",
     "jsonb", "text[]", "vector", "vector[]", *ENUMS,
 }  # fmt: skip
 

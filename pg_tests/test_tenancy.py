@@ -413,6 +413,17 @@ ISOLATION_TESTED = {
     "store_context_pack(text,integer,jsonb,timestamp with time zone,text[],double precision,integer,jsonb,text,jsonb,jsonb,jsonb)": "test_context_packs",
     "get_context_pack(uuid)": "test_context_packs",
     "record_pack_feedback(uuid,integer,text,vector,text)": "test_context_packs",
+    # issue 14: the graph projection (worker and operators only, a principal only in its groups)
+    "graph_facts(text,uuid[])": "test_graph_projection",
+    "graph_group_facts(text,uuid,integer)": "test_graph_projection",
+    "graph_edge_states(text)": "test_graph_projection",
+    "graph_expected_nodes(text)": "test_graph_projection",
+    "graph_groups(text)": "test_graph_projection",
+    "record_graph_check(text,text,bigint,bigint,bigint,bigint,text,text,text)": "test_graph_projection",
+    "graph_check_results()": "test_graph_projection (worker, operators: counts only)",
+    "queue_lag()": "test_graph_projection (worker, operators: counts only)",
+    "explore_starts(text,text[])": "test_graph_projection",
+    "explore_facts(uuid[],integer[],timestamp with time zone,text[],integer)": "test_graph_projection",
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 from psycopg.types.json import Jsonb
@@ -92,8 +93,24 @@ def test_in_process_cleanup_then_completion_retires_the_job(world: World, tmp_pa
 
 
 @pytest.mark.parametrize(
-    "args", [{}, {"group_id": "o:1", "edge_ids": "x"}, {"group_id": "o:1", "object_keys": [1]}]
+    "args",
+    [
+        {},
+        {"group_id": "o:1", "edge_ids": "x"},
+        {"group_id": "o:1", "object_keys": [1]},
+        # an edge id is a fact's UUID, never text a graph query could read as Cypher
+        {"group_id": "o:1", "edge_ids": ["x' OR 1=1 //"]},
+        {"group_id": "o:1", "edge_ids": [str(uuid4()), "not-a-uuid"]},
+    ],
 )
 def test_malformed_job_payloads_are_refused(args: dict[str, object]) -> None:
     with pytest.raises(InvalidArgumentError):
         RetractCleanup.from_job_args(args)
+
+
+def test_a_job_payload_reads_its_ids_as_uuids() -> None:
+    edge = uuid4()
+    job = RetractCleanup.from_job_args(
+        {"group_id": "o:1", "edge_ids": [str(edge)], "object_keys": ["raw/a"], "erase": True}
+    )
+    assert (job.edge_ids, job.object_keys, job.erase) == ((edge,), ("raw/a",), True)

@@ -24,8 +24,12 @@ begin
     end if;
     -- every job carries the principal whose request deferred it, so that the worker acts
     -- with exactly that caller's rights (authenticate_principal); operator work has none
+    -- a group's projection jobs run one at a time, in the order they were deferred (Procrastinate's
+    -- lock): each reads the facts as they are when it runs, so the last one leaves the graph as
+    -- PostgreSQL is, however many workers there are
     job_ids := procrastinate.procrastinate_defer_jobs_v1(array[
-        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0, null, null,
+        row(pg_catalog.regexp_replace(task_name, '^vera[.]', ''), task_name, 0,
+            case when task_name = 'vera.project_to_graph' then 'graph:' || (args ->> 'group_id') end, null,
             jsonb_build_object('principal_id', vera.current_principal()) || args, scheduled_at)
             ::procrastinate.procrastinate_job_to_defer_v1]);
     return job_ids[1];

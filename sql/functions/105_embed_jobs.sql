@@ -45,6 +45,7 @@ as $$
 declare
     dims integer[];
     written integer;
+    stored_ids jsonb;
 begin
     perform vera.require_role(set_fact_embeddings.group_id, 'member');
     if fact_ids is null or embeddings is null or cardinality(fact_ids) <> cardinality(embeddings) then
@@ -73,13 +74,21 @@ begin
     perform vera.lock_histories(array_agg(f.group_id), array_agg(f.subject_entity_id), array_agg(f.predicate))
        from vera.facts f
       where f.group_id = set_fact_embeddings.group_id and f.fact_id = any (fact_ids) and f.embedding is null;
-    update vera.facts f
-       set embedding = v.embedding
-      from unnest(fact_ids, embeddings) as v(fact_id, embedding)
-     where f.group_id = set_fact_embeddings.group_id
-       and f.fact_id = v.fact_id
-       and f.embedding is null;
-    get diagnostics written = row_count;
+    with stored as (
+        update vera.facts f
+           set embedding = v.embedding
+          from unnest(fact_ids, embeddings) as v(fact_id, embedding)
+         where f.group_id = set_fact_embeddings.group_id
+           and f.fact_id = v.fact_id
+           and f.embedding is null
+        returning f.fact_id
+    )
+    select count(*), jsonb_agg(stored.fact_id) into written, stored_ids from stored;
+    -- the graph's edges of these facts carry the vector too (Graphiti's fact_embedding)
+    if written > 0 then
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'group_id', set_fact_embeddings.group_id, 'fact_ids', stored_ids));
+    end if;
     return written;
 end
 $$;

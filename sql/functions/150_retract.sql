@@ -24,6 +24,9 @@ declare
     restored record;
     object_keys jsonb;
     erased record;
+    withdrawn_groups text[];
+    withdrawn_ids uuid[];
+    job record;
     cleanup_job bigint;
 begin
     perform vera.check_length(reason, 'reason', 2000);
@@ -47,6 +50,11 @@ begin
       into withdrawn from gone;
     -- facts retracted earlier (say, with their source) still name their graph edges
     select coalesce(jsonb_agg(distinct f.fact_id), '[]') as fact_ids into erased
+      from vera.facts f
+     where (f.group_id = target_group and f.episode_id = any (episode_ids))
+        or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
+    select coalesce(array_agg(f.group_id), '{}'), coalesce(array_agg(f.fact_id), '{}')
+      into withdrawn_groups, withdrawn_ids
       from vera.facts f
      where (f.group_id = target_group and f.episode_id = any (episode_ids))
         or (f.origin ->> 'episode_id')::uuid = any (episode_ids);
@@ -91,9 +99,30 @@ begin
     end if;
 
     -- values these facts had superseded become current again
-    select coalesce(jsonb_agg(t.fact_id) filter (where t.lifecycle = 'published'), '[]') as fact_ids into restored
+    select coalesce(jsonb_agg(t.fact_id) filter (where t.lifecycle = 'published'), '[]') as fact_ids,
+           coalesce(array_agg(t.group_id) filter (where t.lifecycle = 'published'), '{}') as g,
+           coalesce(array_agg(t.fact_id) filter (where t.lifecycle = 'published'), '{}') as ids
+      into restored
       from vera.rebuild_timelines(withdrawn.g, withdrawn.s, withdrawn.p) t;
 
+    -- the graph: withdrawn facts out, restored values' validity back, in each group they are in
+    -- (proposals drawn from these episodes live in their proposers' u: scopes, whose graphs are
+    -- updated for their owners). The cleanup below removes the target group's edges at once too;
+    -- these jobs, ordered after every earlier projection of their group, make sure no earlier one
+    -- that read the facts before this commit puts them back.
+    for job in
+        select x.g, jsonb_agg(distinct x.id) as ids from (
+            select unnest(withdrawn_groups) as g, unnest(withdrawn_ids) as id
+            union all
+            select r.g, r.id from unnest(restored.g, restored.ids) as r(g, id)) x
+         group by x.g
+    loop
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'group_id', job.g, 'fact_ids', job.ids)
+            || case when job.g = target_group then '{}'::jsonb
+                    else jsonb_build_object('principal_id', (select p.principal_id from vera.principals p
+                                                              where p.personal_group_id = job.g)) end);
+    end loop;
     cleanup_job := vera.enqueue_job('vera.retract_cleanup', jsonb_build_object(
         'group_id', target_group,
         'edge_ids', erased.fact_ids,
@@ -198,6 +227,13 @@ begin
         src.group_id, '{}',
         array(select f.fact_id from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id),
         '{}', src.source_id);
+    -- their graph edges go too: a projection job finds them gone and removes them
+    if exists (select from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id) then
+        perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+            'group_id', src.group_id,
+            'fact_ids', (select jsonb_agg(f.fact_id) from vera.facts f
+                          where f.group_id = src.group_id and f.source_id = src.source_id)));
+    end if;
     delete from vera.facts f where f.group_id = src.group_id and f.source_id = src.source_id;
     delete from vera.sources s where s.group_id = src.group_id and s.source_id = src.source_id;
     return cleanup_job;

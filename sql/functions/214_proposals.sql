@@ -120,6 +120,9 @@ begin
     end if;
     update vera.facts f set lifecycle = 'retracted', retired_at = coalesce(f.retired_at, now())
      where f.group_id = personal and f.fact_id = of_fact and f.lifecycle <> 'retracted';
+    -- out of the proposer's graph (a proposal without its evidence episode has no cleanup job)
+    perform vera.enqueue_job('vera.project_to_graph', jsonb_build_object(
+        'group_id', personal, 'fact_ids', jsonb_build_array(of_fact)));
     return query select f.fact_id, f.lifecycle from vera.facts f where f.group_id = personal and f.fact_id = of_fact;
 end
 $$;

@@ -27,10 +27,6 @@ class RetractCleanup:
     edge_ids: tuple[UUID, ...]
     object_keys: tuple[str, ...]
     erase: bool
-    # facts the retraction made current again (values they had superseded): the graph's
-    # edges of these need their validity brought up to date (the worker re-projects them)
-    restored_fact_ids: tuple[UUID, ...] = ()
-    principal_id: UUID | None = None
 
     @classmethod
     def from_job_args(cls, args: Mapping[str, object]) -> RetractCleanup:
@@ -41,14 +37,11 @@ class RetractCleanup:
             raise InvalidArgumentError("retract_cleanup job without a group_id")
         if not isinstance(object_keys, list) or not all(isinstance(k, str) for k in object_keys):
             raise InvalidArgumentError("retract_cleanup object_keys must be a list of keys")
-        principal = args.get("principal_id")
         return cls(
             group_id=group_id,
             edge_ids=_fact_ids(edge_ids, "edge_ids"),
             object_keys=tuple(object_keys),
             erase=bool(args.get("erase", False)),
-            restored_fact_ids=_fact_ids(args.get("restored_fact_ids", []), "restored_fact_ids"),
-            principal_id=_fact_ids([principal], "principal_id")[0] if principal is not None else None,
         )
 
 

@@ -149,7 +149,7 @@ def _print_projection(admin_dsn: str) -> None:
     click.echo(f"  {'graph projection lag':<40} {lag}")
     if checks:
         drifted = [check for check in checks if check.drift]
-        last = max(check.checked_at for check in checks)
+        last = max(check.checked_at for check in checks).astimezone(UTC)
         summary = f"{len(checks)} groups, {len(drifted)} with drift (last {last:%Y-%m-%d %H:%M} UTC)"
         click.echo(f"  {'graph check':<40} {summary}")
         for check in drifted:

@@ -68,14 +68,9 @@ def build_app(
 
     @app.task(name=JobName.RETRACT_CLEANUP.value, queue=JobName.RETRACT_CLEANUP.queue, pass_context=False)
     def retract_cleanup(**args: Any) -> None:
-        cleanup = RetractCleanup.from_job_args(args)
-        report = run_retract_cleanup(cleanup, objects=objects, graph=graph)
-        if projection is not None and cleanup.restored_fact_ids:
-            # values the withdrawn facts had superseded hold again: their edges' validity changed
-            projection.project(
-                ProjectJob(group_id=cleanup.group_id, principal_id=cleanup.principal_id,
-                           fact_ids=cleanup.restored_fact_ids)
-            )  # fmt: skip
+        # (the values the withdrawn facts had superseded are re-projected by the project_to_graph
+        # job the retraction deferred beside this one)
+        report = run_retract_cleanup(RetractCleanup.from_job_args(args), objects=objects, graph=graph)
         logger.info(
             "retract_cleanup %s: %d edges removed, %d objects deleted, %d already gone",
             args.get("group_id"),

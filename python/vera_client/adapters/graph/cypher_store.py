@@ -8,6 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
@@ -54,8 +55,15 @@ class CypherGraphStore(ABC):
         """Create what the server needs before the first write (indexes, constraints); idempotent."""
 
     @abstractmethod
-    def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
-        """Run one query against the group's graph; rows as dicts by column name."""
+    def _send(self, graph_group: str, query: str, rendered: Any, *, write: bool) -> list[Row]:
+        """Run one query, its parameters as _render made them, against the group's graph;
+        rows as dicts by column name."""
+
+    def _render(self, params: Row) -> Any:
+        """Parameters made ready to send. Rendering a batch of embedded facts is a good part
+        of its cost, so upsert renders the next batch in a helper thread while the server
+        runs the current one."""
+        return params
 
     @abstractmethod
     def _encode_time(self, moment: datetime | None) -> Any:
@@ -89,6 +97,9 @@ class CypherGraphStore(ABC):
     def _query(self, name: str) -> str:
         return cypher(name, self.vector_function)
 
+    def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
+        return self._send(graph_group, query, self._render(params), write=write)
+
     def upsert(self, group_id: str, nodes: Sequence[GraphNode], edges: Sequence[GraphEdge]) -> int:
         group = graph_group_id(group_id)
         _same_group(group_id, nodes, edges)
@@ -101,14 +112,14 @@ class CypherGraphStore(ABC):
         self._prepare_group(group)
         self._write_nodes(group, self._written.unwritten(group, node_rows))
         written = 0
-        for chunk in batches(edge_rows, self._batch_size):
-            count = self._write_edges(group, chunk)
+        for chunk, rendered in self._rendered_ahead(group, list(batches(edge_rows, self._batch_size))):
+            count = self._write_edges(group, chunk, rendered)
             if count != len(chunk):
                 # an end node this process wrote is gone (the group was dropped or rebuilt
                 # elsewhere): write every node of the call again, then the edges once more
                 self._written.forget(group)
                 self._write_nodes(group, node_rows)
-                count = self._write_edges(group, chunk)
+                count = self._write_edges(group, chunk, rendered)
             if count != len(chunk):
                 raise InvalidArgumentError(
                     f"{len(chunk) - count} edge(s) name an end node that group {group_id!r} does not hold: "
@@ -124,12 +135,27 @@ class CypherGraphStore(ABC):
             self._run(group, self._query("upsert_nodes"), params, write=True)
             self._written.remember(group, chunk)
 
-    def _write_edges(self, group: str, chunk: Sequence[Row]) -> int:
+    def _rendered_ahead(self, group: str, chunks: list[Sequence[Row]]) -> Iterator[tuple[Sequence[Row], Any]]:
+        """Each chunk with its rendered upsert parameters, the next one rendered meanwhile."""
+        if len(chunks) < 2:
+            yield from ((chunk, self._render_edges(group, chunk)) for chunk in chunks)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-render") as helper:
+            pending = helper.submit(self._render_edges, group, chunks[0])
+            for index, chunk in enumerate(chunks):
+                rendered = pending.result()
+                if index + 1 < len(chunks):
+                    pending = helper.submit(self._render_edges, group, chunks[index + 1])
+                yield chunk, rendered
+
+    def _render_edges(self, group: str, chunk: Sequence[Row]) -> Any:
+        return self._render({"group": group, "rows": self._with_vectors(chunk, "fact_embedding")})
+
+    def _write_edges(self, group: str, chunk: Sequence[Row], rendered: Any) -> int:
         """Move the chunk's edges whose end nodes changed, upsert all; how many were written."""
         ends = [{key: row[key] for key in ("uuid", "source", "target")} for row in chunk]
         moved = self._run(group, self._query("move_edges"), {"group": group, "rows": ends}, write=True)
-        params = {"group": group, "rows": self._with_vectors(chunk, "fact_embedding")}
-        rows = self._run(group, self._query("upsert_edges"), params, write=True)
+        rows = self._send(group, self._query("upsert_edges"), rendered, write=True)
         self._remove_orphans(group, moved)
         return int(rows[0]["written"]) if rows else 0
 

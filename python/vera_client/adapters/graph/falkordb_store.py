@@ -13,6 +13,7 @@ from typing import Any
 
 import redis.exceptions
 from falkordb import FalkorDB
+from falkordb.helpers import stringify_param_value
 
 from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
 from vera_client.adapters.graph.graphiti_schema import graphiti_fulltext_indexes
@@ -76,7 +77,9 @@ class FalkorDBGraphStore(CypherGraphStore):
         """Nothing server-wide: each group's graph gets its indexes when first written."""
 
     def _prepare_group(self, graph_group: str) -> None:
-        if graph_group in self._prepared:
+        # asked each time, not only once per process: another process may have dropped the
+        # graph since, and a graph recreated by a write would have no indexes
+        if graph_group in self._prepared and self._has_group(graph_group):
             return
         graph = self._db.select_graph(graph_group)
         statements = [*_RANGE_INDEXES, *graphiti_fulltext_indexes("falkordb")]
@@ -91,12 +94,17 @@ class FalkorDBGraphStore(CypherGraphStore):
     def _has_group(self, graph_group: str) -> bool:
         return bool(self._call(lambda: self._db.connection.exists(graph_group)))
 
-    def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
+    def _render(self, params: Row) -> Any:
+        # FalkorDB takes parameters as a "CYPHER name=value ..." prefix of the query text,
+        # spelled by the client's own encoder; built here, it can be built ahead
+        return "CYPHER " + "".join(
+            f"{name}={stringify_param_value(value)} " for name, value in params.items()
+        )
+
+    def _send(self, graph_group: str, query: str, rendered: Any, *, write: bool) -> list[Row]:
         graph = self._db.select_graph(graph_group)
-        if write:
-            result = self._call(lambda: graph.query(query, params))
-        else:
-            result = self._call(lambda: graph.ro_query(query, params))
+        text = str(rendered) + query
+        result = self._call(lambda: graph.query(text) if write else graph.ro_query(text))
         header = [column[1] for column in result.header]
         return [dict(zip(header, row, strict=False)) for row in result.result_set]
 

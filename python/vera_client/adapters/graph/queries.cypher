@@ -72,8 +72,18 @@ WHERE NOT (n)-[]-()
 DELETE n
 RETURN count(*) AS removed
 
-// name: drop_group_batch
-// Up to $limit nodes of the group with their edges; returns how many (the caller repeats until 0).
+// name: drop_group_edges
+// Up to $limit edges of the group; returns how many (the caller repeats until 0). Edges go
+// first, in bounded transactions: deleting a node deletes all its edges in the same one, and
+// a hub's thousands of edges with their embeddings outgrew Neo4j's transaction memory.
+MATCH ()-[e:RELATES_TO]->()
+WHERE e.group_id = $group
+WITH e LIMIT $limit
+DELETE e
+RETURN count(*) AS removed
+
+// name: drop_group_nodes
+// Up to $limit nodes of the group (with any edge left); returns how many (repeated until 0).
 MATCH (n:Entity {group_id: $group})
 WITH n LIMIT $limit
 DETACH DELETE n
