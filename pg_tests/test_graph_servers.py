@@ -122,6 +122,10 @@ def test_falkordb_with_a_password_refuses_anonymous_clients(tmp_path: Path) -> N
         assert status.pid is not None
         assert "graph-secret" not in " ".join(psutil.Process(status.pid).cmdline())
         assert (server.data_dir / "falkordb.conf").stat().st_mode & 0o077 == 0
+        # a second start without the password finds the running server rather than waiting on it
+        anonymous = EmbeddedFalkorDB(server.data_dir)
+        assert anonymous.status().pid == status.pid
+        assert anonymous.start() == f"falkor://{HOST}:{_port(url)}"
     finally:
         server.stop()
 

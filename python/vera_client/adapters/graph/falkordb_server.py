@@ -74,7 +74,8 @@ def _quoted(value: str) -> str:
 
 
 def answers_ping(port: int, password: str | None, timeout: float = 1.0) -> bool:
-    """Whether a Redis server on `port` answers PING (not LOADING, not an error)."""
+    """Whether a Redis server on `port` answers PING (not LOADING). A server that asks for a
+    password it was not given (or another one) answers too: it runs; its clients get the clear error."""
     commands = b""
     if password is not None:
         commands += _resp("AUTH", password)
@@ -90,7 +91,7 @@ def answers_ping(port: int, password: str | None, timeout: float = 1.0) -> bool:
                 reply += chunk
     except OSError:
         return False
-    return b"+PONG" in reply
+    return b"+PONG" in reply or reply.startswith((b"-NOAUTH", b"-WRONGPASS"))
 
 
 def _resp(*parts: str) -> bytes:
