@@ -25,6 +25,7 @@ from pg_tests.databases import (
 )
 from pg_tests.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
 from pg_tests.seed import World, seed_world
+from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 
 __all__ = ["ROOT", "Database"]
@@ -48,6 +49,9 @@ def pg_server() -> Iterator[EmbeddedPostgres]:
         drop_databases(server, leftover_clones(server))
     yield server
     if not was_running:
+        # every `vera demo` of the session starts its FalkorDB beside the server's data (and leaves
+        # it running, as it leaves PostgreSQL): it goes with the server
+        EmbeddedFalkorDB(server.data_dir.parent / "falkordb").stop()
         server.stop()
 
 
