@@ -245,3 +245,58 @@ def test_only_the_jobs_of_a_silent_worker_are_queued_again_and_only_once(
         admin.execute("set search_path = procrastinate, public")
         admin.execute("update procrastinate.procrastinate_jobs set status = 'todo' where id = %s", (running,))
     assert statuses == {left: "todo", running: "doing"}
+
+
+def test_a_worker_told_to_stop_ends_its_ingest_after_the_file_in_hand_and_the_job_runs_again(
+    world: World, tmp_path: Path
+) -> None:
+    """SIGTERM (or Ctrl-C) to a `vera worker` mid-ingest: the run ends after the file in hand
+    instead of reading the whole folder first, the job is queued again, and a later worker
+    reads the rest."""
+    folder = tmp_path / "stopped"
+    _write_folder(folder)
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        group = vera.create_group(world.a.organisation, "project", "stalled-stopped")
+        source = vera.register_folder(group, "services", folder, tier=2)
+        job = vera.request_ingest(group, source.source_id)
+    env = worker_process_env(world.db, tmp_path / "objects", VERA_WORKER__CONCURRENCY="1")
+    vera_command = Path(sys.executable).with_name("vera")
+    log_path = tmp_path / "stopped-worker.log"
+    with log_path.open("w", encoding="utf-8") as log_file:
+        worker = subprocess.Popen(  # noqa: S603
+            [str(vera_command), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log_file
+        )
+        try:
+            _wait(lambda: _episodes(world.db, group) >= 10, 60, "a run under way")
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(60)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait(10)
+    log = log_path.read_text(encoding="utf-8")
+    assert worker.returncode == 0, log[-3000:]
+    assert _episodes(world.db, group) < FILES, "the run read the whole folder before stopping"
+    assert _status(world.db, job) == "todo", log[-3000:]  # queued again, for a worker that runs
+
+    def run_once() -> bool:
+        subprocess.run(  # noqa: S603
+            [str(vera_command), "worker", "--once"], env=env, capture_output=True, timeout=120, check=False
+        )
+        return _status(world.db, job) == "succeeded"
+
+    _wait(run_once, 60, "the job run again to the end")
+    assert _episodes(world.db, group) == FILES and _cursor_entries(world.db, group) == FILES
+    with world.db.admin() as admin:
+        events = admin.execute(
+            "select type::text from procrastinate.procrastinate_events where job_id = %s and type <> 'scheduled'"
+            " order by id",
+            (job,),
+        ).fetchall()
+    assert [event for (event,) in events] == [
+        "deferred",
+        "started",
+        "deferred_for_retry",
+        "started",
+        "succeeded",
+    ]

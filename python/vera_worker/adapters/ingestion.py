@@ -157,6 +157,8 @@ class _Run:
     report: IngestReport
     embedder: Embedder | None
     functional: frozenset[str]
+    # asked between files, beside the ingestion's own should_stop (a job's: its worker is stopping)
+    should_stop: Callable[[], bool] = lambda: False
     total: int = 0
     done: int = 0
     # cursor entries of committed files, not yet written
@@ -211,16 +213,17 @@ class SourceIngestion:
         self._on_progress = on_progress
         self._connect_timeout = connect_timeout
 
-    def run(self, request: IngestRequest) -> IngestReport:
-        """One run; a VeraError ends it (the job fails) after on_failure has heard of it."""
+    def run(self, request: IngestRequest, should_stop: Callable[[], bool] = lambda: False) -> IngestReport:
+        """One run; a VeraError ends it (the job fails) after on_failure has heard of it.
+        should_stop: asked between files too (the job's: its worker is shutting down)."""
         try:
-            return self._run(request)
+            return self._run(request, should_stop)
         except VeraError as exc:
             if self._on_failure is not None:
                 self._on_failure(request, exc)
             raise
 
-    def _run(self, request: IngestRequest) -> IngestReport:
+    def _run(self, request: IngestRequest, should_stop: Callable[[], bool]) -> IngestReport:
         with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
             source, cursor = self._load_source(conn, request)
             root = source_root(source.config, source.name, self._allowed_roots)
@@ -232,6 +235,7 @@ class SourceIngestion:
                 report=IngestReport(source=source.name),
                 embedder=self._embedder_for_model(source.pinned_model),
                 functional=functional_predicates(source.config.get("functional")),
+                should_stop=should_stop,
             )
             files = list(scan_files(root, request.path))
             plan = plan_scan(cursor, files, scope=request.path)
@@ -272,7 +276,7 @@ class SourceIngestion:
         return report
 
     def _stopping(self, run: _Run) -> bool:
-        if not run.report.stopped and self._should_stop():
+        if not run.report.stopped and (self._should_stop() or run.should_stop()):
             run.report.stopped = True
         return run.report.stopped
 

@@ -48,6 +48,20 @@ _RETRY_WHEN_AWAY = procrastinate.RetryStrategy(
 )
 
 
+class StoppedForShutdown(Exception):
+    """An ingest run that ended after the file in hand because its worker is shutting down."""
+
+
+# An ingest run cut short by its worker's shutdown is retried like one the database cut short:
+# by this worker once it runs again, or by another; its cursor makes the next run read only
+# what this one did not.
+_INGEST_RETRY = procrastinate.RetryStrategy(
+    max_attempts=10,
+    exponential_wait=2,
+    retry_exceptions={ProviderUnavailableError, DatabaseUnavailableError, StoppedForShutdown},
+)
+
+
 def build_app(
     dsn: str,
     *,
@@ -86,15 +100,21 @@ def build_app(
     # A run that stopped because the database or the embedder was away is retried like an
     # embed job (the cursor makes a second run read only what the first did not finish);
     # one that failed for its own reasons (a missing folder, a refused root) is not.
+    # A worker told to stop (SIGINT/SIGTERM) flags its running jobs at once (see serve): an
+    # ingest run then ends after the file in hand, and the job is queued again.
     @app.task(
-        name=JobName.INGEST_SOURCE.value, queue=JobName.INGEST_SOURCE.queue, pass_context=False,
-        retry=_RETRY_WHEN_AWAY,
+        name=JobName.INGEST_SOURCE.value, queue=JobName.INGEST_SOURCE.queue, pass_context=True,
+        retry=_INGEST_RETRY,
     )  # fmt: skip
-    def ingest_source(**args: Any) -> None:
+    def ingest_source(context: procrastinate.JobContext, /, **args: Any) -> None:
         if ingestion is None:  # the job fails: this worker was built to run other queues only
             raise RuntimeError("this worker was started without a source reader")
         request = IngestRequest.from_job_args(args)
-        report = ingestion.run(request)
+        report = ingestion.run(request, should_stop=context.should_abort)
+        if report.stopped and context.should_abort():
+            raise StoppedForShutdown(
+                f"{report.source}: stopped after the file in hand, the worker is stopping"
+            )
         if extraction is not None and report.ingested:  # new text goes to the extraction model
             extraction.request(request.group_id, request.principal_id)
 
@@ -292,9 +312,13 @@ def serve(
                 asyncio.create_task(_watch_stalled_jobs(app, dsn, stalled_after), name="stalled jobs")
             )
             try:
+                # a stop flags the running jobs at once (shutdown_graceful_timeout=0): an ingest
+                # run ends after the file in hand and is queued again; the other jobs finish
+                # their batch (they are short), and the worker waits for them either way
                 await app.run_worker_async(
-                    queues=list(queues), wait=True, concurrency=concurrency, **worker_options(stalled_after)
-                )
+                    queues=list(queues), wait=True, concurrency=concurrency, shutdown_graceful_timeout=0,
+                    **worker_options(stalled_after),
+                )  # fmt: skip
             finally:
                 for watch in watches:
                     watch.cancel()
