@@ -99,5 +99,17 @@ def test_the_slim_vera_command_names_the_extra_of_a_missing_command(slim: Path) 
     ran = subprocess.run([str(vera), "worker"], capture_output=True, timeout=60, check=False)  # noqa: S603
     assert ran.returncode == 2
     assert f"pip install '{DISTRIBUTION}[worker]'" in ran.stderr.decode()
+    assert ran.stderr.decode().count(f"{DISTRIBUTION}[worker]") == 1  # two worker parts, one hint
+    # a graph configured without the [graph] extra: one line naming it, no traceback
+    graph_env = {
+        **os.environ,
+        "VERA_MEMORY__GRAPH_BACKEND": "falkordb",
+        "VERA_MEMORY__GRAPH_URL": "falkor://127.0.0.1:1",
+    }
+    checked = subprocess.run(  # noqa: S603
+        [str(vera), "graph", "check"], capture_output=True, timeout=60, check=False, env=graph_env
+    )
+    assert checked.returncode != 0 and b"Traceback" not in checked.stderr, checked.stderr
+    assert f"pip install '{DISTRIBUTION}[graph]'" in checked.stderr.decode(), checked.stderr
     helped = subprocess.run([str(vera), "--help"], capture_output=True, timeout=60, check=True)  # noqa: S603
     assert b"search" in helped.stdout

@@ -46,7 +46,7 @@ class _Vera(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and MISSING:
-            extras = " or ".join(install_hint(extra) for _, extra in MISSING)
+            extras = " or ".join(dict.fromkeys(install_hint(extra) for _, extra in MISSING))  # each once
             ctx.fail(
                 f"no command `vera {cmd_name}` here; the worker's and the server's commands need: {extras}"
             )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore
+from vera_client.adapters.optional import require
 from vera_client.config import MemorySettings
 from vera_client.domain.errors import ConfigurationError
 from vera_client.domain.ports import GraphStore
@@ -25,6 +26,7 @@ def open_graph_store(
         raise ConfigurationError(f"graph backend {backend!r} needs a URL (VERA_MEMORY__GRAPH_URL)")
     store: CypherGraphStore
     if backend == "neo4j":
+        require("neo4j", extra="graph", needed_for="the graph projection on Neo4j")
         from vera_client.adapters.graph.neo4j_store import Neo4jGraphStore  # noqa: PLC0415 (one driver loaded)
 
         store = Neo4jGraphStore(
@@ -36,6 +38,7 @@ def open_graph_store(
             timeout_seconds=timeout_seconds,
         )
     elif backend == "falkordb":
+        require("falkordb", extra="graph", needed_for="the graph projection on FalkorDB")
         from vera_client.adapters.graph.falkordb_store import FalkorDBGraphStore  # noqa: PLC0415
 
         store = FalkorDBGraphStore(
