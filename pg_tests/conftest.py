@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from tests.standins import standin, standin_server  # noqa: F401 - the stand-in server's fixtures
 
 # ROOT and Database live in pg_tests.databases; test_catalog.py and
 # test_migrations.py still import them from here.

@@ -11,14 +11,14 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from click.testing import CliRunner
-from tests.standins import API_KEY, StandinServer, running_standin
+from tests.standins import API_KEY, StandinServer
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import worker_process_env
@@ -26,7 +26,7 @@ from pg_tests.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.providers.chat import ChatModel, forget_servers_without_schema
+from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
@@ -55,18 +55,10 @@ def reading_model(body: dict[str, Any]) -> str:
     return json.dumps({"claims": claims})
 
 
-@pytest.fixture(scope="module")
-def standin_server() -> Iterator[StandinServer]:
-    with running_standin() as server:
-        yield server
-
-
 @pytest.fixture
-def standin(standin_server: StandinServer) -> StandinServer:
-    standin_server.reset()
-    forget_servers_without_schema()
-    standin_server.chat_responder = reading_model
-    return standin_server
+def standin(standin: StandinServer) -> StandinServer:
+    standin.chat_responder = reading_model
+    return standin
 
 
 def _model(standin: StandinServer, name: str = "extractor-s") -> ChatModel:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
-from tests.standins import API_KEY, StandinServer, running_standin
+from tests.standins import API_KEY, StandinServer
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.providers.chat import ChatModel, forget_servers_without_schema
+from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
@@ -48,19 +48,6 @@ def judge_answering(decide: Decide) -> Callable[[dict[str, Any]], str]:
         return json.dumps(decide(judge, json.loads(body["messages"][-1]["content"])))
 
     return answer
-
-
-@pytest.fixture(scope="module")
-def standin_server() -> Iterator[StandinServer]:
-    with running_standin() as server:
-        yield server
-
-
-@pytest.fixture
-def standin(standin_server: StandinServer) -> StandinServer:
-    standin_server.reset()
-    forget_servers_without_schema()
-    return standin_server
 
 
 def _judges(world: World, standin: StandinServer) -> Judges:

@@ -46,6 +46,17 @@ def _status(db: Database, job_id: int) -> str:
     return str(row[0])
 
 
+def _events(db: Database, job_id: int) -> list[str]:
+    """What happened to the job, in order (its scheduling left out)."""
+    with db.admin() as admin:
+        rows = admin.execute(
+            "select type::text from procrastinate.procrastinate_events where job_id = %s and type <> 'scheduled'"
+            " order by id",
+            (job_id,),
+        ).fetchall()
+    return [str(event) for (event,) in rows]
+
+
 def _episodes(db: Database, group: str) -> int:
     with db.admin() as admin:
         row = admin.execute("select count(*) from vera.episodes where group_id = %s", (group,)).fetchone()
@@ -162,20 +173,8 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
     assert (
         f"job {job} (vera.ingest_source) was left doing by a worker silent for over 2s: queued again" in log
     )
-    with world.db.admin() as admin:
-        events = admin.execute(
-            "select type::text from procrastinate.procrastinate_events where job_id = %s and type <> 'scheduled'"
-            " order by id",
-            (job,),
-        ).fetchall()
     # started by the killed worker, queued again once, started and finished by the second
-    assert [event for (event,) in events] == [
-        "deferred",
-        "started",
-        "deferred_for_retry",
-        "started",
-        "succeeded",
-    ]
+    assert _events(world.db, job) == ["deferred", "started", "deferred_for_retry", "started", "succeeded"]
 
     # a clean run of the same folder in another group
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
@@ -287,16 +286,4 @@ def test_a_worker_told_to_stop_ends_its_ingest_after_the_file_in_hand_and_the_jo
 
     _wait(run_once, 60, "the job run again to the end")
     assert _episodes(world.db, group) == FILES and _cursor_entries(world.db, group) == FILES
-    with world.db.admin() as admin:
-        events = admin.execute(
-            "select type::text from procrastinate.procrastinate_events where job_id = %s and type <> 'scheduled'"
-            " order by id",
-            (job,),
-        ).fetchall()
-    assert [event for (event,) in events] == [
-        "deferred",
-        "started",
-        "deferred_for_retry",
-        "started",
-        "succeeded",
-    ]
+    assert _events(world.db, job) == ["deferred", "started", "deferred_for_retry", "started", "succeeded"]

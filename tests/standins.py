@@ -29,7 +29,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
+
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
+from vera_client.adapters.providers.chat import forget_servers_without_schema
 
 API_KEY = "sk-standin-key"
 _WORD = re.compile(r"\w+")
@@ -298,3 +301,19 @@ def running_standin(api_key: str = API_KEY) -> Iterator[StandinServer]:
         yield server
     finally:
         server.stop()
+
+
+# The fixtures every test of a provider adapter uses (registered by tests/conftest.py and
+# pg_tests/conftest.py): one server per module, reset before each test. A module that wants
+# its own chat answers overrides `standin`, asking for this one and setting chat_responder.
+@pytest.fixture(scope="module")
+def standin_server() -> Iterator[StandinServer]:
+    with running_standin() as server:
+        yield server
+
+
+@pytest.fixture
+def standin(standin_server: StandinServer) -> StandinServer:
+    standin_server.reset()
+    forget_servers_without_schema()  # which servers refused json_schema: learnt per process
+    return standin_server

@@ -6,13 +6,12 @@ cut-off answer, a refusal)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.standins import API_KEY, Reply, StandinServer, running_standin
-from vera_client.adapters.providers.chat import ChatModel, ModelRefusalError, forget_servers_without_schema
+from tests.standins import API_KEY, Reply, StandinServer
+from vera_client.adapters.providers.chat import ChatModel, ModelRefusalError
 from vera_client.adapters.providers.metering import Meter, Price
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import LlmSettings, ResilienceSettings
@@ -35,18 +34,10 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def standin_server() -> Iterator[StandinServer]:
-    with running_standin() as server:
-        yield server
-
-
 @pytest.fixture
-def standin(standin_server: StandinServer) -> StandinServer:
-    standin_server.reset()
-    forget_servers_without_schema()
-    standin_server.chat_responder = lambda body: json.dumps({"answer": "forty-two"})
-    return standin_server
+def standin(standin: StandinServer) -> StandinServer:
+    standin.chat_responder = lambda body: json.dumps({"answer": "forty-two"})
+    return standin
 
 
 class FakeSleep:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -56,18 +55,6 @@ class FakeTime:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
-
-
-@pytest.fixture(scope="module")
-def standin_server() -> Iterator[StandinServer]:
-    with running_standin() as server:
-        yield server
-
-
-@pytest.fixture
-def standin(standin_server: StandinServer) -> StandinServer:
-    standin_server.reset()
-    return standin_server
 
 
 def _openai(
