@@ -94,15 +94,17 @@ def test_the_slim_client_searches_and_remembers_as_an_application(world: World, 
     )
 
 
-def test_the_slim_vera_command_names_the_extra_of_a_missing_command(slim: Path) -> None:
+def test_the_slim_vera_command_names_the_extra_of_a_missing_command(slim: Path, tmp_path: Path) -> None:
     vera = slim.parent / "vera"
     ran = subprocess.run([str(vera), "worker"], capture_output=True, timeout=60, check=False)  # noqa: S603
     assert ran.returncode == 2
     assert f"pip install '{DISTRIBUTION}[worker]'" in ran.stderr.decode()
     assert ran.stderr.decode().count(f"{DISTRIBUTION}[worker]") == 1  # two worker parts, one hint
-    # a graph configured without the [graph] extra: one line naming it, no traceback
+    # a graph configured without the [graph] extra: one line naming it, no traceback, and said
+    # before the (equally missing) embedded PostgreSQL of a data folder that holds none is needed
     graph_env = {
         **os.environ,
+        "VERA_DB__DATA_DIR": str(tmp_path / "postgres"),
         "VERA_MEMORY__GRAPH_BACKEND": "falkordb",
         "VERA_MEMORY__GRAPH_URL": "falkor://127.0.0.1:1",
     }

@@ -37,17 +37,29 @@ def graph_projection(database: Database) -> GraphProjection | None:
     store = graph_store(database)
     if store is None:
         return None
+    return _projection(database, store)
+
+
+def _projection(database: Database, store: GraphStore) -> GraphProjection:
     return GraphProjection(database.worker_dsn, store, connect_timeout=database.settings.db.connect_timeout)
 
 
-def _required_projection(database: Database) -> GraphProjection:
-    projection = graph_projection(database)
-    if projection is None:
+def _required_store(database: Database) -> GraphStore:
+    store = graph_store(database)
+    if store is None:
         raise ConfigurationError(
             "no graph is configured: set VERA_MEMORY__GRAPH_BACKEND to neo4j or falkordb "
             "(and VERA_MEMORY__GRAPH_URL to its server)"
         )
-    return projection
+    return store
+
+
+def _started_projection(database: Database) -> GraphProjection:
+    """The configured graph's projection, with the database started. The graph comes first: a
+    missing setting or [graph] extra is said before an embedded server is started for nothing."""
+    store = _required_store(database)
+    start_if_embedded(database)
+    return _projection(database, store)
 
 
 @click.group()
@@ -65,9 +77,7 @@ def graph() -> None:
 @friendly_errors
 def rebuild_command(group: str | None) -> None:
     """Drop each group's graph and project it again from PostgreSQL alone."""
-    database = database_from_env()
-    start_if_embedded(database)
-    projection = _required_projection(database)
+    projection = _started_projection(database_from_env())
     try:
         edges = nodes = 0
         seconds = 0.0
@@ -101,9 +111,7 @@ def _check_line(check: GraphCheck) -> str:
 def check_command(group: str | None, as_json: bool) -> None:
     """Compare each group's graph with PostgreSQL (counts and a digest of edges by fact id
     and validity); the result is recorded for `vera db status`. Exit 1 on drift."""
-    database = database_from_env()
-    start_if_embedded(database)
-    projection = _required_projection(database)
+    projection = _started_projection(database_from_env())
     try:
         checks = projection.check_all(group)
     finally:
@@ -148,11 +156,7 @@ def explore_command(
 ) -> None:
     """The facts around ENTITY (a name, an alias or an id), walked on the graph, with citations."""
     database = database_from_env()
-    store = graph_store(database)
-    if store is None:
-        raise ConfigurationError(
-            "no graph is configured: set VERA_MEMORY__GRAPH_BACKEND to neo4j or falkordb"
-        )
+    store = _required_store(database)
     try:
         with client_from_env(api_key) as vera:
             facts = vera.explore_graph(
@@ -189,7 +193,7 @@ def with_demo_graph(database: Database) -> Database:
 def show_demo_explore(database: Database, api_key: str) -> None:
     """Bring the demo's graph in step (a rebuild where a check finds drift, e.g. a fresh graph
     server beside an ingested database) and print one explore answer walked on it."""
-    projection = _required_projection(database)
+    projection = _projection(database, _required_store(database))  # the demo started the database
     try:
         checks = projection.check_all()
         for check in checks:
