@@ -209,3 +209,14 @@ def caller(database: Database, key: str | None, role: str = INSPECTOR) -> Iterat
             yield conn
         finally:
             conn.rollback()
+
+
+def create_project(world: World, name: str) -> str:
+    """A new project group under tenant A's organisation, created by its owner (committed)."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
+        ).fetchone()
+        conn.commit()
+    assert group is not None
+    return str(group[0])

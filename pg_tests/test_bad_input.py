@@ -258,6 +258,42 @@ NONSENSE = {
         "'text', 't', 'char_start', 5, 'char_end', 2)))",
         "22023",
     ),
+    "store_chunks/time_scope not an array": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', '1995'::jsonb)))",
+        "22023",
+    ),
+    "store_chunks/time_scope range not a pair": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', '[[\"1995-01-01\"]]'::jsonb)))",
+        "22023",
+    ),
+    "store_chunks/time_scope end not a date": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', '[[\"1995-01-01\", \"the year after\"]]'::jsonb)))",
+        "22007",
+    ),
+    "store_chunks/time_scope end a number": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', '[[1995, null]]'::jsonb)))",
+        "22023",
+    ),
+    "store_chunks/time_scope ends before it starts": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', '[[\"1996-01-01\", \"1995-01-01\"]]'::jsonb)))",
+        "22023",
+    ),
+    "store_chunks/time_scope of too many ranges": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope', (select jsonb_agg(jsonb_build_array(null, null)) "
+        "from generate_series(1, 1001)))))",
+        "54000",
+    ),
+    "store_chunks/time_scope_version without a time_scope": (
+        "select * from vera.store_chunks(%(group)s, %(episode)s, jsonb_build_array(jsonb_build_object("
+        "'text', 't', 'time_scope_version', 1)))",
+        "22023",
+    ),
     "set_setting/a number beyond float8": (
         "select vera.set_setting(%(group)s, 'er.trigram_link', '1e400')",
         "22023",

@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import run_worker
-from pg_tests.seed import World, caller
+from pg_tests.seed import World, caller, create_project
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
@@ -29,16 +29,6 @@ from vera_client.domain.errors import (
 from vera_client.domain.models import Source
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
 from vera_worker.adapters.queue import build_app, drain
-
-
-def _project(world: World, name: str) -> str:
-    with caller(world.db, world.a.owner_key) as conn:
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
-        ).fetchone()
-        conn.commit()
-    assert group is not None
-    return str(group[0])
 
 
 def _member_key(world: World, group: str) -> str:
@@ -100,7 +90,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path: Path) -> None:
-    group = _project(world, "ingest-incremental")
+    group = create_project(world, "ingest-incremental")
     source = _register(world, group, folder)
     objects = tmp_path / "objects"
     embedder = DeterministicEmbedder(64)
@@ -157,7 +147,7 @@ def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path
 
 
 def test_a_bad_file_is_reported_and_read_again_next_time(world: World, folder: Path, tmp_path: Path) -> None:
-    group = _project(world, "ingest-bad-file")
+    group = create_project(world, "ingest-bad-file")
     source = _register(world, group, folder)
     _write(folder / "broken.md", b"\xef\xbb\xbfcaf\xe9 au lait")  # a UTF-8 mark, then not UTF-8
     _write(folder / "front.md", "---\ntitle: [unclosed\n---\nbody\n")
@@ -181,7 +171,7 @@ def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
     world: World, folder: Path, tmp_path: Path
 ) -> None:
     """Before, report.warnings was filled and dropped, and a file that gave nothing counted as ingested."""
-    group = _project(world, "ingest-warnings")
+    group = create_project(world, "ingest-warnings")
     source = _register(world, group, folder)
     _write(folder / "team.md", "---\n所有者: Payments Team\n---\n")  # no Latin letters: no predicate
     _write(folder / "hosts.csv", 'host,runs on\n"db-1,vm-1\n')  # unterminated on the first row
@@ -216,7 +206,7 @@ def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
 
 def test_a_run_asked_to_stop_ends_after_the_file_in_hand(world: World, folder: Path, tmp_path: Path) -> None:
     """The CLI's first Ctrl-C: the run stops between files, keeps what it committed, and the next reads the rest."""
-    group = _project(world, "ingest-stop")
+    group = create_project(world, "ingest-stop")
     source = _register(world, group, folder)
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
@@ -247,7 +237,7 @@ def test_a_retracted_source_comes_back_when_registered_again(
 ) -> None:
     """Before, its cursor survived the retraction: registered again, every file was "unchanged" and
     nothing came back into search."""
-    group = _project(world, "ingest-restore")
+    group = create_project(world, "ingest-restore")
     source = _register(world, group, folder)
     _request(world, world.a.owner_key, source)
     [first] = run_worker(world.db, tmp_path / "objects", None)
@@ -266,7 +256,7 @@ def test_a_retracted_source_comes_back_when_registered_again(
 
 
 def test_a_member_ingests_but_only_an_admin_retracts(world: World, folder: Path, tmp_path: Path) -> None:
-    group = _project(world, "ingest-member")
+    group = create_project(world, "ingest-member")
     source = _register(world, group, folder)
     member = _member_key(world, group)
     _request(world, member, source)
@@ -283,7 +273,7 @@ def test_a_member_ingests_but_only_an_admin_retracts(world: World, folder: Path,
 
 
 def test_a_path_limits_the_run_to_part_of_the_source(world: World, folder: Path, tmp_path: Path) -> None:
-    group = _project(world, "ingest-scope")
+    group = create_project(world, "ingest-scope")
     source = _register(world, group, folder)
     _request(world, world.a.owner_key, source, "runbooks")
     [report] = run_worker(world.db, tmp_path / "objects", None)
@@ -295,7 +285,7 @@ def test_a_path_limits_the_run_to_part_of_the_source(world: World, folder: Path,
 
 
 def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_path: Path) -> None:
-    group = _project(world, "ingest-missing")
+    group = create_project(world, "ingest-missing")
     folder = tmp_path / "gone"
     folder.mkdir()
     source = _register(world, group, folder)
@@ -312,7 +302,7 @@ def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_p
 def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
     world: World, folder: Path, tmp_path: Path
 ) -> None:
-    group = _project(world, "ingest-tenancy")
+    group = create_project(world, "ingest-tenancy")
     source = _register(world, group, folder)
     with caller(world.db, world.b.owner_key) as conn:
         intruder = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
@@ -326,7 +316,7 @@ def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
 
 
 def test_list_sources_and_cursor_stay_inside_the_tenant(world: World, folder: Path) -> None:
-    group = _project(world, "ingest-sql-list")
+    group = create_project(world, "ingest-sql-list")
     source = _register(world, group, folder)
     with caller(world.db, world.a.owner_key) as conn:
         listed = conn.execute(
@@ -351,7 +341,7 @@ def test_list_sources_and_cursor_stay_inside_the_tenant(world: World, folder: Pa
 
 
 def test_advance_source_cursor_merges_removes_and_checks(world: World, folder: Path) -> None:
-    group = _project(world, "ingest-sql-cursor")
+    group = create_project(world, "ingest-sql-cursor")
     source = _register(world, group, folder)
     entry = {"mtime_ns": 1, "size": 2, "sha256": "ab", "episode_id": str(UUID(int=1))}
     with caller(world.db, world.a.owner_key) as conn:
@@ -375,7 +365,7 @@ def test_advance_source_cursor_merges_removes_and_checks(world: World, folder: P
 
 
 def test_request_ingest_defers_a_job_carrying_the_caller(world: World, folder: Path) -> None:
-    group = _project(world, "ingest-sql-request")
+    group = create_project(world, "ingest-sql-request")
     source = _register(world, group, folder)
     job = _request(world, world.a.owner_key, source, "runbooks")
     with world.db.admin() as admin:
@@ -419,7 +409,7 @@ class _FailingEmbedder:
 def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
     world: World, folder: Path, tmp_path: Path
 ) -> None:
-    group = _project(world, "ingest-provider-down")
+    group = create_project(world, "ingest-provider-down")
     source = _register(world, group, folder)
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
@@ -437,7 +427,7 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
 
 
 def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Path, tmp_path: Path) -> None:
-    group = _project(world, "ingest-emptied")
+    group = create_project(world, "ingest-emptied")
     source = _register(world, group, folder)
     _request(world, world.a.owner_key, source)
     assert run_worker(world.db, tmp_path / "objects", None)[0].ingested == 3
@@ -472,7 +462,7 @@ class _BreaksAfter:
 def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
     world: World, folder: Path, tmp_path: Path
 ) -> None:
-    group = _project(world, "ingest-resume")
+    group = create_project(world, "ingest-resume")
     source = _register(world, group, folder)
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
@@ -508,13 +498,13 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: Worl
     ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
                                 embedder_for_model=lambda _: None, allowed_roots=[allowed])  # fmt: skip
     for name, root in (("outside", elsewhere), ("through a link", allowed / "link"), ("etc", Path("/etc"))):
-        group = _project(world, f"ingest-roots-{name}")
+        group = create_project(world, f"ingest-roots-{name}")
         source = _register(world, group, root)
         request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
         with pytest.raises(SourceUnavailableError, match="outside the folders this worker may read"):
             ingestion.run(request)
         assert _texts(world, group, "launch code") == []
-    inside = _project(world, "ingest-roots-inside")
+    inside = create_project(world, "ingest-roots-inside")
     source = _register(world, inside, allowed)
     report = ingestion.run(IngestRequest(group_id=inside, source_id=source.source_id, principal_id=principal))
     assert report.ingested == 1  # secret.md; the link inside leads out and is not followed
@@ -526,8 +516,8 @@ def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_i
 ) -> None:
     """Through the worker's queue: an outage (the embedder's circuit open) schedules the run
     again with a growing wait; a run that failed for its own reasons fails for good."""
-    outage = _project(world, "ingest-retry-outage")
-    gone = _project(world, "ingest-retry-gone")
+    outage = create_project(world, "ingest-retry-outage")
+    gone = create_project(world, "ingest-retry-gone")
     missing = tmp_path / "missing"
     missing.mkdir()
     out_source, gone_source = _register(world, outage, folder), _register(world, gone, missing)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from psycopg import sql
 
-from pg_tests.seed import World, caller
+from pg_tests.seed import World, caller, create_project
 from pg_tests.writes import claim, publish, record_episode, register_source
 
 
@@ -20,18 +20,8 @@ def _jobs(world: World, group: str) -> list[tuple[str, dict[str, object]]]:
         ]  # fmt: skip
 
 
-def _group(world: World, name: str) -> str:
-    with caller(world.db, world.a.owner_key) as conn:
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
-        ).fetchone()
-        conn.commit()
-    assert group is not None
-    return str(group[0])
-
-
 def test_a_committed_publish_has_its_jobs(world: World) -> None:
-    group = _group(world, "outbox-commit")
+    group = create_project(world, "outbox-commit")
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, group, "docs", 1)
         episode, _, _ = record_episode(conn, group, source, "a.md", "a")
@@ -44,7 +34,7 @@ def test_a_committed_publish_has_its_jobs(world: World) -> None:
 
 
 def test_a_rolled_back_publish_leaves_no_job(world: World) -> None:
-    group = _group(world, "outbox-rollback")
+    group = create_project(world, "outbox-rollback")
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, group, "docs", 1)
         episode, _, _ = record_episode(conn, group, source, "a.md", "a")
@@ -54,7 +44,7 @@ def test_a_rolled_back_publish_leaves_no_job(world: World) -> None:
 
 
 def test_facts_with_embeddings_need_no_embed_job(world: World) -> None:
-    group = _group(world, "outbox-embedded")
+    group = create_project(world, "outbox-embedded")
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, group, "docs", 1)
         episode, _, _ = record_episode(conn, group, source, "a.md", "a")
@@ -64,7 +54,7 @@ def test_facts_with_embeddings_need_no_embed_job(world: World) -> None:
 
 
 def test_pending_claims_are_not_projected(world: World) -> None:
-    group = _group(world, "outbox-pending")
+    group = create_project(world, "outbox-pending")
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, group, "forum", 3)
         episode, _, _ = record_episode(conn, group, source, "thread", "t")

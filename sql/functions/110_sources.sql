@@ -162,7 +162,11 @@ $$;
 comment on function vera.visible_episode(text, uuid) is 'Internal: a visible, live episode or VN001';
 
 -- Contract: stores an episode's chunks, in order: a JSON array of
--- {"text", "heading"?, "char_start"?, "char_end"?, "embedding"?: [numbers]}.
+-- {"text", "heading"?, "char_start"?, "char_end"?, "embedding"?: [numbers],
+-- "time_scope"?: [[start, end], ...], "time_scope_version"?: n}. A time scope
+-- is the periods the passage states (ISO dates or timestamps, null where a
+-- range is open; [] when it states none); the version is that of VERA's
+-- reader that read it, 0 (the default) for a scope the caller states itself.
 -- Ordinals are array positions from 0; storing again updates in place (the
 -- same text and heading keep their grading and review; new text is graded
 -- afresh). Vectors need embedding_model and must match the group's pin.
@@ -216,6 +220,10 @@ begin
                     or (c ->> 'char_start') !~ '^[0-9]{1,9}$' or (c ->> 'char_end') !~ '^[0-9]{1,9}$'
                    then 'char_start and char_end must be whole numbers'
                when (c ->> 'char_end')::integer < (c ->> 'char_start')::integer then 'char_end is before char_start'
+               when coalesce(jsonb_typeof(c -> 'time_scope_version'), 'null') <> 'null'
+                    and (coalesce(jsonb_typeof(c -> 'time_scope'), 'null') = 'null'
+                         or (c ->> 'time_scope_version') !~ '^[0-9]{1,4}$')
+                   then 'time_scope_version must be a whole number, beside a time_scope'
            end as reason) checks
      where reason is not null
      order by i limit 1;
@@ -231,17 +239,23 @@ begin
     end if;
     return query
     insert into vera.chunks as ch (group_id, episode_id, ordinal, heading, text, char_start, char_end, embedding,
-                                   lifecycle, verification, proposed_by, proposed)
+                                   lifecycle, verification, proposed_by, proposed, time_scope, time_scope_version)
     select store_chunks.group_id, store_chunks.episode_id, (a.i - 1)::integer, a.c ->> 'heading', a.c ->> 'text',
            (a.c ->> 'char_start')::integer, (a.c ->> 'char_end')::integer, v.vector,
            graded, case when tier <= 2 then 'auto' else 'pending' end::vera.verification,
-           vera.current_principal(), graded = 'proposal'
+           vera.current_principal(), graded = 'proposal',
+           t.scope,
+           -- a scope without a version is the caller's own statement (0): `vera reprocess
+           -- --time-scopes` reads again only what an older version of VERA's reader read
+           case when t.scope is not null then coalesce((a.c ->> 'time_scope_version')::smallint, 0) end
       from jsonb_array_elements(store_chunks.chunks) with ordinality as a(c, i)
+     cross join lateral (select vera.as_time_scope(a.c -> 'time_scope', format('chunk %s', a.i - 1)) as scope) t
       -- joined by position: subscripting the array once per row would be quadratic
       left join unnest(vectors.parsed) with ordinality as v(vector, i) on v.i = a.i
     on conflict on constraint chunks_ordinal_unique do update
         set heading = excluded.heading, text = excluded.text, char_start = excluded.char_start,
             char_end = excluded.char_end, embedding = excluded.embedding,
+            time_scope = excluded.time_scope, time_scope_version = excluded.time_scope_version,
             -- what a reviewer decided holds for the text they read, not for another
             (lifecycle, verification, proposed_by, proposed, reviewed_by, reviewed_at) = (
                 select case when unchanged then ch.lifecycle else excluded.lifecycle end,
@@ -256,6 +270,6 @@ begin
 end
 $$;
 comment on function vera.store_chunks(text, uuid, jsonb, text) is
-    'Stores an episode''s ordered chunks (text, heading, span, optional embedding)';
+    'Stores an episode''s ordered chunks (text, heading, span, optional embedding and time scope)';
 
 reset role;

@@ -82,16 +82,26 @@ create table vera.chunks (
     proposed   boolean not null default false,
     reviewed_by uuid references vera.principals (principal_id),
     reviewed_at timestamptz,
+    -- the periods the passage states ("from 1811 to 1827"), read when it is stored
+    -- (vera_client/domain/time_scopes.py) or stated by its record's front matter; null: not
+    -- read yet (`vera reprocess --time-scopes`), empty: states none (0002_time_scopes)
+    time_scope tstzmultirange,
+    time_scope_version smallint constraint chunks_time_scope_version_nonnegative check (time_scope_version >= 0),
     primary key (group_id, chunk_id),
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id) on delete cascade,
     constraint chunks_ordinal_unique unique (group_id, episode_id, ordinal),
     constraint chunks_span_order check (char_end is null or char_start is null or char_end >= char_start),
-    constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed)
+    constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed),
+    constraint chunks_time_scope_read_together check ((time_scope is null) = (time_scope_version is null))
 );
 -- the lexical half of search, by group (see facts_group_tsv_idx)
 create index chunks_group_tsv_idx on vera.chunks using gin (group_id, tsv);
 -- passages waiting for the admins of their scope (vera.pending_passages)
 create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
 comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
+comment on column vera.chunks.time_scope is
+    'Periods the passage states (null: not read yet; empty: states none)';
+comment on column vera.chunks.time_scope_version is
+    'Version of VERA''s reader that read time_scope (time_scopes.EXTRACTION_VERSION); 0: stated by the caller or front matter';
 
 reset role;

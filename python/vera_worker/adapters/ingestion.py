@@ -419,7 +419,7 @@ def _with_vectors(
     record: ParsedRecord, embedder: Embedder | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """The record in the SQL API's shapes, with one vector per passage and claim when an embedder runs."""
-    passages = [p.as_chunk() for p in record.passages]
+    passages = record.chunks()
     claims = [c.as_claim() for c in record.claims]
     if embedder is None:
         return passages, claims, 0

@@ -275,12 +275,14 @@ def parse_markdown(
         chunk = evidence(offset)
         claims.append(claim if chunk is None else replace(claim, chunk=chunk))
     observed = metadata.get("observed_at", metadata.get("date"))
+    stated = (context.valid_from, context.valid_to)
     return ParsedRecord(
         title=title or first_h1 or fallback,
         passages=tuple(passages),
         claims=tuple(claims),
         observed_at=as_instant(observed) if observed is not None else None,
         warnings=tuple(dict.fromkeys(warnings)),
+        validity=stated if stated != (None, None) else None,
     )
 
 

@@ -9,6 +9,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+
 _PREDICATE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 # camelCase splits before upper-casing, as vera.normalize_predicate does
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -81,6 +83,23 @@ class ParsedRecord:
     observed_at: str | None = None
     # what could not become a claim, said once per record (an unreadable key, ...)
     warnings: tuple[str, ...] = field(default=())
+    # the period the whole record holds for, stated outright (front matter valid_from/valid_to,
+    # ISO dates or timestamps; None where open): every passage's time scope, over what it says
+    validity: tuple[str | None, str | None] | None = None
+
+    def chunks(self) -> list[dict[str, Any]]:
+        """The passages in the shape vera.store_chunks takes, each with its time scope: the
+        record's stated validity when it has one, else the times the passage's own words state."""
+        chunks = []
+        for passage in self.passages:
+            chunk = passage.as_chunk()
+            if self.validity is not None:
+                chunk["time_scope"], chunk["time_scope_version"] = [list(self.validity)], 0
+            else:
+                words = f"{passage.heading}\n{passage.text}" if passage.heading else passage.text
+                chunk["time_scope"], chunk["time_scope_version"] = time_scope(words), EXTRACTION_VERSION
+            chunks.append(chunk)
+        return chunks
 
 
 class RecordFormatError(ValueError):

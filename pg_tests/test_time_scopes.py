@@ -1,0 +1,158 @@
+"""Time scopes of passages (docs/time.md): what vera.store_chunks keeps of the periods a passage
+states, and what an ingested folder's passages get: the times their words state, or the
+validity their front matter states outright, which wins."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+from psycopg.types.json import Jsonb
+
+from pg_tests.databases import APP_LOGIN
+from pg_tests.ingesting import run_worker
+from pg_tests.seed import World, caller, create_project
+from vera_client.client import VeraClient
+from vera_client.domain.time_scopes import EXTRACTION_VERSION
+
+
+def _scopes(world: World, group: str) -> dict[str, tuple[str | None, int | None]]:
+    """Each passage's text: its time scope (as text, in UTC) and the reader's version."""
+    with world.db.admin() as conn:
+        conn.execute("set timezone = 'UTC'")
+        rows = conn.execute(
+            "select text, time_scope::text, time_scope_version from vera.chunks where group_id = %s", (group,)
+        ).fetchall()
+    return {text: (scope, version) for text, scope, version in rows}
+
+
+@pytest.fixture
+def episode(world: World) -> tuple[str, UUID]:
+    group = create_project(world, "time-scopes-sql")
+    with caller(world.db, world.a.owner_key) as conn:
+        source = conn.execute("select vera.register_source(%s, 'wiki', 'history', 1)", (group,)).fetchone()[0]  # type: ignore[index]
+        found = conn.execute(
+            "select episode_id from vera.record_episode(%s, %s, 'house.md', sha256('v1'))", (group, source)
+        ).fetchone()
+        conn.commit()
+    assert found is not None
+    return group, found[0]
+
+
+def test_store_chunks_keeps_the_stated_periods(world: World, episode: tuple[str, UUID]) -> None:
+    group, episode_id = episode
+    chunks = [
+        # what VERA's reader read (version 1): two ranges, one of them open
+        {"text": "owned from 1811 to 1827, and by the Smoots since 1890",
+         "time_scope": [["1811-01-01", "1828-01-01"], ["1890-01-01", None]], "time_scope_version": 1},
+        # stated by the caller: no version means 0, never read again by `vera reprocess`
+        {"text": "rented to Baker", "time_scope": [["1916-01-01T00:00:00+00:00", "1921-01-01"]]},
+        # overlapping ranges merge; read and found empty is not the same as not read
+        {"text": "the 1990s, and 1995", "time_scope": [["1990-01-01", "2000-01-01"], ["1995-01-01", "1996-01-01"]],
+         "time_scope_version": 1},
+        {"text": "no time at all", "time_scope": [], "time_scope_version": 1},
+        {"text": "not read"},
+    ]  # fmt: skip
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb(chunks)))
+        conn.commit()
+    assert _scopes(world, group) == {
+        "owned from 1811 to 1827, and by the Smoots since 1890": (
+            '{["1811-01-01 00:00:00+00","1828-01-01 00:00:00+00"),["1890-01-01 00:00:00+00",)}', 1),
+        "rented to Baker": ('{["1916-01-01 00:00:00+00","1921-01-01 00:00:00+00")}', 0),
+        "the 1990s, and 1995": ('{["1990-01-01 00:00:00+00","2000-01-01 00:00:00+00")}', 1),
+        "no time at all": ("{}", 1),
+        "not read": (None, None),
+    }  # fmt: skip
+
+    # storing again replaces the scope with the new one
+    chunks[0] = {
+        "text": chunks[0]["text"],
+        "time_scope": [["1811-01-01", "1812-01-01"]],
+        "time_scope_version": 2,
+    }
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb(chunks)))
+        conn.commit()
+    assert _scopes(world, group)["owned from 1811 to 1827, and by the Smoots since 1890"] == (
+        '{["1811-01-01 00:00:00+00","1812-01-01 00:00:00+00")}',
+        2,
+    )
+
+
+def test_a_bad_time_scope_names_its_chunk_and_range(world: World, episode: tuple[str, UUID]) -> None:
+    group, episode_id = episode
+    chunks = [
+        {"text": "fine", "time_scope": []},
+        {"text": "bad", "time_scope": [["1996-01-01", "1995-01-01"]]},
+    ]
+    with (
+        caller(world.db, world.a.owner_key) as conn,
+        pytest.raises(Exception, match="chunk 1: time_scope range 0 ends before it starts"),
+    ):
+        conn.execute("select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb(chunks)))
+    assert _scopes(world, group) == {}
+
+
+HOUSE = textwrap.dedent(
+    """\
+    # Newton D. Baker House
+
+    ## Owners
+
+    Maj. George Peter owned the house from 1811 to 1827.
+
+    ## Tenants
+
+    In March 1916 it was rented to Newton D. Baker.
+
+    ## Garden
+
+    The house has a large garden.
+    """
+)
+STATED = textwrap.dedent(
+    """\
+    ---
+    title: Rent roll
+    valid_from: 1916-01-01
+    valid_to: 1921-01-01
+    ---
+    # Rent roll
+
+    The rent was paid in 1950 by somebody else.
+    """
+)
+
+
+def test_ingested_passages_carry_the_times_they_state_or_their_stated_validity(
+    world: World, tmp_path: Path
+) -> None:
+    group = create_project(world, "time-scopes-ingest")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "house.md").write_text(HOUSE, encoding="utf-8")
+    (folder / "rent.md").write_text(STATED, encoding="utf-8")
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        source = vera.register_folder(group, "history", folder, tier=1)
+        vera.request_ingest(group, source.source_id)
+    [report] = run_worker(world.db, tmp_path / "objects")
+    assert report.failed == []
+    scopes = _scopes(world, group)
+    v = EXTRACTION_VERSION
+    assert scopes["Maj. George Peter owned the house from 1811 to 1827."] == (
+        '{["1811-01-01 00:00:00+00","1828-01-01 00:00:00+00")}',
+        v,
+    )
+    assert scopes["In March 1916 it was rented to Newton D. Baker."] == (
+        '{["1916-03-01 00:00:00+00","1916-04-01 00:00:00+00")}',
+        v,
+    )
+    assert scopes["The house has a large garden."] == ("{}", v)
+    # the front matter's validity wins over the year the text names; 0: stated, not read
+    assert scopes["The rent was paid in 1950 by somebody else."] == (
+        '{["1916-01-01 00:00:00+00","1921-01-01 00:00:00+00")}',
+        0,
+    )
