@@ -283,6 +283,8 @@ def chunks() -> st.SearchStrategy[Any]:
             "char_start": json_number(),
             "char_end": json_number(),
             "embedding": json_embedding(),
+            "time_scope": st.one_of(json_scalar(), st.just([["1811-01-01", None], [None, "1995-01-01"]])),
+            "time_scope_version": json_number(),
         },
     )
     return st.one_of(
@@ -346,7 +348,9 @@ def jsonb_strategy(pools: Pools, name: str) -> st.SearchStrategy[Any]:
 def one_field(name: str) -> st.SearchStrategy[Any]:
     """A plausible value of a JSON argument with one field hostile."""
     keys = {
-        "claims": CLAIM_KEYS, "chunks": ["text", "heading", "char_start", "char_end", "embedding"],
+        "claims": CLAIM_KEYS,
+        "chunks": ["text", "heading", "char_start", "char_end", "embedding", "time_scope", "time_scope_version"],
+        "scopes": ["chunk_id", "time_scope", "time_scope_version"],
         "weights": WEIGHT_NAMES, "changes": ["runbook.md"], "config": ["root"],
     }.get(name, ["value"])  # fmt: skip
     return st.builds(mutated, plausible_json(name), st.sampled_from(keys), HOSTILE_JSON)
@@ -548,9 +552,20 @@ def plausible_json(name: str) -> st.SearchStrategy[Any]:
                 "char_start": st.integers(0, 20),
                 "char_end": st.integers(0, 20),
                 "embedding": st.just(REAL),
+                "time_scope": st.just([["1811-01-01", "1828-01-01"], ["2019-01-01", None]]),
+                "time_scope_version": st.integers(0, 3),
             },
         )
         built = st.lists(chunk, min_size=1, max_size=3)
+    elif name == "scopes":
+        scope = st.fixed_dictionaries(
+            {
+                "chunk_id": st.uuids().map(str),
+                "time_scope": st.just([["1995-01-01", "1996-01-01"]]),
+                "time_scope_version": st.integers(1, 3),
+            }
+        )
+        built = st.lists(scope, min_size=1, max_size=3)
     elif name == "weights":
         built = st.dictionaries(st.sampled_from(WEIGHT_NAMES[:-1]), st.floats(0, 1), min_size=1, max_size=3)
     elif name == "changes":

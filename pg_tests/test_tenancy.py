@@ -439,6 +439,8 @@ ISOLATION_TESTED = {
     "settle_entity(text,uuid,uuid,text,text,text)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
     "contradiction_case(text,uuid)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
     "replace_values(text,uuid,uuid[],text,text,text)": "test_judges::test_other_tenants_cannot_judge_a_groups_entities_or_facts",
+    "passages_to_time_scope(text,integer,uuid,integer)": "test_time_scopes::test_other_tenants_and_non_admins_cannot_read_or_set_a_groups_time_scopes",
+    "set_time_scopes(text,jsonb)": "test_time_scopes::test_other_tenants_and_non_admins_cannot_read_or_set_a_groups_time_scopes",
 }
 
 

@@ -8,13 +8,17 @@ import textwrap
 from pathlib import Path
 from uuid import UUID
 
+import psycopg
 import pytest
+from click.testing import CliRunner
 from psycopg.types.json import Jsonb
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import run_worker
 from pg_tests.seed import World, caller, create_project
+from vera_cli.main import main
 from vera_client.client import VeraClient
+from vera_client.domain.errors import PermissionDeniedError
 from vera_client.domain.time_scopes import EXTRACTION_VERSION
 
 
@@ -156,3 +160,73 @@ def test_ingested_passages_carry_the_times_they_state_or_their_stated_validity(
         '{["1916-01-01 00:00:00+00","1921-01-01 00:00:00+00")}',
         0,
     )
+
+
+def test_reprocess_reads_what_was_not_read_and_leaves_stated_scopes(
+    world: World, episode: tuple[str, UUID]
+) -> None:
+    group, episode_id = episode
+    chunks = [
+        {"text": "owned from 1811 to 1827"},  # not read (stored by an application that passed none)
+        {"text": "the garden", "heading": "Garden (1990s)"},  # not read; its heading states a time
+        {"text": "rented in 1916", "time_scope": [["2000-01-01", None]]},  # stated by the caller: stays
+        {"text": "sold in 1934", "time_scope": [["1934-01-01", "1935-01-01"]],
+         "time_scope_version": EXTRACTION_VERSION},  # read by this version: not read again
+    ]  # fmt: skip
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb(chunks)))
+        conn.commit()
+    env = {"VERA_DB__DSN": world.db.dsn(APP_LOGIN), "VERA_API_KEY": world.a.owner_key}
+    ran = CliRunner().invoke(
+        main, ["reprocess", "--group", group, "--time-scopes"], env=env, catch_exceptions=False
+    )
+    assert ran.exit_code == 0, ran.output
+    assert (
+        ran.output.strip()
+        == f"time scopes read again: 2 passages of {group} (reader version {EXTRACTION_VERSION})"
+    )
+    v = EXTRACTION_VERSION
+    assert _scopes(world, group) == {
+        "owned from 1811 to 1827": ('{["1811-01-01 00:00:00+00","1828-01-01 00:00:00+00")}', v),
+        "the garden": ('{["1990-01-01 00:00:00+00","2000-01-01 00:00:00+00")}', v),
+        "rented in 1916": ('{["2000-01-01 00:00:00+00",)}', 0),
+        "sold in 1934": ('{["1934-01-01 00:00:00+00","1935-01-01 00:00:00+00")}', v),
+    }  # fmt: skip
+    again = CliRunner().invoke(
+        main, ["reprocess", "--group", group, "--time-scopes"], env=env, catch_exceptions=False
+    )
+    assert "read again: 0 passages" in again.output
+    refused = CliRunner().invoke(
+        main, ["reprocess", "--group", group, "--time-scopes", "--no-wait"], env=env, catch_exceptions=False
+    )
+    assert refused.exit_code != 0
+    assert refused.output.strip() == (
+        "vera: error: --time-scopes reads here and now, with no job to queue: leave out --no-wait"
+    )
+
+
+def test_other_tenants_and_non_admins_cannot_read_or_set_a_groups_time_scopes(
+    world: World, episode: tuple[str, UUID]
+) -> None:
+    group, episode_id = episode
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute(
+            "select * from vera.store_chunks(%s, %s, %s)",
+            (group, episode_id, Jsonb([{"text": "secret of 1999"}])),
+        )
+        conn.commit()
+    with world.db.admin() as admin:
+        [(chunk,)] = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s", (group,)
+        ).fetchall()
+    item = [{"chunk_id": str(chunk), "time_scope": [], "time_scope_version": 1}]
+    for key in (world.b.owner_key, world.a.viewer_key):  # another tenant's owner; a viewer of A
+        with VeraClient(world.db.dsn(APP_LOGIN), key) as vera, pytest.raises(PermissionDeniedError):
+            vera.read_time_scopes(group)
+        with caller(world.db, key) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select vera.set_time_scopes(%s, %s)", (group, Jsonb(item)))
+    # B's owner, in its own group, cannot reach A's passage by its id: nothing is written
+    with caller(world.db, world.b.owner_key) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute("select vera.set_time_scopes(%s, %s)", (world.b.organisation, Jsonb(item)))
+    assert refused.value.sqlstate == "VN001"
+    assert _scopes(world, group) == {"secret of 1999": (None, None)}

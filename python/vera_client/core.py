@@ -64,6 +64,7 @@ from vera_client.domain.models import (
 from vera_client.domain.ports import Embedder, GraphStore
 from vera_client.domain.reranking import rerank_hits
 from vera_client.domain.sources import pick_source
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
 
 T = TypeVar("T")
 ItemKind = str  # "fact" or "passage"
@@ -305,6 +306,26 @@ class Operations:
         """Queue an extract job over the group's passages for the worker, on behalf of the caller; the job id.
         redo: also passages an earlier model or prompt version extracted (`vera reprocess`)."""
         return (yield from ask(calls.request_extraction(group, redo)))
+
+    # --- time scopes of passages (issue 16) ---
+    def read_time_scopes(self, group: str, *, batch: int = 500) -> Plan[int]:
+        """Read the time scopes of the group's passages that VERA's reader has not read, or read
+        with an older version (`vera reprocess --time-scopes`), batch by batch, each batch in a
+        transaction of its own; how many were read. A scope its caller or its front matter
+        stated stays. Admins of the group only."""
+        read = 0
+        after: UUID | None = None
+        while True:
+            passages = yield from ask(calls.passages_to_time_scope(group, EXTRACTION_VERSION, after, batch))
+            if not passages:
+                return read
+            scopes = [
+                {"chunk_id": str(p.chunk_id), "time_scope": time_scope(p.text, p.heading),
+                 "time_scope_version": EXTRACTION_VERSION}
+                for p in passages
+            ]  # fmt: skip
+            read += yield from ask(calls.set_time_scopes(group, scopes))
+            after = passages[-1].chunk_id
 
     def record_episode(
         self,

@@ -73,4 +73,85 @@ end
 $$;
 comment on function vera.as_time_scope(jsonb, text) is 'Internal: a time scope from [[start, end], ...] JSON';
 
+-- Contract: for `vera reprocess --time-scopes`: the passages of a group
+-- whose time scope VERA's reader has not read, or read with a version older
+-- than reader_version (a scope stated by the caller or by front matter,
+-- version 0, is never listed), in chunk id order after after_chunk, at most
+-- max_rows (1..1000). Admins of the group only (42501): the list holds the
+-- text of every passage, proposals and text awaiting review included.
+create or replace function vera.passages_to_time_scope(
+    group_id text, reader_version integer, after_chunk uuid default null, max_rows integer default 500
+)
+returns table (chunk_id uuid, heading text, text text)
+language plpgsql stable security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_role(passages_to_time_scope.group_id, 'admin');
+    perform vera.check_max_rows(max_rows);
+    if reader_version is null or reader_version not between 1 and 32767 then
+        raise exception 'reader_version must be between 1 and 32767' using errcode = '22023';
+    end if;
+    return query
+    select c.chunk_id, c.heading, c.text
+      from vera.chunks c
+     where c.group_id = passages_to_time_scope.group_id
+       and (c.time_scope_version is null or c.time_scope_version between 1 and reader_version - 1)
+       and (after_chunk is null or c.chunk_id > after_chunk)
+     order by c.chunk_id
+     limit max_rows;
+end
+$$;
+comment on function vera.passages_to_time_scope(text, integer, uuid, integer) is
+    'Passages whose time scope was not read, or read by an older reader (vera reprocess --time-scopes)';
+
+-- Contract: records time scopes read again: a JSON array of {"chunk_id",
+-- "time_scope": [[start, end], ...], "time_scope_version": n >= 1}, at
+-- most 1000. Admins of the group only (42501); a chunk id that is not a
+-- passage of the group is VN001, and nothing is written. Returns how many
+-- passages were updated.
+create or replace function vera.set_time_scopes(group_id text, scopes jsonb)
+returns integer
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+declare
+    updated integer;
+    wanted integer;
+begin
+    perform vera.require_role(set_time_scopes.group_id, 'admin');
+    if jsonb_typeof(scopes) is distinct from 'array' then
+        raise exception 'scopes must be a JSON array of {chunk_id, time_scope, time_scope_version}'
+            using errcode = '22023';
+    end if;
+    if jsonb_array_length(scopes) > 1000 then
+        raise exception 'at most 1000 time scopes per call, got %', jsonb_array_length(scopes) using errcode = '54000';
+    end if;
+    if exists (select from jsonb_array_elements(scopes) e
+                where jsonb_typeof(e) <> 'object'
+                   or coalesce(e ->> 'chunk_id', '') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                   or coalesce(e ->> 'time_scope_version', '') !~ '^[0-9]{1,4}$'
+                   or (e ->> 'time_scope_version')::integer < 1
+                   or coalesce(jsonb_typeof(e -> 'time_scope'), 'null') = 'null') then
+        raise exception 'each item needs a chunk_id (a uuid), a time_scope and a time_scope_version of 1 or more'
+            using errcode = '22023';
+    end if;
+    select count(distinct (e ->> 'chunk_id')::uuid) into wanted from jsonb_array_elements(scopes) e;
+    update vera.chunks c
+       set time_scope = vera.as_time_scope(e.item -> 'time_scope', format('chunk %s', e.item ->> 'chunk_id')),
+           time_scope_version = (e.item ->> 'time_scope_version')::smallint
+      from jsonb_array_elements(scopes) as e(item)
+     where c.group_id = set_time_scopes.group_id
+       and c.chunk_id = (e.item ->> 'chunk_id')::uuid;
+    get diagnostics updated = row_count;
+    if updated <> wanted then
+        raise exception '% of % chunk ids are not passages of group %',
+            wanted - updated, wanted, vera.shown(set_time_scopes.group_id) using errcode = 'VN001';
+    end if;
+    return updated;
+end
+$$;
+comment on function vera.set_time_scopes(text, jsonb) is
+    'Records time scopes read again by VERA''s reader (vera reprocess --time-scopes)';
+
 reset role;

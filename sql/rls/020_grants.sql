@@ -222,3 +222,13 @@ grant execute on function
     vera.replace_values(text, uuid, uuid[], text, text, text)
     to vera_worker;
 reset role;
+
+-- ===== time scopes of passages (issue 16: sql/functions/107_time_scopes.sql) =====
+-- Reading a group's time scopes again (vera reprocess --time-scopes) is an
+-- admin's operation, done by the caller's own client: no model, no worker.
+set role vera_owner;
+grant execute on function
+    vera.passages_to_time_scope(text, integer, uuid, integer),
+    vera.set_time_scopes(text, jsonb)
+    to vera_app, vera_gateway;
+reset role;

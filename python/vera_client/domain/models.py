@@ -571,6 +571,15 @@ class QueueLag:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PassageToTimeScope:
+    """A passage whose time scope VERA's reader has not read, or read with an older version."""
+
+    chunk_id: UUID
+    heading: str | None
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PassageToExtract:
     """A passage the extract job has still to send through the extraction model."""
 

@@ -242,10 +242,11 @@ def read_times(text: str) -> list[TimeRange]:
     return ranges
 
 
-def time_scope(text: str) -> list[list[str | None]]:
-    """A passage's time scope in the form vera.store_chunks takes: each stated range as [start,
-    end] ISO dates (null where open); [] when it states no time."""
-    return [found.as_json() for found in read_times(text)]
+def time_scope(text: str, heading: str | None = None) -> list[list[str | None]]:
+    """A passage's time scope in the form vera.store_chunks takes: each range its heading and
+    text state, as [start, end] ISO dates (null where open); [] when they state no time."""
+    words = f"{heading}\n{text}" if heading else text
+    return [found.as_json() for found in read_times(words)]
 
 
 def query_time(text: str) -> TimeRange | None:

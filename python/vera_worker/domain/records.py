@@ -96,8 +96,8 @@ class ParsedRecord:
             if self.validity is not None:
                 chunk["time_scope"], chunk["time_scope_version"] = [list(self.validity)], 0
             else:
-                words = f"{passage.heading}\n{passage.text}" if passage.heading else passage.text
-                chunk["time_scope"], chunk["time_scope_version"] = time_scope(words), EXTRACTION_VERSION
+                chunk["time_scope"] = time_scope(passage.text, passage.heading)
+                chunk["time_scope_version"] = EXTRACTION_VERSION
             chunks.append(chunk)
         return chunks
 

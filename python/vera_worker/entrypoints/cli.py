@@ -24,6 +24,7 @@ from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
 from vera_client.config import DbSettings, LlmSettings
 from vera_client.domain.errors import VeraError
+from vera_client.domain.time_scopes import EXTRACTION_VERSION
 from vera_client.entrypoints.cli import (
     api_key_option,
     check_reachable,
@@ -317,16 +318,33 @@ def _extraction_line(llm: LlmSettings) -> str:
 
 @commands.command("reprocess")
 @click.option("--group", required=True, help="The group whose passages to extract again.")
+@click.option(
+    "--time-scopes",
+    is_flag=True,
+    help="Read the passages' time scopes again instead (no model; an admin of the group).",
+)
 @click.option("--no-wait", is_flag=True, help="Only queue the job for a running `vera worker`.")
 @click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of a member of the group.")
 @friendly_errors
-def reprocess_command(group: str, no_wait: bool, api_key: str) -> None:
+def reprocess_command(group: str, time_scopes: bool, no_wait: bool, api_key: str) -> None:
     """Extract the group's passages again with the configured extraction model.
 
     Passages the current model and prompt version have already been through are
     skipped; the others (extracted by an earlier version, or never) go to the model.
+    With --time-scopes, the periods each passage states are read again by this
+    version of VERA's reader, here and now (docs/time.md).
     """
     database = database_from_env()
+    if time_scopes:
+        if no_wait:
+            fail("--time-scopes reads here and now, with no job to queue: leave out --no-wait")
+        start_if_embedded(database)
+        with VeraClient.from_settings(api_key, database.settings) as vera:
+            read = vera.read_time_scopes(group)
+        click.echo(
+            f"time scopes read again: {read} passages of {group} (reader version {EXTRACTION_VERSION})"
+        )
+        return
     if not database.settings.llm.enabled:
         fail("no extraction model is configured: set VERA_LLM__BASE_URL (see docs/extraction.md)")
     start_if_embedded(database)

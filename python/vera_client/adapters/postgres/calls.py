@@ -44,6 +44,7 @@ from vera_client.domain.models import (
     NewApiKey,
     PassageReviewOutcome,
     PassageToExtract,
+    PassageToTimeScope,
     PendingPassage,
     PendingReview,
     Proposal,
@@ -898,3 +899,17 @@ def replace_values(
     params = {"group": group, "fact": fact, "replaced": list(replaced), "reason": reason, "model": model,
               "prompt_version": prompt_version}  # fmt: skip
     return Call("replace_values", params, scalar)
+
+
+# --- time scopes of passages (sql/functions/107_time_scopes.sql)
+
+
+def passages_to_time_scope(
+    group: str, reader_version: int, after: UUID | None, max_rows: int
+) -> Call[list[PassageToTimeScope]]:
+    params = {"group": group, "reader_version": reader_version, "after": after, "max_rows": max_rows}
+    return Call("passages_to_time_scope", params, records(PassageToTimeScope))
+
+
+def set_time_scopes(group: str, scopes: Sequence[Mapping[str, Any]]) -> Call[int]:
+    return Call("set_time_scopes", {"group": group, "scopes": Jsonb([dict(s) for s in scopes])}, scalar)

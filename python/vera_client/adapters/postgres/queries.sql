@@ -457,3 +457,14 @@ select vera.contradiction_case(%(group)s, %(fact)s);
 -- name: replace_values
 -- Supersedes the values the contradiction judge said a new value replaces; how many.
 select vera.replace_values(%(group)s, %(fact)s, %(replaced)s::uuid[], %(reason)s, %(model)s, %(prompt_version)s);
+
+-- ===== time scopes of passages (issue 16: sql/functions/107_time_scopes.sql) =====
+
+-- name: passages_to_time_scope
+-- The group's passages whose time scope was not read, or read by an older reader, after a chunk id.
+select chunk_id, heading, text
+from vera.passages_to_time_scope(%(group)s, %(reader_version)s, %(after)s, %(max_rows)s);
+
+-- name: set_time_scopes
+-- Records time scopes read again; how many passages were updated.
+select vera.set_time_scopes(%(group)s, %(scopes)s);
