@@ -410,7 +410,7 @@ ISOLATION_TESTED = {
     "propose(text,text,text,text,text)": "test_proposals",
     "retract_proposal(uuid)": "test_proposals",
     "list_proposals(integer)": "test_proposals",
-    "remember(text,jsonb,text,timestamp with time zone,text,jsonb,jsonb,text)": "test_remember",
+    "remember(text,jsonb,text,timestamp with time zone,text,jsonb,jsonb,text,jsonb)": "test_remember",
     "remember_passages(text,jsonb,text)": "test_remember",
     "remember_default_tier()": "test_remember (a constant: reads no tenant's rows)",
     "store_context_pack(text,integer,jsonb,timestamp with time zone,text[],double precision,integer,jsonb,text,jsonb,jsonb,jsonb)": "test_context_packs",

@@ -230,3 +230,27 @@ def test_other_tenants_and_non_admins_cannot_read_or_set_a_groups_time_scopes(
         conn.execute("select vera.set_time_scopes(%s, %s)", (world.b.organisation, Jsonb(item)))
     assert refused.value.sqlstate == "VN001"
     assert _scopes(world, group) == {"secret of 1999": (None, None)}
+
+
+def test_remembered_passages_carry_the_times_they_state(world: World) -> None:
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        done = vera.remember([
+            {"role": "user", "content": "Who ran the plant from 1995 to 1999?"},
+            {"role": "assistant", "content": "Mai Tran did; since 2001 it has been closed."},
+        ])  # fmt: skip
+        assert done.created and done.passages == 2
+        group = done.group_id
+    v = EXTRACTION_VERSION
+    scopes = _scopes(world, group)  # the caller's own u: scope, which other tests write to as well
+    assert {text: scopes[text] for text in scopes if "the plant" in text or "Mai Tran" in text} == {
+        "Who ran the plant from 1995 to 1999?": ('{["1995-01-01 00:00:00+00","2000-01-01 00:00:00+00")}', v),
+        "Mai Tran did; since 2001 it has been closed.": ('{["2001-01-01 00:00:00+00",)}', v),
+    }
+    # in SQL, one item per passage or nothing is recorded
+    with caller(world.db, world.a.owner_key) as conn, pytest.raises(psycopg.Error) as refused:
+        conn.execute(
+            "select * from vera.remember('one passage in 1995', time_scopes => %s)",
+            (Jsonb([{"time_scope": []}, {"time_scope": []}]),),
+        )
+    assert refused.value.sqlstate == "22023"
+    assert "one {" in str(refused.value) and "per passage (1 passages)" in str(refused.value)

@@ -10,7 +10,7 @@ import datetime
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -165,20 +165,20 @@ def _refusal(harness: Harness, token: str, caplog: pytest.LogCaptureFixture) -> 
 
 
 @pytest.mark.parametrize(
-    ("claims", "reason"),
+    ("claims_at", "reason"),
     [
-        ({"exp": int(time.time()) - 60}, "'exp'"),
-        ({"nbf": int(time.time()) + 120}, "'nbf'"),
-        ({"iat": int(time.time()) + 120}, "'iat'"),
-        ({"aud": "https://someone-else.test"}, "'aud'"),
-        ({"aud": ["https://a.test", "https://b.test"]}, "'aud'"),
-        ({"iss": "https://evil.test/realm"}, "'iss'"),
-        ({"exp": None}, "exp"),
-        ({"sub": None}, "sub"),
-        ({"sub": "x" * 256}, "sub is over 255"),
-        ({"sub": "bad\nsubject"}, "control characters"),
-        ({"groups": ["other-team"]}, "matches no claim mapping rule"),
-        ({"groups": None}, "matches no claim mapping rule"),
+        (lambda now: {"exp": now - 60}, "'exp'"),
+        (lambda now: {"nbf": now + 120}, "'nbf'"),
+        (lambda now: {"iat": now + 120}, "'iat'"),
+        (lambda _now: {"aud": "https://someone-else.test"}, "'aud'"),
+        (lambda _now: {"aud": ["https://a.test", "https://b.test"]}, "'aud'"),
+        (lambda _now: {"iss": "https://evil.test/realm"}, "'iss'"),
+        (lambda _now: {"exp": None}, "exp"),
+        (lambda _now: {"sub": None}, "sub"),
+        (lambda _now: {"sub": "x" * 256}, "sub is over 255"),
+        (lambda _now: {"sub": "bad\nsubject"}, "control characters"),
+        (lambda _now: {"groups": ["other-team"]}, "matches no claim mapping rule"),
+        (lambda _now: {"groups": None}, "matches no claim mapping rule"),
     ],
     ids=[
         "expired",
@@ -196,8 +196,15 @@ def _refusal(harness: Harness, token: str, caplog: pytest.LogCaptureFixture) -> 
     ],
 )
 def test_refused_claims(
-    harness: Harness, idp: TestIdp, caplog: pytest.LogCaptureFixture, claims: dict[str, Any], reason: str
+    harness: Harness,
+    idp: TestIdp,
+    caplog: pytest.LogCaptureFixture,
+    claims_at: Callable[[int], dict[str, Any]],
+    reason: str,
 ) -> None:
+    # times from the moment the test runs, not from collection: a long run would age them past
+    # the leeway ("not yet valid" 120 s ahead is valid 90 s after collection)
+    claims = claims_at(int(time.time()))
     assert reason in _refusal(harness, idp.token("rsa-1", "carol", **claims), caplog)
 
 

@@ -51,6 +51,7 @@ from vera_client.domain.models import (
     ProposalState,
     PublishedClaim,
     Remembered,
+    RememberPreview,
     RetractedProposal,
     ReviewOutcome,
     SnapshotInfo,
@@ -424,9 +425,10 @@ class Operations:
         The same content again records nothing new (created False). A source is registered on
         first use (tier 3, informational) where the caller administers the group, always in its
         own u: scope; its tier and the contamination guard grade what is recorded. Free-text
-        extraction is off: claims are only those passed. With an embedder for the group's pin
-        (or, before the group has one, the configured embedder), the passages get vectors, so
-        they are found by meaning too: vera.remember_passages tells what to embed first."""
+        extraction is off: claims are only those passed. vera.remember_passages tells first what
+        the passages will be: each gets the time scope its words state (VERA's reader, docs/
+        time.md) and, with an embedder for the group's pin (or, before the group has one, the
+        configured embedder), a vector, so it is found by meaning too."""
         content: str | None = None
         messages: Sequence[Mapping[str, Any]] | None = None
         if isinstance(text_or_messages, str):
@@ -437,21 +439,23 @@ class Operations:
             messages = cast(Sequence[Mapping[str, Any]], text_or_messages)  # every item checked above
         else:
             raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
-        vectors, model = yield from self._passage_vectors(content, messages, group)
+        preview = yield from ask(calls.remember_passages(content=content, messages=messages, group=group))
+        scopes = [
+            {"time_scope": time_scope(p["text"], p.get("heading")), "time_scope_version": EXTRACTION_VERSION}
+            for p in preview.passages
+        ]
+        vectors, model = yield from self._passage_vectors(preview)
         call = calls.remember(
             content=content, messages=messages, source=source, at=at, group=group, claims=claims,
-            embeddings=vectors, embedding_model=model,
+            embeddings=vectors, embedding_model=model, time_scopes=scopes,
         )  # fmt: skip
         return (yield from ask(call))
 
-    def _passage_vectors(
-        self, content: str | None, messages: Sequence[Mapping[str, Any]] | None, group: str | None
-    ) -> Plan[tuple[list[list[float]] | None, str | None]]:
+    def _passage_vectors(self, preview: RememberPreview) -> Plan[tuple[list[list[float]] | None, str | None]]:
         """Vectors of the passages vera.remember will store, by the embedder of the group's pin;
         none without providers, or when the pinned model does not run here."""
         if self.shared.providers is None:
             return None, None
-        preview = yield from ask(calls.remember_passages(content=content, messages=messages, group=group))
         embedder = self.shared.providers.embedder_for_model(preview.embedding_model)
         if embedder is None or (preview.embedding_dim not in (None, embedder.dim)):
             return None, None

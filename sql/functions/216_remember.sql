@@ -214,19 +214,25 @@ comment on function vera.remember_passages(text, jsonb, text) is
 --             optional: one vector per passage, in the order
 --             vera.remember_passages gives them, by that model (the group's
 --             pin applies: VE001 for another model or dimension)
+--   time_scopes
+--             optional: one {"time_scope", "time_scope_version"?} per
+--             passage, in the same order: the periods it states, as
+--             vera.store_chunks takes them (the Python client reads them with
+--             VERA's reader; without them the passages' scopes are not read)
 -- The episode is keyed by its content (text or messages, and claims; not the
 -- vectors): the same content again records nothing new and returns the
 -- episode it made (created false). Passages: one per message (heading: the
 -- speaker), or the text cut as plain text; graded and guarded by the
 -- source's tier as store_chunks and publish_claims grade them. Errors: 22023
 -- (neither or both of content and messages, blank or malformed input, a
--- vector count that is not the passage count, a retracted source), 22001
+-- vector or time scope count that is not the passage count, a retracted
+-- source, a malformed time scope), 22001
 -- (too long), 54000 (too many messages or claims), 42501 (no member of the
 -- group, or a new source in a group the caller does not administer), VE001.
 create or replace function vera.remember(
     content text default null, messages jsonb default null, source text default 'memory',
     at timestamptz default null, to_group text default null, claims jsonb default '[]',
-    embeddings jsonb default null, embedding_model text default null
+    embeddings jsonb default null, embedding_model text default null, time_scopes jsonb default null
 )
 returns table (group_id text, source_id uuid, episode_id uuid, version integer, created boolean,
                passages integer, claims_recorded integer, claims_published integer,
@@ -272,6 +278,20 @@ begin
           from jsonb_array_elements(chunks) with ordinality as a(c, i)
           join jsonb_array_elements(remember.embeddings) with ordinality as v(e, j) on j = i;
     end if;
+    if remember.time_scopes is not null then
+        if jsonb_typeof(remember.time_scopes) <> 'array'
+           or jsonb_array_length(remember.time_scopes) <> jsonb_array_length(chunks)
+           or exists (select from jsonb_array_elements(remember.time_scopes) t
+                       where jsonb_typeof(t) <> 'object'
+                          or not t ? 'time_scope'
+                          or t - 'time_scope' - 'time_scope_version' <> '{}') then
+            raise exception 'time_scopes must be a JSON array of one {"time_scope", "time_scope_version"?} per passage (% passages)',
+                jsonb_array_length(chunks) using errcode = '22023';
+        end if;
+        select jsonb_agg(c || t order by i) into chunks
+          from jsonb_array_elements(chunks) with ordinality as a(c, i)
+          join jsonb_array_elements(remember.time_scopes) with ordinality as v(t, j) on j = i;
+    end if;
     title := btrim(split_part(btrim(coalesce(remember.content, remember.messages -> 0 ->> 'content')), E'\n', 1));
 
     -- the source, registered on first use where the caller may register it
@@ -310,7 +330,7 @@ begin
                         stored, claim_count, published, passage_lifecycle;
 end
 $$;
-comment on function vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text) is
+comment on function vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text, jsonb) is
     'Records a text or chat transcript (and structured claims) as one episode of a source, idempotent by content';
 
 reset role;

@@ -19,4 +19,7 @@ comment on column vera.chunks.time_scope is
 comment on column vera.chunks.time_scope_version is
     'Version of VERA''s reader that read time_scope (time_scopes.EXTRACTION_VERSION); 0: stated by the caller or front matter';
 
+-- vera.remember takes the time scopes of its passages (sql/functions/216_remember.sql)
+drop function if exists vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text);
+
 reset role;

@@ -169,7 +169,7 @@ reset role;
 -- ===== remember in one call (issue 17), sql/functions/216_remember.sql =====
 set role vera_owner;
 grant execute on function
-    vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text),
+    vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text, jsonb),
     vera.remember_passages(text, jsonb, text),
     vera.remember_default_tier()
     to vera_app, vera_gateway;

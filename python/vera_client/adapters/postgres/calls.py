@@ -673,6 +673,7 @@ def remember(
     claims: Sequence[Mapping[str, Any]],
     embeddings: Sequence[Sequence[float]] | None = None,
     embedding_model: str | None = None,
+    time_scopes: Sequence[Mapping[str, Any]] | None = None,
 ) -> Call[Remembered]:
     params = {
         "content": content,
@@ -683,6 +684,7 @@ def remember(
         "claims": Jsonb(list(claims)),
         "embeddings": Jsonb([list(v) for v in embeddings]) if embeddings is not None else None,
         "embedding_model": embedding_model,
+        "time_scopes": Jsonb([dict(t) for t in time_scopes]) if time_scopes is not None else None,
     }
     return Call("remember", params, record(Remembered))
 

@@ -345,7 +345,7 @@ from vera.record_pack_feedback(%(pack)s, %(position)s, %(vote)s, %(embedding)s::
 select group_id, source_id, episode_id, version, created, passages, claims_recorded, claims_published,
        lifecycle::text as lifecycle
 from vera.remember(%(content)s, %(messages)s, %(source)s, %(at)s, %(group)s, %(claims)s, %(embeddings)s,
-                   %(embedding_model)s);
+                   %(embedding_model)s, %(time_scopes)s);
 
 -- name: remember_passages
 -- What vera.remember would store: the group, its embedding pin and the passages.
