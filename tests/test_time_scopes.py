@@ -34,6 +34,10 @@ D = date
         ("It was private until 2003.", [(None, D(2004, 1, 1), "until 2003")]),
         ("Nothing was built before 1990.", [(None, D(1990, 1, 1), "before 1990")]),
         ("Prices rose after 2008.", [(D(2009, 1, 1), None, "after 2008")]),
+        # a year of three digits, after a word that makes it a time
+        ("Emma gave birth to Carloman in 830.", [(D(830, 1, 1), D(831, 1, 1), "830")]),
+        ("Arnulf was duke from 880 to 887.", [(D(880, 1, 1), D(888, 1, 1), "from 880 to 887")]),
+        ("Vào năm 939, Ngô Quyền xưng vương.", [(D(939, 1, 1), D(940, 1, 1), "939")]),
         # Vietnamese
         ("Từ năm 1811 đến năm 1827, ngôi nhà thuộc về ông A.",
          [(D(1811, 1, 1), D(1828, 1, 1), "Từ năm 1811 đến năm 1827")]),
@@ -68,6 +72,8 @@ def test_a_stated_time_is_read_as_its_range(
         "Call 555-1234 or 12.2015.",
         "Order 123456 shipped.",
         "The year 0999 and 2500 are out of range.",
+        "A force of 830 soldiers marched.",  # three digits with no time word before them
+        "They walked in 300 km of snow.",
         "February 30, 2020 never was.",  # no such day: nothing, rather than a wrong one
     ],
 )

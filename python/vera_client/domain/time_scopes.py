@@ -37,7 +37,12 @@ from datetime import date, timedelta
 # and `vera reprocess --time-scopes` reads again the passages an older version read.
 EXTRACTION_VERSION = 1
 
-FIRST_YEAR, LAST_YEAR = 1000, 2199
+# a year of four digits is read from 1000 on; one of three digits (100-999) only right after a
+# word that makes it a time ("in 830", "from 880 to 887", "năm 830"), since a bare one is more
+# often a count
+FIRST_YEAR, LAST_YEAR = 100, 2199
+_BEFORE_YEAR, _AFTER_YEAR = 32, 16  # how far a point may reach before and after the digits of its year
+_YEAR_DIGITS = re.compile(r"(?<!\d)\d{3,4}(?!\d)")
 
 _MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
@@ -46,7 +51,7 @@ _MONTHS = {
     "oct": 10, "nov": 11, "dec": 12,
 }  # fmt: skip
 _MONTH = "(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_YEAR = r"\d{4}"
+_YEAR = r"[12]\d{3}"
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 # units and words after a number that make it a quantity, not a year
 _UNITS = (
@@ -69,6 +74,7 @@ _POINT = re.compile(
   | (?P<vi_decade>(?:thập\s+(?:niên|kỷ)|những\s+năm)\s+(?P<vdec_y>\d{{3}}0))
   | (?P<vi_year>năm\s+(?P<vy_y>{_YEAR}))
   | (?P<year>(?P<y>{_YEAR}))
+  | (?:\b(?:in|from|to|until|till|since|before|after|between|and|during|by|circa|AD|năm|từ|đến)\s+)(?P<early>[1-9]\d{{2}})(?!\d)
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -167,8 +173,8 @@ def _span(match: re.Match[str]) -> tuple[date, date] | None:
         elif g("en_decade") or g("vi_decade"):
             year = int(g("dec_y") or g("vdec_y"))
             first, after = date(year, 1, 1), date(year + 10, 1, 1)
-        elif g("vi_year") or g("year"):
-            year = int(g("vy_y") or g("y"))
+        elif g("vi_year") or g("year") or g("early"):
+            year = int(g("vy_y") or g("y") or g("early"))
             first, after = date(year, 1, 1), date(year + 1, 1, 1)
         else:
             first = _first_day(match)
@@ -179,20 +185,29 @@ def _span(match: re.Match[str]) -> tuple[date, date] | None:
 
 
 def _points(text: str) -> list[_Point]:
-    points = []
-    for match in _POINT.finditer(text):
-        if match.group("year") and (
-            _NOT_BEFORE_YEAR.search(text[max(0, match.start() - 8) : match.start()])
-            or _NOT_AFTER_YEAR.match(text[match.end() : match.end() + 12])
-        ):
+    """The points of text, in order. Every point holds a year, so the grammar is tried only
+    around runs of three or four digits: reading a long text costs what its years cost."""
+    points: list[_Point] = []
+    done = 0  # where the last point ended: nothing before it is read again
+    for digits in _YEAR_DIGITS.finditer(text):
+        if digits.start() < done:
             continue
-        if match.start() > 0 and text[match.start() - 1].isalnum():  # inside a word or number
-            continue
-        if match.end() < len(text) and text[match.end()].isalnum():
-            continue
-        days = _span(match)
-        if days is not None:
-            points.append(_Point(days[0], days[1], match.start(), match.end()))
+        window = (max(done, digits.start() - _BEFORE_YEAR), min(len(text), digits.end() + _AFTER_YEAR))
+        for match in _POINT.finditer(text, *window):
+            at = match.start("early") if match.group("early") else match.start()
+            if at < done or (match.start() > 0 and text[match.start() - 1].isalnum()):  # inside a word
+                continue
+            if match.end() < len(text) and text[match.end()].isalnum():
+                continue
+            if (match.group("year") or match.group("early")) and (
+                _NOT_BEFORE_YEAR.search(text[max(0, at - 8) : at])
+                or _NOT_AFTER_YEAR.match(text[match.end() : match.end() + 12])
+            ):
+                continue
+            days = _span(match)
+            if days is not None:
+                points.append(_Point(days[0], days[1], at, match.end()))
+                done = match.end()
     return points
 
 
