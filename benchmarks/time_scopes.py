@@ -55,16 +55,18 @@ def main() -> None:
             rest = [i for i in range(len(scopes)) if i not in gold]
             others.append(sum(_overlaps(scopes[i], asked) for i in rest) / max(1, len(rest)))
 
-    print(f"TimeQA train (human-annotated): {len(pages)} pages, {len(paragraphs)} paragraphs "
-          f"({characters / len(paragraphs):.0f} characters on average), {questions} answerable questions")  # fmt: skip
+    mean = characters / len(paragraphs)
+    print(f"TimeQA train (human-annotated): {len(pages)} pages, {len(paragraphs)} paragraphs")
+    print(f"  ({mean:.0f} characters on average), {questions} answerable questions")
     print(f"reader version {EXTRACTION_VERSION}, one core:")
     print(f"  paragraphs read per second      {statistics.median(rates):,.0f} (median of {args.repeat})")
     print(f"  paragraphs stating a time       {stated / len(paragraphs):.3f}")
     print(f"  questions with a time found     {detected / questions:.3f}")
-    print(f"  of those, answered by a paragraph whose scope overlaps the question's time  "
-          f"{answered_in_time / detected:.3f}")  # fmt: skip
-    print(f"  the page's other paragraphs overlapping it too (mean share)                 "
-          f"{statistics.fmean(others):.3f}")  # fmt: skip
+    answered = answered_in_time / detected
+    print(f"  answered by a paragraph whose scope overlaps the question's time  {answered:.3f}")
+    print(
+        f"  the page's other paragraphs overlapping it too (mean share)       {statistics.fmean(others):.3f}"
+    )
 
 
 def _overlaps(scope: list[TimeRange], asked: TimeRange) -> bool:

@@ -60,6 +60,8 @@ _UNITS = (
     "dollars|euros|usd|eur|vnd|đồng|người|ha"
 )
 
+# words after which three digits are a year
+_TIME_WORDS = "in|from|to|until|till|since|before|after|between|and|during|by|circa|AD|năm|từ|đến"
 # One point expression; the group names say which kind it is. Longer forms come first so that
 # "March 5, 2020" is one day, not a month and a year.
 _POINT = re.compile(
@@ -74,7 +76,7 @@ _POINT = re.compile(
   | (?P<vi_decade>(?:thập\s+(?:niên|kỷ)|những\s+năm)\s+(?P<vdec_y>\d{{3}}0))
   | (?P<vi_year>năm\s+(?P<vy_y>{_YEAR}))
   | (?P<year>(?P<y>{_YEAR}))
-  | (?:\b(?:in|from|to|until|till|since|before|after|between|and|during|by|circa|AD|năm|từ|đến)\s+)(?P<early>[1-9]\d{{2}})(?!\d)
+  | (?:\b(?:{_TIME_WORDS})\s+)(?P<early>[1-9]\d{{2}})(?!\d)
     """,
     re.IGNORECASE | re.VERBOSE,
 )
