@@ -21,7 +21,12 @@ Vectors are cached on disk (/tmp, keyed by model and SHA-256 of the text, with
 the seconds each took), so a rerun does not embed again; the first run embeds
 for about 12 minutes on 2 cores. The database is rebuilt on every run.
 
-    .venv/bin/python benchmarks/quality.py [--only scifact|xquad] [--limit N] [--eval-dir DIR]
+TimeQA (human-annotated train split, 15,524 paragraphs of 318 pages, 975 answerable
+questions): every paragraph a passage of one group, with the time scope VERA's reader finds
+in it; hit@5, hit@10, MRR@10 and the right page in the top 10, of the three legs, and of
+hybrid with the period each question's words state passed as during (the period signal).
+
+    .venv/bin/python benchmarks/quality.py [--only scifact|xquad|timeqa] [--limit N] [--eval-dir DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sqlite3
 import statistics
 import sys
@@ -55,6 +61,7 @@ from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.languages import model_reads
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, query_time, time_scope
 
 DATABASE = "vera_bench_quality"
 CACHE = Path(f"/tmp/vera-quality-{os.getuid()}/embeddings.sqlite3")  # noqa: S108
@@ -71,8 +78,14 @@ LABELS = {
 }
 SEARCH = (
     "select item_id from vera.search(%(query)s, %(embedding)s::vector, %(k)s, groups => %(groups)s,"
-    " candidates => %(candidates)s, embedding_model => %(model)s)"
+    " candidates => %(candidates)s, embedding_model => %(model)s, during => %(during)s::tstzrange,"
+    " weights => %(weights)s::jsonb)"
 )
+# the six weights of vera.default_weights() without the period signal (a search without during
+# uses them in these proportions); the period sweep gives the period its share w, the six 1 - w
+SIX_WEIGHTS = {"relevance": 0.40, "authority": 0.18, "verification": 0.12, "recency": 0.12, "feedback": 0.08,
+               "confidence": 0.10}  # fmt: skip
+PERIOD_SWEEP = (0.1, 0.2, 0.3, 0.5)
 # ../shared/BASELINES.md: BM25 (rank_bm25), exact cosine over the same MiniLM, RRF of both
 SCIFACT_BASELINES = {
     "BM25": (0.652, 0.873, 0.619),
@@ -209,6 +222,9 @@ def load(
                         chunk["heading"] = passage.heading
                     if vectors is not None:
                         chunk["embedding"] = vectors[i].tolist()
+                    # what every ingestion path stores: the periods the passage states (docs/time.md)
+                    chunk["time_scope"] = time_scope(passage.text, passage.heading)
+                    chunk["time_scope_version"] = EXTRACTION_VERSION
                     tx.run(calls.store_chunks(group, episode.episode_id, [chunk], model))
         return time.perf_counter() - started
 
@@ -232,25 +248,35 @@ def search(
     queries: Sequence[tuple[str, np.ndarray]],
     leg: str,
     k: int,
+    period_weight: float | None = None,
 ) -> tuple[list[list[object]], float]:
-    """Each query's item ids, best first, and the median milliseconds of one vera.search."""
+    """Each query's item ids, best first, and the median milliseconds of one vera.search. The
+    "period" leg is hybrid with the period the query's words state as during, as the client
+    finds it (vera_client.domain.time_scopes.query_time)."""
     rankings, elapsed = [], []
     with app(bench, key) as conn:
         for text, vector in queries:
-            embedded = leg in ("vector", "hybrid") or (
+            embedded = leg in ("vector", "hybrid", "period") or (
                 leg == "client" and model_reads(model_languages(MINILM_MODEL), text)
             )
+            asked = query_time(text) if leg == "period" else None
             params = {
                 "query": None if leg == "vector" else text,
                 "embedding": vector if embedded else None,
                 "model": MINILM_MODEL if embedded else None,
                 "k": k, "groups": list(groups), "candidates": CANDIDATES,
+                "during": calls.period_range(asked),
+                "weights": None if period_weight is None else json.dumps(_period_weights(period_weight)),
             }  # fmt: skip
             began = time.perf_counter()
             rankings.append([row[0] for row in conn.execute(SEARCH, params).fetchall()])
             elapsed.append((time.perf_counter() - began) * 1000)
         conn.rollback()
     return rankings, statistics.median(elapsed)
+
+
+def _period_weights(share: float) -> dict[str, float]:
+    return {**{name: w * (1 - share) for name, w in SIX_WEIGHTS.items()}, "period": share}
 
 
 def ndcg(ranked: Sequence[str], relevant: dict[str, int], depth: int = 10) -> float:
@@ -476,6 +502,146 @@ def xquad(bench: Bench, cache: VectorCache, root: Path, limit: int | None) -> No
     xquad_report(ranked, expected, len(qids))
 
 
+# --- TimeQA (issue 16) -------------------------------------------------------------------------------
+
+TIMEQA_BASELINES = {  # hit@5, hit@10, MRR@10, right page in top 10
+    "BM25": (0.428, 0.597, 0.261, 0.973),
+    "Vector (MiniLM)": (0.430, 0.597, 0.240, 0.993),
+    "RRF k=1": (0.482, 0.666, 0.278, 0.997),
+    "RRF k=60": (0.507, 0.677, 0.284, 0.998),
+}
+TIMEQA_LEGS = ("fts", "vector", "hybrid", "period")
+TIMEQA_LABELS = {**LABELS, "period": f"VERA hybrid + the period its words state ({EMBEDDER}; during)"}
+
+
+def read_timeqa(root: Path) -> tuple[list[Passage], list[tuple[str, set[str]]]]:
+    """Every paragraph of every page is a passage (no title added, as BASELINES); each question
+    with an answer is a query, expecting the paragraphs its answers are in."""
+    pages = json.loads((root / "human_annotated_train.json").read_text(encoding="utf-8"))
+    passages = [
+        Passage(external_id=f"{p}/{i}", heading=None, text=text)
+        for p, page in enumerate(pages)
+        for i, text in enumerate(page["paras"])
+    ]
+    questions = []
+    for p, page in enumerate(pages):
+        for question, answers in page["questions"]:
+            expected = {f"{p}/{a['para']}" for a in answers if a.get("answer", "").strip()}
+            if expected:
+                questions.append((question, expected))
+    return passages, questions
+
+
+def timeqa(bench: Bench, cache: VectorCache, root: Path, limit: int | None) -> None:
+    passages, questions = read_timeqa(root)
+    questions = questions[:limit] if limit else questions
+    print(f"\n## TimeQA: {len(passages):,} paragraphs, {len(questions)} questions ({root})", flush=True)
+    docs = cache.embed([p.text for p in passages], "paragraphs")
+    group, key = create_tenant(bench, "TimeQA (MiniLM)")
+    seconds = load(bench, key, group, passages, docs.vectors)
+    build_missing_vector_indexes(bench.server.admin_url(bench.database))
+    print(f"- {describe(docs, len(passages), 'paragraphs')}")
+    rate = len(passages) / seconds
+    print(f"- database load with vectors and time scopes: {seconds:.1f} s = {rate:,.0f} paragraphs/s")
+    asked = [query_time(q) for q, _ in questions]
+    print(f"- a period found in {sum(a is not None for a in asked)} of {len(questions)} questions")
+    vectors = cache.embed([q for q, _ in questions], "questions").vectors
+    pairs = [(q, v) for (q, _), v in zip(questions, vectors, strict=True)]
+    ids = passage_ids(bench, [group])
+    ranked: dict[str, list[list[str]]] = {}
+    latency: dict[str, float] = {}
+    for leg in TIMEQA_LEGS:
+        rankings, latency[leg] = search(bench, key, groups=[group], queries=pairs, leg=leg, k=10)
+        ranked[leg] = [[ids[item] for item in ranking] for ranking in rankings]
+
+    def scores(rankings: list[list[str]]) -> tuple[float, float, float, float]:
+        expected = [e for _, e in questions]
+        hit5 = statistics.mean(float(bool(set(r[:5]) & e)) for r, e in zip(rankings, expected, strict=True))
+        hit10 = statistics.mean(float(bool(set(r[:10]) & e)) for r, e in zip(rankings, expected, strict=True))
+        reciprocal = statistics.mean(
+            mrr(r, dict.fromkeys(e, 1)) for r, e in zip(rankings, expected, strict=True)
+        )
+        page = statistics.mean(
+            float(any(d.split("/")[0] == next(iter(e)).split("/")[0] for d in r[:10]))
+            for r, e in zip(rankings, expected, strict=True)
+        )
+        return hit5, hit10, reciprocal, page
+
+    baselines = timeqa_baselines(passages, [q for q, _ in questions], docs.vectors, vectors)
+    print(
+        f"\n| TimeQA, {len(questions)} questions, k = 10 | hit@5 | hit@10 | MRR@10 | right page in top 10 |"
+    )
+    print("|---|---|---|---|---|")
+    for leg in TIMEQA_LEGS:
+        a, b, c, d = scores(ranked[leg])
+        print(f"| {TIMEQA_LABELS[leg]} | {a:.3f} | {b:.3f} | {c:.3f} | {d:.3f} |")
+    for name, rankings in baselines.items():
+        a, b, c, d = scores(rankings)
+        print(f"| {name}, computed here as BASELINES computes it | {a:.3f} | {b:.3f} | {c:.3f} | {d:.3f} |")
+    for name, (a, b, c, d) in TIMEQA_BASELINES.items():
+        print(f"| BASELINES: {name} | {a:.3f} | {b:.3f} | {c:.3f} | {d:.3f} |")
+    print(
+        f"\nmedian vera.search: hybrid {latency['hybrid']:.0f} ms, with the period {latency['period']:.0f} ms"
+    )
+    print("\nThe period signal's weight (the six share the rest in their default proportions):")
+    print("| period weight | hit@5 | hit@10 | MRR@10 |")
+    print("|---|---|---|---|")
+    for weight in PERIOD_SWEEP:
+        rankings, _ = search(
+            bench, key, groups=[group], queries=pairs, leg="period", k=10, period_weight=weight
+        )
+        a, b, c, _ = scores([[ids[item] for item in ranking] for ranking in rankings])
+        print(f"| {weight:.1f} | {a:.3f} | {b:.3f} | {c:.3f} |")
+
+
+def timeqa_baselines(
+    passages: Sequence[Passage], questions: Sequence[str], docs: np.ndarray, queries: np.ndarray
+) -> dict[str, list[list[str]]]:
+    """The simple retrievers of ../shared/BASELINES.md over the same paragraphs: BM25Okapi as
+    rank_bm25 computes it (lowercase \\w+ tokens, k1 1.5, b 0.75, IDF ln((N - df + 0.5) /
+    (df + 0.5)) with negatives raised to a quarter of the mean IDF), exact cosine over the same
+    MiniLM vectors, and RRF (k = 1 and 60) of their top 100; each question's top 10."""
+    tokenised = [re.findall(r"\w+", p.text.lower()) for p in passages]
+    n = len(tokenised)
+    lengths = np.array([len(t) for t in tokenised], dtype=np.float64)
+    postings: dict[str, dict[int, int]] = {}
+    for doc, tokens in enumerate(tokenised):
+        for token in tokens:
+            counts = postings.setdefault(token, {})
+            counts[doc] = counts.get(doc, 0) + 1
+    idf = {t: math.log(n - len(d) + 0.5) - math.log(len(d) + 0.5) for t, d in postings.items()}
+    floor = 0.25 * sum(idf.values()) / len(idf)
+    idf = {t: (v if v >= 0 else floor) for t, v in idf.items()}
+    k1, b = 1.5, 0.75
+    norms = k1 * (1 - b + b * lengths / lengths.mean())
+    ids = [p.external_id for p in passages]
+    bm25_top: list[list[int]] = []
+    for question in questions:
+        scores = np.zeros(n)
+        for token in re.findall(r"\w+", question.lower()):
+            for doc, tf in postings.get(token, {}).items():
+                scores[doc] += idf[token] * tf * (k1 + 1) / (tf + norms[doc])
+        bm25_top.append([int(d) for d in np.argsort(-scores, kind="stable")[:100]])
+    cosine_top = [[int(d) for d in np.argsort(-(docs @ q), kind="stable")[:100]] for q in queries]
+
+    def fused(k: int) -> list[list[str]]:
+        out = []
+        for lexical, vector in zip(bm25_top, cosine_top, strict=True):
+            total: dict[int, float] = {}
+            for ranking in (lexical, vector):
+                for rank, doc in enumerate(ranking, start=1):
+                    total[doc] = total.get(doc, 0.0) + 1 / (k + rank)
+            out.append([ids[d] for d in sorted(total, key=lambda d: -total[d])[:10]])
+        return out
+
+    return {
+        "BM25": [[ids[d] for d in top[:10]] for top in bm25_top],
+        "Vector (MiniLM)": [[ids[d] for d in top[:10]] for top in cosine_top],
+        "RRF k=1": fused(1),
+        "RRF k=60": fused(60),
+    }
+
+
 TWINS = "vi -> en, vi twins present"
 
 
@@ -533,7 +699,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--only", choices=("scifact", "xquad"))
+    parser.add_argument("--only", choices=("scifact", "xquad", "timeqa"))
     parser.add_argument("--limit", type=int, help="at most N queries per dataset and setting (a quick run)")
     parser.add_argument(
         "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
@@ -550,6 +716,8 @@ def main() -> None:
         scifact(bench, cache, args.eval_dir / "scifact" / "beir_test", args.limit)
     if args.only in (None, "xquad"):
         xquad(bench, cache, args.eval_dir / "xquad", args.limit)
+    if args.only in (None, "timeqa"):
+        timeqa(bench, cache, args.eval_dir / "timeqa", args.limit)
     print(f"\nrun time {time.perf_counter() - started:.0f} s")
 
 

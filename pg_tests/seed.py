@@ -131,7 +131,7 @@ def _populate(conn: psycopg.Connection, group: object, principal: object) -> Non
     p["f"] = fact
     conn.execute(
         """insert into vera.feedback (group_id, principal_id, item_kind, item_id, query_text, query_sha256, vote, signals)
-                    values (%(g)s, %(p)s, 'fact', %(f)s, 'where does payments-api run', sha256('q'), 1, '{1,1,1,1,1,1}')""",
+                    values (%(g)s, %(p)s, 'fact', %(f)s, 'where does payments-api run', sha256('q'), 1, '{1,1,1,1,1,1,NULL}')""",
         p,
     )
     weights = _one(

@@ -140,7 +140,7 @@ def test_feedback_calibration_and_weights(vera: VeraClient, loaded: tuple[str, U
     assert vote.created and vote.group_id == group and set(vote.signals) >= {"relevance", "authority"}
     calibration = vera.calibrate(group)
     assert not calibration.persisted and calibration.helpful == 1  # too few votes to change anything
-    assert vera.active_weights(group)["relevance"] == pytest.approx(0.4)
+    assert vera.active_weights(group)["relevance"] == pytest.approx(0.32)
     vera.reset_weights(group)
 
 

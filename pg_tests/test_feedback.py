@@ -60,7 +60,7 @@ def test_a_vote_stores_the_hits_signals_and_a_second_vote_replaces_it(world: Wor
         rows = conn.execute(
             "select vote, cardinality(signals) from vera.feedback where item_id = %s", (hit["item_id"],)
         ).fetchall()
-        assert rows == [(-1, 6)]
+        assert rows == [(-1, 7)]  # the seven signals (period null: the query asked about no period)
 
 
 def test_votes_move_the_feedback_signal(world: World, group: str) -> None:
@@ -138,10 +138,13 @@ def test_calibration_follows_the_mean_difference_rule_and_waits_for_enough_sampl
         assert sum(few["weights"][name] for name in few["separation"]) == pytest.approx(1.0, abs=1e-4)
         assert all(few["weights"][name] >= 0 for name in few["separation"])
         for name, gap in few["separation"].items():
-            if gap <= 0:
+            if gap is not None and gap <= 0:
                 assert few["weights"][name] == 0
+        # no vote was on a search that asked about a period: the period keeps its default share
+        assert few["separation"]["period"] is None
+        assert few["weights"]["period"] == pytest.approx(0.2)
         assert conn.execute("select vera.active_weights(%s) ->> 'relevance'", (group,)).fetchone() == (
-            "0.40",
+            "0.32",
         )
 
         kept = _calibrate(conn, group, 10)
@@ -151,13 +154,15 @@ def test_calibration_follows_the_mean_difference_rule_and_waits_for_enough_sampl
         assert active["authority"] == pytest.approx(kept["weights"]["authority"], abs=1e-5)
         # the next search ranks with the new set, no restart
         hit = search(conn, "service-1 owned by team", groups=[group])[0]
-        expected = sum(hit[name] * active[name] for name in few["separation"])
-        assert hit["score"] == pytest.approx(expected, abs=1e-4)
+        # no period asked: the six share the period's weight in proportion
+        six = [name for name in few["separation"] if name != "period"]
+        expected = sum(hit[name] * active[name] for name in six) / (1 - active["period"])
+        assert hit["period"] is None and hit["score"] == pytest.approx(expected, abs=1e-4)
         assert hit["citation"]["tier"] == 1
 
         conn.execute("select vera.reset_weights(%s)", (group,))
         assert conn.execute("select vera.active_weights(%s) ->> 'relevance'", (group,)).fetchone() == (
-            "0.40",
+            "0.32",
         )
 
 
@@ -213,16 +218,19 @@ def test_another_tenant_never_sees_a_groups_weights(world: World, group: str) ->
 @pytest.mark.parametrize(
     ("up", "down"),
     [
-        # one signal separates, by a gap whose 6-digit rounding goes up (the reported 1.000008)
-        ([0.5, 0.5, 0.5, 0.5, 0.6234567, 0.5], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5]),
-        ([0.5, 0.5, 0.5, 0.5, 0.5000045, 0.5], [0.5, 0.5, 0.5, 0.5, 0.4999999, 0.5]),
+        # one signal separates, by a gap whose 6-digit rounding goes up (the reported 1.000008); the
+        # votes were on searches that asked about no period (its signal null)
+        ([0.5, 0.5, 0.5, 0.5, 0.6234567, 0.5, None], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, None]),
+        ([0.5, 0.5, 0.5, 0.5, 0.5000045, 0.5, None], [0.5, 0.5, 0.5, 0.5, 0.4999999, 0.5, None]),
         # several separate by gaps that all round up
-        ([0.1234567, 0.2345678, 0.3456789, 0.5, 0.5, 0.5], [0.0, 0.0, 0.0, 0.6, 0.6, 0.6]),
-        ([0.3333337, 0.3333337, 0.3333337, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 0.1, 0.1, 0.1]),
+        ([0.1234567, 0.2345678, 0.3456789, 0.5, 0.5, 0.5, None], [0.0, 0.0, 0.0, 0.6, 0.6, 0.6, None]),
+        ([0.3333337, 0.3333337, 0.3333337, 0.1, 0.1, 0.1, None], [0.0, 0.0, 0.0, 0.1, 0.1, 0.1, None]),
+        # the period separates too, when the votes were on searches that asked about one
+        ([0.5, 0.5, 0.5, 0.5, 0.6, 0.5, 1.0], [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0]),
     ],
 )
 def test_calibrated_weights_stay_in_range_and_sum_to_one(
-    world: World, group: str, up: list[float], down: list[float]
+    world: World, group: str, up: list[float | None], down: list[float | None]
 ) -> None:
     _forget_votes(world, group)
     try:
@@ -240,6 +248,10 @@ def test_calibrated_weights_stay_in_range_and_sum_to_one(
             names = list(kept["separation"])
             assert all(0 <= kept["weights"][name] <= 1 for name in names)
             assert sum(kept["weights"][name] for name in names) == pytest.approx(1.0, abs=1e-5)
+            if up[-1] is None:  # nothing told about the period: it keeps the active set's share
+                assert kept["weights"]["period"] == pytest.approx(0.2)
+            else:
+                assert kept["weights"]["period"] > 0.2
             active = conn.execute("select vera.active_weights(%s)", (group,)).fetchone()[0]  # type: ignore[index]
             assert all(0 <= active[name] <= 1 for name in names)
     finally:

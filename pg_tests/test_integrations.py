@@ -1,6 +1,6 @@
 """The LangChain and LlamaIndex retrievers (vera_client.integrations), against the real
 packages and the demo data: each hit of vera.search becomes one document or node, in rank
-order, with its text, citation and six signals, sync and async, as the client's caller."""
+order, with its text, citation and seven signals, sync and async, as the client's caller."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from vera_client.integrations.langchain import VeraRetriever
 from vera_client.integrations.llama_index import VeraLlamaRetriever
 
 QUESTION = "Which cluster does billing-api run on?"
-SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence"}
+SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence", "period"}
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,7 @@ KNOWLEDGE_TOOLS = {
     "get_fact", "explain_fact", "get_evidence", "get_entity", "get_source", "explore", "changes", "conflicts",
     "get_context", "get_context_pack", "pack_feedback", "propose", "retract_proposal", "list_proposals",
 }  # fmt: skip
-SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence"}
+SIGNALS = {"relevance", "authority", "verification", "recency", "feedback", "confidence", "period"}
 LONG_AGO = "2000-01-01T00:00:00Z"
 
 

@@ -135,7 +135,12 @@ async def exercise_every_tool(session: Any, world: World, pending: tuple[UUID, U
         "recency",
         "feedback",
         "confidence",
+        "period",
     }
+    assert hit["signals"]["period"] is None and found["during"] is None  # the query names no period
+    dated = structured(await session.call_tool("search", {"query": "payments-api cluster in 2026", "k": 5}))
+    assert dated["during"] == {"start": "2026-01-01", "end": "2027-01-01", "text": "2026"}
+    assert all(h["signals"]["period"] in (0.0, 0.5, 1.0) for h in dated["hits"])
     assert hit["citation"]["source"]["name"] == "docs" and hit["text"] == "payments-api runs on cluster blue"
     # a scope named by what whoami lists
     in_workspace = structured(

@@ -96,7 +96,7 @@ def test_erasing_an_episode_deletes_it_and_everything_drawn_from_it(world: World
         )
         admin.execute(
             """insert into vera.feedback (group_id, principal_id, item_kind, item_id, query_text, query_sha256, vote, signals)
-               values (%s, %s, 'fact', %s, 'where does jane live', sha256('q'), 1, '{1,1,1,1,1,1}')""",
+               values (%s, %s, 'fact', %s, 'where does jane live', sha256('q'), 1, '{1,1,1,1,1,1,NULL}')""",
             (group, world.a.owner, fact["fact_id"]))  # fmt: skip
     with caller(world.db, world.a.owner_key) as conn:
         job = conn.execute("select vera.erase_episode(%s, %s, 'GDPR request')", (group, episode)).fetchone()[

@@ -1,5 +1,5 @@
 """vera.search (sql/functions/170_ranking.sql, 180_search.sql): one call,
-lexical + vector candidates fused by reciprocal rank, the six-signal blend,
+lexical + vector candidates fused by reciprocal rank, the seven-signal blend,
 valid time, tenancy, and answers to bad input."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_lexical_search_returns_facts_and_passages_with_signals_and_citations(
     assert citation["episode"]["external_id"] == "runbook.md"
     assert citation["chunk"]["heading"] == "Restart"
     assert citation["tier"] == 2
-    # the score is the default blend of the six signals
+    # the score is the default blend of the seven signals
     signals = _signals(top)
     expected = (0.40 * signals["relevance"] + 0.18 * signals["authority"] + 0.12 * signals["verification"]
                 + 0.12 * signals["recency"] + 0.08 * signals["feedback"] + 0.10 * signals["confidence"])  # fmt: skip

@@ -30,7 +30,7 @@ def _item(kind: str, fused: float, lexical: int | None, vector: int | None, key:
     return (
         f"row('{kind}', gen_random_uuid(), 'o:ties', {fused}, '{key}', null, null, null, 0.85, 'auto', 1.0,"
         f" '{OBSERVED}', null, 0, 0, null, null, {lexical or 'null'}, {vector or 'null'},"
-        f" convert_to('{key}', 'UTF8'))::vera.search_item"
+        f" convert_to('{key}', 'UTF8'), null)::vera.search_item"
     )
 
 
@@ -56,7 +56,7 @@ def test_equal_scores_follow_the_documented_order(
     with db.admin() as admin:
         ranked = admin.execute(
             f"select rank, text, score from vera.blend(array[{', '.join(_item(*i) for i in items)}],"
-            f" jsonb_build_object('*', vera.default_weights() || '{{\"relevance\": 0}}'), '{OBSERVED}', 10)"
+            f" jsonb_build_object('*', vera.default_weights() || '{{\"relevance\": 0}}'), '{OBSERVED}', 10, null)"
         ).fetchall()
     assert [text for _, text, _ in ranked] == expected
     assert len({score for _, _, score in ranked}) == 1  # the blend scored them all alike

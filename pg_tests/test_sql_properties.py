@@ -484,6 +484,11 @@ def strategy_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[An
         )
     if type_ == "timestamp with time zone":
         return timestamps()
+    if type_ == "tstzrange":
+        return st.sampled_from([
+            None, "empty", "(,)", "[1811-01-01,1828-01-01)", "[2020-01-01,2019-01-01)", "[-infinity,infinity]",
+            "[1995-01-01 00:00+00,1995-01-01 00:00+00]", "not a range",
+        ])  # fmt: skip
     if type_ == "bytea":
         return st.one_of(
             st.none(),
@@ -645,6 +650,8 @@ def plausible_for(pools: Pools, fn: Function, index: int) -> st.SearchStrategy[A
         return st.sampled_from([1.0, 0.5])
     if type_ == "timestamp with time zone":
         return st.sampled_from([None, now - timedelta(days=1), now + timedelta(days=1)])
+    if type_ == "tstzrange":
+        return st.sampled_from([None, "[1811-01-01,1828-01-01)", "[2020-01-01,)"])
     if type_ == "bytea":
         return st.sampled_from([hashlib.sha256(b"x").digest(), hashlib.sha256(b"new").digest()])
     if type_ == "jsonb":
@@ -669,7 +676,7 @@ ENUMS = {
 }
 TYPES = {
     "text", "uuid", "uuid[]", "integer", "integer[]", "boolean", "bigint", "double precision", "timestamp with time zone",
-    "bytea", "jsonb", "text[]", "vector", "vector[]", *ENUMS,
+    "tstzrange", "bytea", "jsonb", "text[]", "vector", "vector[]", *ENUMS,
 }  # fmt: skip
 
 

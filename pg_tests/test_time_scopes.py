@@ -5,6 +5,7 @@ validity their front matter states outright, which wins."""
 from __future__ import annotations
 
 import textwrap
+from datetime import date
 from pathlib import Path
 from uuid import UUID
 
@@ -19,7 +20,7 @@ from pg_tests.seed import World, caller, create_project
 from vera_cli.main import main
 from vera_client.client import VeraClient
 from vera_client.domain.errors import PermissionDeniedError
-from vera_client.domain.time_scopes import EXTRACTION_VERSION
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
 
 
 def _scopes(world: World, group: str) -> dict[str, tuple[str | None, int | None]]:
@@ -254,3 +255,68 @@ def test_remembered_passages_carry_the_times_they_state(world: World) -> None:
         )
     assert refused.value.sqlstate == "22023"
     assert "one {" in str(refused.value) and "per passage (1 passages)" in str(refused.value)
+
+
+def test_a_question_about_a_period_ranks_the_passage_of_that_period_first(
+    world: World, episode: tuple[str, UUID]
+) -> None:
+    group, episode_id = episode
+    # the same words but the year; the question names neither year, so only the period tells them apart
+    chunks = [
+        {"text": "George Peter owned the house in 1840."},
+        {"text": "George Peter owned the house in 1815."},
+    ]
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.store_chunks(group, episode_id, [{**c, "time_scope": time_scope(c["text"]),
+                                               "time_scope_version": EXTRACTION_VERSION} for c in chunks])  # fmt: skip
+        asked = "Who owned the house from 1811 to 1820?"
+        timeless = vera.search(asked, groups=[group], detect_time=False)
+        assert [h.text for h in timeless] == [c["text"] for c in chunks]  # a tie, broken by position
+        assert {h.signals.period for h in timeless} == {None} and timeless.during is None
+        timed = vera.search(asked, groups=[group])
+        assert timed.during is not None and (timed.during.start, timed.during.end) == (
+            date(1811, 1, 1), date(1821, 1, 1))  # fmt: skip
+        assert [h.text for h in timed] == [chunks[1]["text"], chunks[0]["text"]]
+        assert [h.signals.period for h in timed] == [1.0, 0.0]
+        # the other six signals are the same with and without the period
+        assert [h.signals.relevance for h in timed] == [h.signals.relevance for h in reversed(timeless)]
+    # in SQL, during is the period asked about; no during, no period signal, and the score of old
+    with caller(world.db, world.a.owner_key) as conn:
+        rows = conn.execute(
+            "select text, period, score from vera.search('George Peter owned the house', groups => array[%s],"
+            " during => tstzrange('1811-01-01', '1821-01-01'))",
+            (group,),
+        ).fetchall()
+        assert [(text, period) for text, period, _ in rows] == [
+            (chunks[1]["text"], 1.0),
+            (chunks[0]["text"], 0.0),
+        ]
+        plain = conn.execute(
+            "select score, relevance * 0.40 + authority * 0.18 + verification * 0.12 + recency * 0.12"
+            " + feedback * 0.08 + confidence * 0.10, period"
+            " from vera.search('George Peter owned the house', groups => array[%s])",
+            (group,),
+        ).fetchall()
+        assert all(period is None and score == pytest.approx(old, abs=1e-6) for score, old, period in plain)
+
+
+def test_an_as_of_before_anything_known_says_so(world: World, episode: tuple[str, UUID]) -> None:
+    group, episode_id = episode
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute(
+            "select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb([{"text": "in 1995"}]))
+        )
+        notices: list[str] = []
+        conn.add_notice_handler(lambda notice: notices.append(str(notice.message_primary)))
+        found = conn.execute(
+            "select * from vera.search('in 1995', groups => array[%s], as_of => '1996-01-01')", (group,)
+        ).fetchall()
+        assert found == []
+        assert (
+            len(notices) == 1 and "as_of is knowledge time; to ask about a period, pass during" in notices[0]
+        )
+        with pytest.raises(psycopg.Error) as refused:
+            conn.execute(
+                "select * from vera.search('in 1995', groups => array[%s], during => 'empty')", (group,)
+            )
+        assert refused.value.sqlstate == "22023"

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 from uuid import UUID
@@ -42,6 +42,7 @@ from vera_client.domain.models import (
     Fact,
     FactChange,
     Hit,
+    Hits,
     Membership,
     NewApiKey,
     PassageReviewOutcome,
@@ -65,7 +66,7 @@ from vera_client.domain.models import (
 from vera_client.domain.ports import Embedder, GraphStore
 from vera_client.domain.reranking import rerank_hits
 from vera_client.domain.sources import pick_source
-from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, TimeRange, as_period, query_time, time_scope
 
 T = TypeVar("T")
 ItemKind = str  # "fact" or "passage"
@@ -86,6 +87,15 @@ def ask(step: Call[T] | Work[T]) -> Plan[T]:
     """One step of a plan, typed: `value = yield from ask(calls.whoami())`."""
     value = yield step
     return cast(T, value)
+
+
+def _asked_period(
+    text: str | None, during: TimeRange | tuple[date | None, date | None] | None, detect: bool
+) -> TimeRange | None:
+    """The period a search asks about: the one passed, else the one its words state."""
+    if during is not None:
+        return as_period(during)
+    return query_time(text) if detect and text else None
 
 
 def _check_k(k: int) -> None:
@@ -495,15 +505,23 @@ class Operations:
         candidates: int | None = None,
         ef_search: int | None = None,
         rerank: bool = True,
-    ) -> Plan[list[Hit]]:
+        during: TimeRange | tuple[date | None, date | None] | None = None,
+        detect_time: bool = True,
+    ) -> Plan[Hits]:
         """Ranked, cited hits: hybrid when a searched group's model runs here and reads the query's
         language (else by words alone), reranked when configured.
 
         k_rrf, candidates and ef_search go to vera.search as they are, with its defaults
         (None: 4 x the hits asked of it per half, at least 40; max(100, candidates), at most 1000), and it
         checks them (InvalidArgumentError). With a reranker, SQL is asked for max(k, top_n)
-        hits so that the reranker sees its whole head, and the default candidates follows."""
+        hits so that the reranker sees its whole head, and the default candidates follows.
+
+        during: the period the query asks about ((start, end) days, end exclusive, None where
+        open); without it, the period the query's own words state ("from 1811 to 1827", "năm
+        2020") unless detect_time is False. The hits' `during` says which was used; their
+        period signal compares each hit's time with it (docs/time.md)."""
         _check_k(k)
+        asked = _asked_period(text, during, detect_time)
         reranking = self.shared.reranking(rerank)
         vector, model = yield from self._query_vector(text, groups)
         call = calls.search(
@@ -519,12 +537,13 @@ class Operations:
             k_rrf=k_rrf,
             candidates=candidates,
             ef_search=ef_search,
+            during=asked,
         )
         blended = yield from ask(call)
         if not (reranking and blended):
-            return blended[:k]
+            return Hits(blended[:k], asked)
         reranked = yield from ask(Work(lambda: self.shared.rerank(text, blended)))
-        return reranked[:k]
+        return Hits(reranked[:k], asked)
 
     def feedback(
         self,
@@ -535,12 +554,17 @@ class Operations:
         *,
         as_of: datetime | None = None,
         groups: Sequence[str] | None = None,
+        during: TimeRange | tuple[date | None, date | None] | None = None,
+        detect_time: bool = True,
     ) -> Plan[Vote]:
-        """record_feedback: 'up' or 'down' on a hit of a query (embedded as search embeds it)."""
+        """record_feedback: 'up' or 'down' on a hit of a query (embedded, and its period found, as
+        search embeds it and finds it)."""
+        asked = _asked_period(text, during, detect_time)
         vector, model = yield from self._query_vector(text, groups)
         call = calls.record_feedback(
-            kind, item, text, vote, embedding=vector, embedding_model=model, as_of=as_of, groups=groups
-        )
+            kind, item, text, vote, embedding=vector, embedding_model=model, as_of=as_of, groups=groups,
+            during=asked,
+        )  # fmt: skip
         return (yield from ask(call))
 
     def search_version(self) -> Plan[str]:
@@ -575,10 +599,13 @@ class Operations:
         k: int = 10,
         k_rrf: int = 1,
         candidates: int | None = None,
-    ) -> Plan[list[Hit]]:
-        """The snapshot's answer, as search gave it when it was taken (with the same k_rrf and
-        candidates; vera.search_snapshot's defaults and checks, as in search)."""
+        during: TimeRange | tuple[date | None, date | None] | None = None,
+        detect_time: bool = True,
+    ) -> Plan[Hits]:
+        """The snapshot's answer, as search gave it when it was taken (with the same k_rrf,
+        candidates and period; vera.search_snapshot's defaults and checks, as in search)."""
         _check_k(k)
+        asked = _asked_period(text, during, detect_time)
         pins = yield from ask(calls.snapshot_pin(group, name))
         vector, model = None, None
         chosen = self.shared.embedder_for(pins, text) if text.strip() else None
@@ -594,8 +621,9 @@ class Operations:
             k=k,
             k_rrf=k_rrf,
             candidates=candidates,
+            during=asked,
         )
-        return (yield from ask(call))
+        return Hits((yield from ask(call)), asked)
 
     # --- knowledge reads (the MCP server's tools): each answers as the caller, through RLS
 

@@ -1,5 +1,5 @@
--- Ranking building blocks: the search version snapshots pin, the six signals
--- of the blend, the weight sets, and the lexical query.
+-- Ranking building blocks: the search version snapshots pin, the seven
+-- signals of the blend, the weight sets, and the lexical query.
 set role vera_owner;
 
 -- Contract: the version of the ranking code. A snapshot records it and refuses
@@ -9,21 +9,32 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/5' $$;
+as $$ select 'vera-search/6' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 
--- Contract: the blend's default weights and recency half-life.
+-- Internal: the signals of the blend, in the order search returns them.
+create or replace function vera.signal_names()
+returns text[]
+language sql immutable parallel safe
+as $$ select array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence', 'period'] $$;
+comment on function vera.signal_names() is 'The seven signals of the blend, in the order search returns them';
+
+-- Contract: the blend's default weights and recency half-life. The period
+-- signal counts only in a search that asks about a period (`during`); in
+-- one that does not, the other six share its weight in proportion (the
+-- blend divides by their sum), so these six are the weights such a search
+-- has always used (0.40, 0.18, 0.12, 0.12, 0.08, 0.10), times 0.8.
 create or replace function vera.default_weights()
 returns jsonb
 language sql immutable
 set search_path = vera, pg_temp
 as $$
-    select '{"relevance": 0.40, "authority": 0.18, "verification": 0.12, "recency": 0.12,
-             "feedback": 0.08, "confidence": 0.10, "half_life": "30 days"}'::jsonb
+    select '{"relevance": 0.32, "authority": 0.144, "verification": 0.096, "recency": 0.096,
+             "feedback": 0.064, "confidence": 0.08, "period": 0.20, "half_life": "30 days"}'::jsonb
 $$;
-comment on function vera.default_weights() is 'Default weights of the six signals and the recency half-life';
+comment on function vera.default_weights() is 'Default weights of the seven signals and the recency half-life';
 
--- Internal: checks weights a caller passes in and completes them: the six
+-- Internal: checks weights a caller passes in and completes them: the seven
 -- signals, each a non-negative number (absent ones count 0), scaled to sum 1;
 -- half_life an interval of at least one second (default 30 days).
 create or replace function vera.checked_weights(weights jsonb)
@@ -32,7 +43,7 @@ language plpgsql immutable
 set search_path = vera, pg_temp
 as $$
 declare
-    signal_names constant text[] := array['relevance', 'authority', 'verification', 'recency', 'feedback', 'confidence'];
+    signal_names constant text[] := vera.signal_names();
     unknown text;
     -- numeric, not float8: a JSON number may lie outside float8's range (1e400, 1e-400) or overflow the sum
     total numeric := 0;
@@ -42,7 +53,7 @@ declare
     signal text;
 begin
     if jsonb_typeof(weights) is distinct from 'object' then
-        raise exception 'weights must be a JSON object of the six signals (%)', array_to_string(signal_names, ', ')
+        raise exception 'weights must be a JSON object of the seven signals (%)', array_to_string(signal_names, ', ')
             using errcode = '22023';
     end if;
     select k into unknown from jsonb_object_keys(weights) k where not k = any (signal_names || 'half_life'::text) limit 1;
@@ -78,7 +89,7 @@ begin
 end
 $$;
 comment on function vera.checked_weights(jsonb) is
-    'Internal: validates weights (six non-negative numbers, optional half_life) and scales them to sum 1';
+    'Internal: validates weights (seven non-negative numbers, optional half_life) and scales them to sum 1';
 
 -- Contract: the weights a group's searches use now: its active weight set,
 -- else the defaults. Search reads it on every call, so a calibration takes
@@ -92,7 +103,7 @@ as $$
         (select jsonb_build_object(
                     'relevance', w.relevance, 'authority', w.authority, 'verification', w.verification,
                     'recency', w.recency, 'feedback', w.feedback, 'confidence', w.confidence,
-                    'half_life', w.half_life::text, 'weight_set_id', w.weight_set_id)
+                    'period', w.period, 'half_life', w.half_life::text, 'weight_set_id', w.weight_set_id)
            from vera.ranking_weights w
           where w.group_id = active_weights.group_id and w.active),
         vera.default_weights())
@@ -132,6 +143,27 @@ as $$
 $$;
 comment on function vera.recency_signal(timestamptz, timestamptz, timestamptz, interval) is
     'Recency signal: exponential decay with the half-life; 0 when invalidated at the reference instant';
+
+-- The period signal: how far an item's time fits the period a search asks
+-- about (during): 1
+-- when its time overlaps it, 0 when it states times of which none does, 0.5
+-- when it states none (a passage that names no date, or whose scope was not
+-- read yet). A fact's time is its validity; a passage's, the periods its
+-- text states (vera.chunks.time_scope). Null when the search asks about no
+-- period: the blend then leaves the signal out.
+create or replace function vera.period_signal(item_time tstzmultirange, during tstzrange)
+returns real
+language sql immutable
+as $$
+    select case
+        when during is null then null
+        when item_time is null or isempty(item_time) then 0.5
+        when item_time && during then 1
+        else 0
+    end::real
+$$;
+comment on function vera.period_signal(tstzmultirange, tstzrange) is
+    'Period signal: 1 when the item''s time overlaps the period asked about, 0 when not, 0.5 when it states none';
 
 -- (up + 1) / (up + down + 2): 0.5 without votes
 create or replace function vera.feedback_signal(up_votes integer, down_votes integer)

@@ -1,6 +1,6 @@
 -- The read path: vera.search, one call. Stage 1 finds candidates with a
 -- lexical half (GIN full text) and a vector half (HNSW, cosine) and fuses
--- their ranks (RRF); stage 2 blends six signals into the score. Snapshot
+-- their ranks (RRF); stage 2 blends seven signals into the score. Snapshot
 -- search (200_snapshots.sql) reuses stage 2 as it is.
 set role vera_owner;
 
@@ -409,12 +409,12 @@ alter function vera.search_candidates(text[], text[], text[], public.vector, tim
 -- and name). Only copies identical in all of these (the same text stated
 -- twice in one group) fall to their group and item ids.
 create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
-                                      reference timestamptz, k integer)
+                                      reference timestamptz, k integer, during tstzrange)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
     subject text, predicate text, object text, score real,
     relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    citation jsonb)
+    period real, citation jsonb)
 language sql stable
 set search_path = vera, pg_temp
 as $$
@@ -432,6 +432,7 @@ as $$
                         else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
                    b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
                vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score,
+               vera.period_signal(b.time_scope, during) as period_signal,
                -- least and greatest skip nulls: an item in one half has no other rank
                least(b.lexical_rank, b.vector_rank) as better_rank,
                case when b.lexical_rank is not null and b.vector_rank is not null
@@ -444,7 +445,13 @@ as $$
                 + s.verification_score * (s.weights ->> 'verification')::float8
                 + s.recency_signal * (s.weights ->> 'recency')::float8
                 + s.feedback_score * (s.weights ->> 'feedback')::float8
-                + s.confidence * (s.weights ->> 'confidence')::float8) as blended
+                + s.confidence * (s.weights ->> 'confidence')::float8
+                + coalesce(s.period_signal * (s.weights ->> 'period')::float8, 0))
+               -- a search that asks about no period leaves the time signal out: the other six
+               -- share its weight in proportion, so their scores are what they were before it
+               / case when s.period_signal is null
+                      then greatest(1 - coalesce((s.weights ->> 'period')::float8, 0), 1e-9) else 1 end
+               as blended
           from signals s
     ), totals as (
         -- a score below real's range is 0 (only tiny weights times tiny signals get there)
@@ -455,13 +462,13 @@ as $$
                                         s.item_id))::integer,
            s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
            s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
-           s.citation
+           s.period_signal, s.citation
       from totals s
      order by 1
      limit k
 $$;
-comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer) is
-    'Internal: stage 2, the six-signal blend over a batch of candidates, equal scores in a documented order';
+comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer, tstzrange) is
+    'Internal: stage 2, the seven-signal blend over a batch of candidates, equal scores in a documented order';
 
 -- Internal: when the next version of a record was observed (null while this
 -- one is the latest): the end of its passages' validity.
@@ -479,7 +486,8 @@ comment on function vera.next_version_observed(text, uuid, text, integer) is
     'Internal: when the next (not retracted) version of a record was observed';
 
 -- Internal: what the blend reads of each live stage-1 candidate (grading,
--- validity, last confirmation, votes, its ranks and order key). Text and
+-- validity, last confirmation, votes, its ranks and order key, its time: a
+-- fact's validity, a passage's stated scope). Text and
 -- citation are left out: only the k hits that survive the blend need them
 -- (vera.hit_details). Runs under RLS.
 create or replace function vera.candidate_signals(
@@ -503,7 +511,8 @@ as $$
                f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
                coalesce(v.down_votes, 0), null, stated.observed_at, c.lexical_rank, c.vector_rank,
                vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
-               || vera.group_order_key(g.kind, g.name))::vera.search_item
+               || vera.group_order_key(g.kind, g.name),
+               tstzmultirange(tstzrange(f.valid_from, f.valid_to)))::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
       join vera.groups g on g.group_id = f.group_id
@@ -515,7 +524,7 @@ as $$
                vera.tier_authority(src.trust_tier), ch.verification, 1.0, ep.observed_at, next_version.observed_at,
                coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null, c.lexical_rank, c.vector_rank,
                vera.passage_order_key(src.name, ep.external_id, ep.version, ch.ordinal)
-               || vera.group_order_key(g.kind, g.name))::vera.search_item
+               || vera.group_order_key(g.kind, g.name), ch.time_scope)::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
@@ -608,10 +617,14 @@ comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
 -- return their top `candidates` (default 4 * k, at least 40) facts and passages valid at
 -- as_of (default now); reciprocal rank fusion adds lexical_weight / (k_rrf +
 -- rank) and vector_weight / (k_rrf + rank), ranks from 1. Stage 2 blends
--- six signals with each group's active weights (or the weights given).
+-- seven signals with each group's active weights (or the weights given);
+-- the seventh, period, compares each item's time (a fact's validity, a
+-- passage's stated scope) with `during`, the period the query asks about,
+-- and counts only when during is given (docs/time.md).
 -- Returns at most k hits, best first; an empty result when nothing matches,
--- including a query of only punctuation. Errors: 22023 (bad
--- arguments), 42501 (a group the caller cannot read), VE001 (an embedding no
+-- including a query of only punctuation (with a NOTICE when as_of lies
+-- before everything the groups hold). Errors: 22023 (bad
+-- arguments, an empty during), 42501 (a group the caller cannot read), VE001 (an embedding no
 -- searched group is pinned to), VA005 (not authenticated).
 create or replace function vera.search(
     query text default null,
@@ -625,12 +638,13 @@ create or replace function vera.search(
     embedding_model text default null,
     lexical_weight double precision default 1,
     vector_weight double precision default 1,
-    ef_search integer default null)
+    ef_search integer default null,
+    during tstzrange default null)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
     subject text, predicate text, object text, score real,
     relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    citation jsonb)
+    period real, citation jsonb)
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -648,6 +662,9 @@ begin
     targets := vera.search_targets(groups);
     n := vera.check_search_arguments(query, query_embedding, k, as_of, k_rrf, candidates,
                                      lexical_weight, vector_weight, ef_search);
+    if isempty(during) then
+        raise exception 'during must be a period that holds an instant (it is empty)' using errcode = '22023';
+    end if;
     terms := vera.query_terms(query);
     vector_targets := vera.vector_targets(targets, query_embedding, embedding_model);
     if weights is not null then
@@ -666,6 +683,7 @@ begin
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
                                   n, coalesce(ef_search, least(greatest(100, n), 1000))) c;
     if stage_one.kinds is null then
+        perform vera.notice_as_of_before_knowledge(targets, as_of);
         return;
     end if;
     items := array(select i from vera.candidate_signals(stage_one.kinds, stage_one.ids, stage_one.owners,
@@ -677,20 +695,47 @@ begin
     end if;
     -- the blend ranks every candidate; only the k hits get their text and citation
     return query
-        with ranked as (select * from vera.blend(items, weight_map, reference, k)),
+        with ranked as (select * from vera.blend(items, weight_map, reference, k, during)),
              details as (select * from vera.hit_details((select array_agg(r.kind) from ranked r),
                                                         (select array_agg(r.item_id) from ranked r),
                                                         (select array_agg(r.group_id) from ranked r)))
         select r.rank, r.kind, r.item_id, r.group_id, d.text, d.subject, d.predicate, d.object, r.score,
-               r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, d.citation
+               r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, r.period,
+               d.citation
           from ranked r
           join details d on d.kind = r.kind and d.item_id = r.item_id
          order by r.rank;
 end
 $$;
 comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,
-                                 double precision, double precision, integer) is
-    'Hybrid search (lexical + vector, RRF, six-signal blend) over the caller''s readable groups, as of an instant';
+                                 double precision, double precision, integer, tstzrange) is
+    'Hybrid search (lexical + vector, RRF, seven-signal blend) over the caller''s readable groups, as of an instant';
+
+-- Internal: when a search found nothing and its as_of lies before the first
+-- thing VERA recorded in the searched groups, say so (a NOTICE, 01000): an
+-- as_of asks what VERA knew then, not what the text speaks of (`during`).
+create or replace function vera.notice_as_of_before_knowledge(targets text[], as_of timestamptz)
+returns void
+language plpgsql stable
+set search_path = vera, pg_temp
+as $$
+declare
+    first_known timestamptz;
+begin
+    if as_of is null then
+        return;
+    end if;
+    select least((select min(f.recorded_at) from vera.facts f where f.group_id = any (targets)),
+                 (select min(e.observed_at) from vera.episodes e where e.group_id = any (targets)))
+      into first_known;
+    if first_known is not null and as_of < first_known then
+        raise notice 'as_of % is before anything VERA knew in the searched groups (from %): as_of is knowledge time; to ask about a period, pass during',
+            as_of, first_known;
+    end if;
+end
+$$;
+comment on function vera.notice_as_of_before_knowledge(text[], timestamptz) is
+    'Internal: a NOTICE when an empty search''s as_of precedes everything recorded in its groups';
 
 -- Internal: the groups a search covers: all the caller reads, or the ones
 -- named, each of which it must be able to read (42501).

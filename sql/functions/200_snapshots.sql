@@ -76,20 +76,22 @@ begin
     ), inputs as (
         select s.kind, s.item_id, s.group_id, d.text, d.subject, d.predicate, d.object, s.authority,
                s.verification, s.confidence, s.valid_from, s.valid_to, s.up_votes, s.down_votes, d.citation,
-               s.confirmed_at, s.order_key
+               s.confirmed_at, s.order_key, s.time_scope
           from signals s join details d on d.kind = s.kind and d.item_id = s.item_id
     )
     insert into vera.snapshot_items (group_id, snapshot_id, item_kind, item_id, text, tsv, embedding, subject, predicate,
                                      object, tier, authority, verification, confidence, valid_from, valid_to,
                                      recorded_at, source_id, episode_id, chunk_id, up_votes, down_votes, citation,
-                                     confirmed_at, order_key)
+                                     confirmed_at, order_key, time_scope, time_scope_version)
     select create_snapshot.group_id, snapshot, i.kind, i.item_id, i.text, coalesce(f.tsv, c.tsv),
            coalesce(f.embedding, c.embedding), i.subject, i.predicate, i.object, (i.citation ->> 'tier')::smallint,
            i.authority, i.verification, i.confidence, i.valid_from, i.valid_to,
            coalesce(f.recorded_at, c.created_at),
            (i.citation -> 'source' ->> 'source_id')::uuid, (i.citation -> 'episode' ->> 'episode_id')::uuid,
            (i.citation -> 'chunk' ->> 'chunk_id')::uuid, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
-           i.order_key
+           -- the time the period signal reads, and for a passage the reader that read it: the
+           -- snapshot answers with them even after `vera reprocess --time-scopes`
+           i.order_key, i.time_scope, c.time_scope_version
       from inputs i
       left join vera.facts f on i.kind = 'fact' and f.group_id = i.group_id and f.fact_id = i.item_id
       left join vera.chunks c on i.kind = 'passage' and c.group_id = i.group_id and c.chunk_id = i.item_id;
@@ -266,12 +268,13 @@ create or replace function vera.search_snapshot(
     candidates integer default null,
     embedding_model text default null,
     lexical_weight double precision default 1,
-    vector_weight double precision default 1)
+    vector_weight double precision default 1,
+    during tstzrange default null)
 returns table (
     rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
     subject text, predicate text, object text, score real,
     relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    citation jsonb)
+    period real, citation jsonb)
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -284,6 +287,9 @@ begin
     perform vera.require_role(search_snapshot.snapshot_group, 'viewer');
     n := vera.check_search_arguments(query, query_embedding, k, null, k_rrf, candidates,
                                      lexical_weight, vector_weight, null);
+    if isempty(during) then
+        raise exception 'during must be a period that holds an instant (it is empty)' using errcode = '22023';
+    end if;
     select * into frozen from vera.snapshots s
      where s.group_id = search_snapshot.snapshot_group and s.name = btrim(search_snapshot.snapshot);
     if not found then
@@ -319,17 +325,18 @@ begin
                    + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0),
                    i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
                    i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
-                   c.lexical_rank, c.vector_rank, i.order_key)::vera.search_item
+                   c.lexical_rank, c.vector_rank, i.order_key, i.time_scope)::vera.search_item
           from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, vera.query_terms(query),
                                         case when frozen.embedding_dim is not null then query_embedding end, n) c
           join vera.snapshot_items i
             on i.group_id = frozen.group_id and i.snapshot_id = frozen.snapshot_id
            and i.item_kind = c.kind and i.item_id = c.item_id);
-    return query select * from vera.blend(items, jsonb_build_object('*', frozen.weights), frozen.created_at, k);
+    return query select * from vera.blend(items, jsonb_build_object('*', frozen.weights), frozen.created_at, k,
+                                          during);
 end
 $$;
 comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
-                                         double precision, double precision) is
+                                         double precision, double precision, tstzrange) is
     'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
 
 reset role;

@@ -28,7 +28,8 @@ comment on function vera.check_pack_array(jsonb, text) is 'Internal: a context p
 -- Contract: stores a context pack the caller assembled and returns its id.
 -- items: a JSON array, in the pack's order, of {"kind": "fact" | "passage",
 -- "item_id", "tokens" (>= 0), "signals": {relevance, authority, verification,
--- recency, feedback, confidence}}; each item must be one the caller reads in
+-- recency, feedback, confidence, period?}} (period: null or absent when the
+-- search asked about no period); each item must be one the caller reads in
 -- the groups searched (VN001 otherwise); its text, group, citation and
 -- provenance are read here. The request: query (1 to 8,192 characters),
 -- token_budget (100..32,000; the items' tokens must fit it), as_of,
@@ -97,7 +98,10 @@ begin
                                                     'confidence']) s(name)
                             where jsonb_typeof(x -> 'signals' -> s.name) is distinct from 'number'
                                or (x -> 'signals' ->> s.name)::numeric not between 0 and 1)
-                then 'signals must hold the six signals, each a number from 0 to 1'
+                or (coalesce(jsonb_typeof(x -> 'signals' -> 'period'), 'null') <> 'null'
+                    and (jsonb_typeof(x -> 'signals' -> 'period') <> 'number'
+                         or (x -> 'signals' ->> 'period')::numeric not between 0 and 1))
+                then 'signals must hold relevance, authority, verification, recency, feedback and confidence, each a number from 0 to 1, and period a number from 0 to 1 or null'
         end as reason) checks
      where reason is not null
      order by i limit 1;
@@ -155,7 +159,8 @@ begin
                d.citation,
                array[(u.signals ->> 'relevance')::real, (u.signals ->> 'authority')::real,
                      (u.signals ->> 'verification')::real, (u.signals ->> 'recency')::real,
-                     (u.signals ->> 'feedback')::real, (u.signals ->> 'confidence')::real]
+                     (u.signals ->> 'feedback')::real, (u.signals ->> 'confidence')::real,
+                     (u.signals ->> 'period')::real]
           from unnest(parsed.positions, parsed.kinds, parsed.ids, parsed.owners, parsed.episodes, parsed.sources,
                       parsed.tokens, parsed.signals) as u(position, kind, id, owner, episode, source, tokens, signals)
           join vera.hit_details(parsed.kinds, parsed.ids, parsed.owners) d on d.kind = u.kind and d.item_id = u.id;
@@ -193,7 +198,7 @@ comment on function vera.own_context_pack(uuid, uuid) is 'Internal: the caller''
 -- Contract: a context pack, for the principal who made it only (anyone
 -- else, and an id that exists nowhere: VN001). items: a JSON array in
 -- order of {position, kind, item_id, group_id, text, tokens, citation,
--- signals {six}, erased}; an item whose source was erased has empty text
+-- signals {seven}, erased}; an item whose source was erased has empty text
 -- and erased true. Errors: VN001, 22023, VA005.
 create or replace function vera.get_context_pack(of_pack uuid)
 returns table (pack_id uuid, created_at timestamptz, searched_groups text[], request jsonb, weights jsonb,
@@ -218,7 +223,8 @@ begin
                                     'citation', i.citation,
                                     'signals', jsonb_build_object('relevance', i.signals[1], 'authority', i.signals[2],
                                                                   'verification', i.signals[3], 'recency', i.signals[4],
-                                                                  'feedback', i.signals[5], 'confidence', i.signals[6]),
+                                                                  'feedback', i.signals[5], 'confidence', i.signals[6],
+                                                                  'period', i.signals[7]),
                                     'erased', i.erased) order by i.position)
                            from vera.context_pack_items i
                           where i.group_id = pack.group_id and i.pack_id = pack.pack_id), '[]'::jsonb),

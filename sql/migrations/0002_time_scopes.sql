@@ -19,6 +19,40 @@ comment on column vera.chunks.time_scope is
 comment on column vera.chunks.time_scope_version is
     'Version of VERA''s reader that read time_scope (time_scopes.EXTRACTION_VERSION); 0: stated by the caller or front matter';
 
+-- The period signal of the blend: whether an item's time (a fact's
+-- validity, a passage's scope) overlaps the period a search asks about
+-- (vera.search's `during`). A seventh weight; existing weight sets give it 0.
+alter table vera.ranking_weights
+    add column period real not null default 0
+        constraint ranking_weights_period_range check (period between 0 and 1),
+    drop constraint ranking_weights_sum_to_one,
+    add constraint ranking_weights_sum_to_one check (
+        abs(relevance + authority + verification + recency + feedback + confidence + period - 1) < 0.001);
+comment on table vera.ranking_weights is 'Weight sets of the seven-signal blend; at most one active per group';
+-- a candidate carries its time (vera.candidate_signals) for the blend to compare
+alter type vera.search_item add attribute time_scope tstzmultirange;
+-- a vote keeps the seventh signal too (null: the search asked about no period)
+alter table vera.feedback drop constraint feedback_signals_six;
+update vera.feedback set signals = signals || array[null::real];
+alter table vera.feedback add constraint feedback_signals_seven check (cardinality(signals) = 7);
+comment on table vera.feedback is 'Votes on hits, with the query and the hit''s seven signals';
+alter table vera.context_pack_items drop constraint context_pack_items_signals_six;
+update vera.context_pack_items set signals = signals || array[null::real];
+alter table vera.context_pack_items add constraint context_pack_items_signals_seven check (cardinality(signals) = 7);
+-- a snapshot's copy of a passage keeps the scope it had, and the reader that read it
+alter table vera.snapshot_items
+    add column time_scope tstzmultirange,
+    add column time_scope_version smallint;
+
+-- signatures that change: the old ones go (sql/functions/ creates the new)
+drop function if exists vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer,
+                                    text, double precision, double precision, integer);
+drop function if exists vera.blend(vera.search_item[], jsonb, timestamptz, integer);
+drop function if exists vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
+                                             double precision, double precision);
+drop function if exists vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[],
+                                             text);
+
 -- vera.remember takes the time scopes of its passages (sql/functions/216_remember.sql)
 drop function if exists vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text);
 

@@ -85,15 +85,15 @@ grant execute on function
     vera.lexical_query(text),
     vera.read_facts(text, text, text[], timestamptz, integer),
     vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text, double precision,
-                double precision, integer),
-    vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text),
+                double precision, integer, tstzrange),
+    vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text, tstzrange),
     vera.calibrate_weights(text, integer),
     vera.reset_weights(text),
     vera.create_snapshot(text, text),
     vera.list_snapshots(text),
     vera.drop_snapshot(text, text),
     vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text, double precision,
-                         double precision)
+                         double precision, tstzrange)
     to vera_app, vera_worker, vera_gateway;
 
 grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;

@@ -101,7 +101,10 @@ create type vera.search_item as (
     -- group's kind and name): what decides between equal scores
     lexical_rank integer,
     vector_rank  integer,
-    order_key    bytea
+    order_key    bytea,
+    -- the item's time for the time signal: a fact's validity, a passage's
+    -- stated scope (null: not read; empty: states none) (0002_time_scopes)
+    time_scope   tstzmultirange
 );
 
 reset role;

@@ -51,6 +51,9 @@ create table vera.snapshot_items (
     confirmed_at  timestamptz,
     -- what orders equal scores, as live search orders them (vera.search_item.order_key)
     order_key     bytea,
+    -- a passage's time scope as it was, and the version of the reader that read it (0002_time_scopes)
+    time_scope    tstzmultirange,
+    time_scope_version smallint,
     primary key (group_id, snapshot_id, item_kind, item_id),
     foreign key (group_id, snapshot_id) references vera.snapshots (group_id, snapshot_id) on delete cascade
 );

@@ -43,7 +43,8 @@ create table vera.context_pack_items (
     tokens        integer not null constraint context_pack_items_tokens_nonnegative check (tokens >= 0),
     citation      jsonb not null,
     -- relevance, authority, verification, recency, feedback, confidence, in that order
-    signals       real[] not null constraint context_pack_items_signals_six check (cardinality(signals) = 6),
+    -- the seven signals of the blend, in vera.signal_names() order (period null: no period asked)
+    signals       real[] not null constraint context_pack_items_signals_seven check (cardinality(signals) = 7),
     erased        boolean not null default false,
     primary key (group_id, pack_id, position),
     foreign key (group_id, pack_id) references vera.context_packs (group_id, pack_id) on delete cascade,

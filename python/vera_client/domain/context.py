@@ -18,7 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import ConflictValue, Hit, Signals
+from vera_client.domain.models import SIGNAL_NAMES, ConflictValue, Hit, Signals
 
 ASSEMBLER_VERSION = "vera-context/1"
 MIN_TOKEN_BUDGET = 100
@@ -37,7 +37,6 @@ SUPERSEDED = "superseded"
 ENDED = "ended"
 STALE = "stale"
 
-SIGNAL_NAMES = ("relevance", "authority", "verification", "recency", "feedback", "confidence")
 
 TokenCounter = Callable[[str], int]
 
@@ -258,8 +257,18 @@ def _warnings(item: PackItem) -> list[FreshnessWarning]:
 # --- the stored form (vera.store_context_pack / vera.get_context_pack) ---------------------------------
 
 
-def signals_json(signals: Signals) -> dict[str, float]:
-    return {name: float(getattr(signals, name)) for name in SIGNAL_NAMES}
+def signals_json(signals: Signals) -> dict[str, float | None]:
+    return {name: _number(getattr(signals, name)) for name in SIGNAL_NAMES}
+
+
+def _number(value: float | None) -> float | None:
+    return float(value) if value is not None else None  # period: None when no period was asked
+
+
+def _signals(stored: dict[str, Any]) -> Signals:
+    """A stored item's signals (a pack stored before the period signal has none)."""
+    six = {name: float(stored[name]) for name in SIGNAL_NAMES if name != "period"}
+    return Signals(**six, period=_number(stored.get("period")))
 
 
 def items_json(pack: ContextPack) -> list[dict[str, Any]]:
@@ -331,7 +340,7 @@ def pack_from_row(values: Mapping[str, Any]) -> ContextPack:
                 text=i["text"],
                 tokens=i["tokens"],
                 citation=i["citation"],
-                signals=Signals(**{name: float(i["signals"][name]) for name in SIGNAL_NAMES}),
+                signals=_signals(i["signals"]),
                 erased=i["erased"],
             )
             for i in values["items"]

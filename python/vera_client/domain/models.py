@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
+
+from vera_client.domain.time_scopes import TimeRange
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,7 +61,8 @@ class Tenant:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Signals:
-    """The six signals of the blend, each in [0, 1]."""
+    """The seven signals of the blend, each in [0, 1]; period is None when the search asked
+    about no period (docs/time.md)."""
 
     relevance: float
     authority: float
@@ -66,6 +70,11 @@ class Signals:
     recency: float
     feedback: float
     confidence: float
+    period: float | None = None
+
+
+# the blend's signals in the order vera.search returns them (vera.signal_names())
+SIGNAL_NAMES = tuple(f.name for f in fields(Signals))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,6 +96,15 @@ class Hit:
     # over the reranked head + w * rerank_score (vera_client.domain.reranking)
     blend_score: float | None = None
     rerank_score: float | None = None
+
+
+class Hits(list[Hit]):
+    """A search's hits, best first, and the period it asked about: passed as `during`, or found
+    in the query's words (None: it asked about none)."""
+
+    def __init__(self, hits: Iterable[Hit] = (), during: TimeRange | None = None) -> None:
+        super().__init__(hits)
+        self.during = during
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -229,7 +247,7 @@ class Vote:
 
     feedback_id: UUID
     group_id: str
-    signals: dict[str, float]
+    signals: dict[str, float | None]  # period: None when the search asked about no period
     created: bool
 
 
@@ -243,7 +261,7 @@ class Calibration:
     helpful: int
     unhelpful: int
     weights: dict[str, Any] | None
-    separation: dict[str, float] | None
+    separation: dict[str, float | None] | None  # period: None without votes on searches that asked one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

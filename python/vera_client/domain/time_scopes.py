@@ -31,7 +31,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+
+from vera_client.domain.errors import InvalidArgumentError
 
 # Raised whenever what the grammar reads changes: a stored scope says which version read it,
 # and `vera reprocess --time-scopes` reads again the passages an older version read.
@@ -125,6 +127,18 @@ class TimeRange:
         return (self.start is None or other.end is None or self.start < other.end) and (
             other.start is None or self.end is None or other.start < self.end
         )
+
+
+def as_period(during: TimeRange | tuple[date | None, date | None]) -> TimeRange:
+    """The period a caller asks about: a TimeRange (query_time's), or (start, end) days, end
+    exclusive, None where open (a datetime counts as its day)."""
+    if isinstance(during, TimeRange):
+        return during
+    start, end = (d.date() if isinstance(d, datetime) else d for d in during)
+    if start is not None and end is not None and start >= end:
+        raise InvalidArgumentError(f"during must end after it starts: {start} .. {end}")
+    shown = f"{_iso(start) or '...'} .. {_iso(end) or '...'}"
+    return TimeRange(start, end, shown, 0)
 
 
 def _iso(day: date | None) -> str | None:

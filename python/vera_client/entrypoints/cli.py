@@ -306,18 +306,21 @@ def _citation_line(hit: Hit) -> str:
 
 
 def print_hits(hits: list[Hit], *, explain: bool) -> None:
+    during = getattr(hits, "during", None)
+    if during is not None:
+        click.echo(f"  asked about {during.start or '...'} .. {during.end or '...'} (from {during.text!r})")
     if not hits:
         click.echo("  (no hits)")
     for hit in hits:
         click.echo(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.text}")
         click.echo(f"      {_citation_line(hit)}")
         if explain:
-            s = hit.signals
-            click.echo(
-                f"      relevance {s.relevance:.2f}  authority {s.authority:.2f}  "
-                f"verification {s.verification:.2f}  recency {s.recency:.2f}  "
-                f"feedback {s.feedback:.2f}  confidence {s.confidence:.2f}"
-            )
+            click.echo("      " + _signals_line(dataclasses.asdict(hit.signals)))
+
+
+def _signals_line(signals: dict[str, float | None]) -> str:
+    """The signals as "name value" pairs (period only when the search asked about a period)."""
+    return "  ".join(f"{name} {value:.2f}" for name, value in signals.items() if value is not None)
 
 
 @commands.command("search")
@@ -346,8 +349,15 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
     default=None,
     help="HNSW search breadth of the vector half.  [default: max(100, candidates), at most 1000]",
 )
+@click.option(
+    "--no-time-detection",
+    "detect_time",
+    flag_value=False,
+    default=True,
+    help="Do not read the period the query asks about from its words (docs/time.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per hit.")
-@click.option("--explain", is_flag=True, help="Show the six signals of each hit.")
+@click.option("--explain", is_flag=True, help="Show the signals of each hit.")
 @friendly_errors
 def search_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
     query: str,
@@ -358,10 +368,12 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     k_rrf: int,
     candidates: int | None,
     ef_search: int | None,
+    detect_time: bool,
     as_json: bool,
     explain: bool,
 ) -> None:
-    """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here)."""
+    """Ranked, cited hits for QUERY (hybrid when the groups' pinned embedder runs here); a period
+    its words state ("from 1811 to 1827") is asked about, and said."""
     with client_from_env(api_key) as vera:
         hits = vera.search(
             query,
@@ -371,6 +383,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
             k_rrf=k_rrf,
             candidates=candidates,
             ef_search=ef_search,
+            detect_time=detect_time,
         )
     if as_json:
         echo_json_lines(hits)
@@ -397,7 +410,7 @@ def feedback_command(  # noqa: PLR0917 (one parameter per option: click passes t
         return
     verb = "recorded" if recorded.created else "replaced the earlier vote with"
     click.echo(f"{verb} {vote} on {kind} {item_id} in {recorded.group_id}")
-    click.echo("  signals: " + "  ".join(f"{name} {value:.2f}" for name, value in recorded.signals.items()))
+    click.echo("  signals: " + _signals_line(recorded.signals))
 
 
 @commands.command("calibrate")
@@ -415,7 +428,9 @@ def calibrate_command(group: str, min_samples: int | None, as_json: bool, api_ke
         return
     click.echo(f"votes: {result.sample_count} ({result.helpful} up, {result.unhelpful} down)")
     if result.separation:
-        click.echo("separation: " + "  ".join(f"{n} {v:+.3f}" for n, v in result.separation.items()))
+        # a signal no vote tells about (period, without votes on searches that asked a period) is "-"
+        gaps = (f"{n} {v:+.3f}" if v is not None else f"{n} -" for n, v in result.separation.items())
+        click.echo("separation: " + "  ".join(gaps))
     if result.weights:
         shown = {n: v for n, v in result.weights.items() if n != "half_life"}
         click.echo("weights:    " + "  ".join(f"{n} {float(v):.3f}" for n, v in shown.items()))

@@ -10,7 +10,7 @@ from vera_client.domain.models import Hit
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:
-    """rank, score, kind, item_id, group_id, the triple of a fact, the citation and the six
+    """rank, score, kind, item_id, group_id, the triple of a fact, the citation and the seven
     signals of the blend (and the reranker's scores when one ran)."""
     return {
         "rank": hit.rank,

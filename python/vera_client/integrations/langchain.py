@@ -9,7 +9,7 @@
         print(document.page_content, document.metadata["citation"]["source"]["name"])
 
 Each document is one hit: its text as page_content, its item id as id, and as metadata the
-rank, score, kind, group, a fact's triple, the citation and the six signals
+rank, score, kind, group, a fact's triple, the citation and the seven signals
 (vera_client.integrations.hits). `ainvoke` awaits an AsyncVeraClient when one is given as
 async_client, else runs the blocking client in a thread.
 """

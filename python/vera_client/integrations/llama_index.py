@@ -8,7 +8,7 @@
         print(found.score, found.node.get_content(), found.node.metadata["citation"])
 
 Each result is a TextNode (its id the hit's item id, its text the hit's text, the metadata of
-vera_client.integrations.hits: citation and six signals) with the hit's score. `aretrieve`
+vera_client.integrations.hits: citation and seven signals) with the hit's score. `aretrieve`
 awaits an AsyncVeraClient when one is given as async_client, else runs the blocking client in
 a thread.
 """

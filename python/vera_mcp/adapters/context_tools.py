@@ -42,7 +42,7 @@ def register_context_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
         max_tier: MaxTier = None,
     ) -> ContextPackOut:
         """A context pack for a query: the best cited items (facts and passages) that fit token_budget,
-        in order, each with its position, citation and six signals; what was left out and why; competing
+        in order, each with its position, citation and seven signals; what was left out and why; competing
         values side by side; warnings about facts that may no longer hold. Stored under pack_id."""
 
         async def work(call: ToolCall) -> ContextPackOut:

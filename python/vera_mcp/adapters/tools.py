@@ -29,6 +29,7 @@ from vera_mcp.domain.shapes import (
     HitOut,
     PendingItem,
     PendingList,
+    PeriodOut,
     ReviewOut,
     SearchResult,
     SnapshotList,
@@ -40,7 +41,7 @@ from vera_mcp.domain.shapes import (
 
 INSTRUCTIONS = """VERA is a verified, time-aware knowledge memory. Call whoami first: it lists the
 scopes you can read (name them by group_id, or by name when unambiguous) and the bounds of every
-argument. search answers with ranked, cited hits (facts and passages) and the six signals of each;
+argument. search answers with ranked, cited hits (facts and passages) and the seven signals of each;
 get_context packs the best of them under a token budget for a prompt, with conflicts and freshness
 warnings. get_fact, explain_fact, get_evidence, get_entity, get_source and explore follow a hit to
 its history, evidence and neighbours; changes and conflicts show what moved and what disagrees.
@@ -129,7 +130,7 @@ def build_mcp_server(
         ] = None,
     ) -> SearchResult:
         """Ranked, cited hits for a query: facts and passages, each with its citation (source, episode,
-        evidence, validity, tier, verification) and the six signals of the blend."""
+        evidence, validity, tier, verification) and the seven signals of the blend."""
 
         async def work(call: ToolCall) -> SearchResult:
             groups = await call.scopes(scopes)
@@ -140,8 +141,9 @@ def build_mcp_server(
             else:
                 hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups)
             return SearchResult(
-                query=query, as_of=as_of, snapshot=snapshot, hits=[HitOut.of(h) for h in hits]
-            )
+                query=query, as_of=as_of, snapshot=snapshot, during=PeriodOut.of(hits.during),
+                hits=[HitOut.of(h) for h in hits],
+            )  # fmt: skip
 
         return await runner.run_tool(ctx, "search", ToolClass.READ, Scope.READ, work)
 

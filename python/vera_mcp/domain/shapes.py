@@ -3,7 +3,7 @@ Schema as each tool's output schema, built from the client's values."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
@@ -17,6 +17,7 @@ from vera_client.domain.models import (
     SnapshotInfo,
     Vote,
 )
+from vera_client.domain.time_scopes import TimeRange
 
 
 class ScopeInfo(BaseModel):
@@ -44,7 +45,7 @@ class WhoAmI(BaseModel):
 
 
 class SignalsOut(BaseModel):
-    """The six signals of the blend, each in [0, 1]."""
+    """The seven signals of the blend, each in [0, 1]."""
 
     relevance: float
     authority: float
@@ -52,6 +53,10 @@ class SignalsOut(BaseModel):
     recency: float
     feedback: float
     confidence: float
+    period: float | None = Field(
+        default=None,
+        description="the hit's time against the period the query asks about; null when it asks about none",
+    )
 
 
 class HitOut(BaseModel):
@@ -90,6 +95,7 @@ class HitOut(BaseModel):
                 recency=s.recency,
                 feedback=s.feedback,
                 confidence=s.confidence,
+                period=s.period,
             ),
             citation=hit.citation,
             subject=hit.subject,
@@ -100,10 +106,26 @@ class HitOut(BaseModel):
         )
 
 
+class PeriodOut(BaseModel):
+    """The period a search asked about, as found in the query's words."""
+
+    start: date | None = Field(description="first day; null: open")
+    end: date | None = Field(description="the day after the last; null: open")
+    text: str = Field(description="the words it was read from")
+
+    @classmethod
+    def of(cls, period: TimeRange | None) -> PeriodOut | None:
+        return cls(start=period.start, end=period.end, text=period.text) if period is not None else None
+
+
 class SearchResult(BaseModel):
     query: str
     as_of: datetime | None = Field(description="knowledge time asked for; null: now")
     snapshot: str | None = None
+    during: PeriodOut | None = Field(
+        default=None,
+        description="the period the query's words ask about (the period signal compares hits with it)",
+    )
     hits: list[HitOut]
 
 
@@ -111,7 +133,7 @@ class VoteOut(BaseModel):
     feedback_id: UUID
     group_id: str
     created: bool = Field(description="false when this vote replaced the caller's earlier one")
-    signals: dict[str, float]
+    signals: dict[str, float | None]
 
     @classmethod
     def of(cls, vote: Vote) -> VoteOut:

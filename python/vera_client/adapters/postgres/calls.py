@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from pgvector import Vector
 from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
+from psycopg.types.range import Range
 
 from vera_client.domain.context import (
     ContextPack,
@@ -25,6 +26,7 @@ from vera_client.domain.context import (
 )
 from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import (
+    SIGNAL_NAMES,
     ApiKeyInfo,
     Calibration,
     ConflictValue,
@@ -67,6 +69,7 @@ from vera_client.domain.models import (
     VectorIndexBuild,
     Vote,
 )
+from vera_client.domain.time_scopes import TimeRange
 
 T = TypeVar("T")
 Rows = list[tuple[Any, ...]]
@@ -109,13 +112,23 @@ def record(cls: type[T]) -> Reader[T]:
 
 def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
     """vera.search's and vera.search_snapshot's rows, read by column name."""
-    signal_names = ("relevance", "authority", "verification", "recency", "feedback", "confidence")
     found = []
     for row in rows:
         values = dict(zip(columns, row, strict=True))
-        signals = Signals(**{name: values.pop(name) for name in signal_names})
+        signals = Signals(**{name: values.pop(name) for name in SIGNAL_NAMES})
         found.append(Hit(signals=signals, **values))
     return found
+
+
+def period_range(during: TimeRange | None) -> Range[datetime] | None:
+    """The period asked about as vera.search's during: days from midnight UTC, end exclusive."""
+    if during is None:
+        return None
+    start, end = (
+        datetime(d.year, d.month, d.day, tzinfo=UTC) if d is not None else None
+        for d in (during.start, during.end)
+    )
+    return Range(start, end, "[)")
 
 
 def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
@@ -339,8 +352,10 @@ def search(
     k_rrf: int,
     candidates: int | None,
     ef_search: int | None,
+    during: TimeRange | None = None,
 ) -> Call[list[Hit]]:
     params = {
+        "during": period_range(during),
         "query": text,
         "embedding": _vector(embedding),
         "embedding_model": embedding_model,
@@ -367,8 +382,10 @@ def record_feedback(
     embedding_model: str | None,
     as_of: datetime | None,
     groups: Sequence[str] | None,
+    during: TimeRange | None = None,
 ) -> Call[Vote]:
     params = {
+        "during": period_range(during),
         "kind": kind,
         "item_id": item,
         "query": text,
@@ -426,8 +443,10 @@ def search_snapshot(
     k: int,
     k_rrf: int,
     candidates: int | None,
+    during: TimeRange | None = None,
 ) -> Call[list[Hit]]:
     params = {
+        "during": period_range(during),
         "group": group,
         "name": name,
         "query": text,

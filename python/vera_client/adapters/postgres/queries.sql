@@ -162,17 +162,19 @@ select vera.complete_cleanup(%(job)s);
 
 -- name: search
 select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
-       relevance, authority, verification, recency, feedback, confidence, citation
+       relevance, authority, verification, recency, feedback, confidence, period, citation
 from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
                  as_of => %(as_of)s, groups => %(groups)s, weights => %(weights)s,
                  k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
                  embedding_model => %(embedding_model)s, lexical_weight => %(lexical_weight)s,
-                 vector_weight => %(vector_weight)s, ef_search => %(ef_search)s::integer);
+                 vector_weight => %(vector_weight)s, ef_search => %(ef_search)s::integer,
+                 during => %(during)s::tstzrange);
 
 -- name: record_feedback
 select feedback_id, group_id, signals, created
 from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
-                          %(embedding)s::vector, %(as_of)s, %(groups)s, %(embedding_model)s);
+                          %(embedding)s::vector, %(as_of)s, %(groups)s, %(embedding_model)s,
+                          %(during)s::tstzrange);
 
 -- name: active_weights
 select vera.active_weights(%(group)s);
@@ -192,10 +194,10 @@ select vera.drop_snapshot(%(group)s, %(name)s);
 
 -- name: search_snapshot
 select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
-       relevance, authority, verification, recency, feedback, confidence, citation
+       relevance, authority, verification, recency, feedback, confidence, period, citation
 from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector, %(k)s,
                           k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
-                          embedding_model => %(embedding_model)s);
+                          embedding_model => %(embedding_model)s, during => %(during)s::tstzrange);
 
 -- name: snapshot_pin
 -- The embedding model a snapshot was taken with (its query must use it).
