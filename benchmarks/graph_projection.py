@@ -19,10 +19,31 @@ The graph servers are the tests' (an embedded FalkorDB from its wheel, Neo4j 5.2
 java/neo4j-launcher), in a temporary folder, stopped at the end.
 
     .venv/bin/python benchmarks/graph_projection.py [--facts 100000] [--per-episode 1000] \\
-        [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse]
+        [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse] \\
+        [--drain-only]
 
-A run on 2026-12-02 (defaults but --queries 60 --searches 10; 37 min in all, most of it the
-HNSW build and SQL explore; the machine's load average was 4-10 from other runs):
+--drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
+Beside the wall time each run reports the worker's and the graph server's CPU per 1,000 edges
+and the load average, since the machine is shared. docs/graph.md has the before/after table.
+
+After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
+(defaults but --queries 60 --searches 10, as below; 41 min; load average 7-12):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           134 s, 746 edges/s   137 s, 730 edges/s
+      worker / server CPU per 1,000 edges 212 / 222 ms         208 / 922 ms
+    check (counts + digest)               25.2 s               79.5 s
+    rebuild                               84 s, 1,185 edges/s  290 s, 345 edges/s
+    explore depth 2, graph p50/p95        81 / 136 ms          148 / 245 ms
+      SQL vera.explore depth 2            1,048 / 1,576 ms     1,637 / 2,052 ms
+    explore depth 3, graph p50/p95        319 / 433 ms         324 / 512 ms
+      SQL vera.explore depth 3            3,918 / 5,806 ms     3,855 / 5,434 ms
+    answers equal (graph = SQL)           60/60 at both depths on both
+    Graphiti hybrid search p50/p95        2,246 / 2,724 ms     10,623 / 15,787 ms
+    vera.search k=10 (same facts)         81 / 105 ms
+
+Before, a run on 2026-12-02 (defaults but --queries 60 --searches 10; 37 min in all, most of it
+the HNSW build and SQL explore; the machine's load average was 4-10 from other runs):
 
                                           FalkorDB             Neo4j
     worker drain, 100,000 edges           175 s, 572 edges/s   249 s, 401 edges/s
