@@ -209,7 +209,7 @@ end
 $$;
 comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
                                             double precision, timestamptz, text, uuid, integer, text[]) is
-    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); facts'' rounds read at most 1000 rows; reads past RLS';
+    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); facts'' rounds read at most vera.lexical_budget rows (250); reads past RLS';
 alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
                                       double precision, timestamptz, text, uuid, integer, text[])
     owner to vera_searcher;
