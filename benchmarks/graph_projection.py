@@ -19,10 +19,31 @@ The graph servers are the tests' (an embedded FalkorDB from its wheel, Neo4j 5.2
 java/neo4j-launcher), in a temporary folder, stopped at the end.
 
     .venv/bin/python benchmarks/graph_projection.py [--facts 100000] [--per-episode 1000] \\
-        [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse]
+        [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse] \\
+        [--drain-only]
 
-A run on 2026-12-02 (defaults but --queries 60 --searches 10; 37 min in all, most of it the
-HNSW build and SQL explore; the machine's load average was 4-10 from other runs):
+--drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
+Beside the wall time each run reports the worker's and the graph server's CPU per 1,000 edges
+and the load average, since the machine is shared. docs/graph.md has the before/after table.
+
+After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
+(defaults but --queries 60 --searches 10, as below; 41 min; load average 7-12):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           134 s, 746 edges/s   137 s, 730 edges/s
+      worker / server CPU per 1,000 edges 212 / 222 ms         208 / 922 ms
+    check (counts + digest)               25.2 s               79.5 s
+    rebuild                               84 s, 1,185 edges/s  290 s, 345 edges/s
+    explore depth 2, graph p50/p95        81 / 136 ms          148 / 245 ms
+      SQL vera.explore depth 2            1,048 / 1,576 ms     1,637 / 2,052 ms
+    explore depth 3, graph p50/p95        319 / 433 ms         324 / 512 ms
+      SQL vera.explore depth 3            3,918 / 5,806 ms     3,855 / 5,434 ms
+    answers equal (graph = SQL)           60/60 at both depths on both
+    Graphiti hybrid search p50/p95        2,246 / 2,724 ms     10,623 / 15,787 ms
+    vera.search k=10 (same facts)         81 / 105 ms
+
+Before, a run on 2026-12-02 (defaults but --queries 60 --searches 10; 37 min in all, most of it
+the HNSW build and SQL explore; the machine's load average was 4-10 from other runs):
 
                                           FalkorDB             Neo4j
     worker drain, 100,000 edges           175 s, 572 edges/s   249 s, 401 edges/s
@@ -42,6 +63,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import random
 import shutil
 import signal
@@ -55,6 +77,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
@@ -226,9 +250,9 @@ def copy_database(bench: Bench, name: str) -> None:
 
 
 @contextmanager
-def graph_servers(backends: list[str]) -> Iterator[dict[str, Future[str]]]:
+def graph_servers(backends: list[str]) -> Iterator[dict[str, tuple[Future[str], LocalServer]]]:
     """Each backend's server, started in the background (Neo4j takes tens of seconds) under a
-    temporary folder; the URLs as futures. Stopped and removed at the end."""
+    temporary folder; each one's URL as a future, beside the server. Stopped and removed at the end."""
     folder = Path(tempfile.mkdtemp(prefix="vera-bench-graph-"))
     servers: dict[str, LocalServer] = {}
     if "falkordb" in backends:
@@ -245,7 +269,7 @@ def graph_servers(backends: list[str]) -> Iterator[dict[str, Future[str]]]:
         return url
 
     try:
-        yield {name: pool.submit(start_timed, server) for name, server in servers.items()}
+        yield {name: (pool.submit(start_timed, server), server) for name, server in servers.items()}
     finally:
         pool.shutdown(wait=True)
         for server in servers.values():
@@ -256,11 +280,28 @@ def graph_servers(backends: list[str]) -> Iterator[dict[str, Future[str]]]:
 # -- one backend -----------------------------------------------------------------------------------
 
 
+def server_cpu_seconds(server: LocalServer) -> float:
+    """CPU time the graph server's process (and its children) has used so far: beside the wall
+    time, what the drain cost on a machine others share."""
+    record = server.files.read()
+    if record is None:
+        return 0.0
+    process = psutil.Process(record.pid)
+    total = 0.0
+    for each in (process, *process.children(recursive=True)):
+        times = each.cpu_times()
+        total += times.user + times.system
+    return total
+
+
 @dataclass
 class Figures:
     backend: str
     edges: int = 0
     project_seconds: float = 0.0
+    worker_cpu_seconds: float = 0.0
+    server_cpu_seconds: float = 0.0
+    load_average: float = 0.0
     check_seconds: float = 0.0
     rebuild_seconds: float = 0.0
     rebuilt_check_seconds: float = 0.0
@@ -327,10 +368,12 @@ def measure_backend(
     backend: str,
     url: str,
     *,
+    server: LocalServer,
     group: str,
     names: list[str],
     searches: list[tuple[str, list[float]]],
     workdir: Path,
+    drain_only: bool = False,
 ) -> Figures:
     figures = Figures(backend)
     database = f"{TEMPLATE}_{backend}"
@@ -341,15 +384,21 @@ def measure_backend(
         store.drop_group(group)
         projection = GraphProjection(worker_dsn, store)
         print(f"[{backend}] draining the project_to_graph queue ...", flush=True)
-        started = time.perf_counter()
+        server_cpu = server_cpu_seconds(server)
+        started, worker_cpu = time.perf_counter(), time.process_time()
         drain_projection(worker_dsn, projection, workdir / f"objects-{backend}")
         figures.project_seconds = time.perf_counter() - started
+        figures.worker_cpu_seconds = time.process_time() - worker_cpu
+        figures.server_cpu_seconds = server_cpu_seconds(server) - server_cpu
+        figures.load_average = os.getloadavg()[0]
         check = projection.check(group, record=False)
         figures.check_seconds, figures.edges, figures.drift = (
             check.seconds, check.result.graph_edges, check.result.drift,
         )  # fmt: skip
         print(f"[{backend}] {figures.edges:,} edges in {figures.project_seconds:.1f}s; "
               f"check {figures.check_seconds:.2f}s: {figures.drift or 'in step'}", flush=True)  # fmt: skip
+        if drain_only:
+            return figures
         rebuilt = projection.rebuild(group)
         figures.rebuild_seconds = rebuilt.seconds
         again = projection.check(group, record=False)
@@ -407,11 +456,20 @@ def report(args: argparse.Namespace, results: list[Figures], search: list[float]
         ("edges projected", lambda f: f"{f.edges:,}"),
         ("worker drain, edges/s", lambda f: f"{f.edges / f.project_seconds:,.0f}"),
         ("worker drain, s", lambda f: f"{f.project_seconds:.1f}"),
+        ("  worker CPU, ms per 1,000 edges", lambda f: f"{f.worker_cpu_seconds / f.edges * 1e6:,.0f}"),
+        ("  graph server CPU, ms per 1,000 edges", lambda f: f"{f.server_cpu_seconds / f.edges * 1e6:,.0f}"),
+        ("  load average (1 min) after the drain", lambda f: f"{f.load_average:.1f}"),
         ("check, s", lambda f: f"{f.check_seconds:.2f}"),
+        ("drift", lambda f: f.drift or "none"),
+    ]
+    if args.drain_only:
+        for label, cell in rows:
+            print(f"{label:<44}" + "".join(f"{cell(figures):>22}" for figures in results))
+        return
+    rows += [
         ("rebuild, s", lambda f: f"{f.rebuild_seconds:.1f}"),
         ("rebuild, edges/s", lambda f: f"{f.edges / f.rebuild_seconds:,.0f}"),
         ("check after rebuild, s", lambda f: f"{f.rebuilt_check_seconds:.2f}"),
-        ("drift", lambda f: f.drift or "none"),
     ]
     for depth in (2, 3):
         rows += [
@@ -445,6 +503,10 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=20, help="hybrid searches per backend")
     parser.add_argument("--backends", default="falkordb,neo4j")
     parser.add_argument("--reuse", action="store_true", help="keep the seeded template of an earlier run")
+    parser.add_argument(
+        "--drain-only", action="store_true",
+        help="measure the worker drain and its check only (no rebuild, explore or searches): for iterating",
+    )  # fmt: skip
     args = parser.parse_args()
     backends = [name for name in args.backends.split(",") if name]
     unknown = set(backends) - {"falkordb", "neo4j"}
@@ -480,15 +542,17 @@ def main() -> None:
                 measure_backend(
                     bench,
                     backend,
-                    urls[backend].result(),
+                    urls[backend][0].result(),
+                    server=urls[backend][1],
                     group=bench.organisation,
                     names=names,
                     searches=searches,
                     workdir=workdir,
+                    drain_only=args.drain_only,
                 )
                 for backend in backends
             ]
-            search = vera_search(bench, searches)
+            search = [] if args.drain_only else vera_search(bench, searches)
         report(args, results, search)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

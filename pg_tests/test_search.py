@@ -355,6 +355,36 @@ def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world:
         assert before[0]["citation"]["valid_to"].startswith("2026-06-01")
 
 
+def test_the_vector_half_reads_the_tables_where_a_group_holds_documents(world: World) -> None:
+    """The vector half skips a table where the statistics count no document of the group; what
+    the caller's own open transaction wrote counts (found before its commit), and a passage
+    whose episode is retracted leaves the passages' table out again."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'vector tables')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        cmdb = register_source(conn, group, "cmdb", 1, kind="cmdb")
+        export, _, _ = record_episode(conn, group, cmdb, "hosts.csv", "v1")
+        publish(conn, group, export, [_fact("ledger-db", "runs on", "rack-7")], MODEL)
+        hits = search(conn, embedding=embed("ledger-db runs on rack-7"), groups=[group])
+        assert [(h["kind"], h["text"]) for h in hits] == [("fact", "ledger-db runs on rack-7")]
+
+        wiki = register_source(conn, group, "wiki", 2)
+        page, _, _ = record_episode(conn, group, wiki, "racks.md", "racks")
+        text = "Rack seven holds the ledger database and its replica."
+        conn.execute(
+            "select vera.store_chunks(%s, %s, %s, %s)",
+            (group, page, Jsonb([{"text": text, "embedding": embed(text)}]), MODEL),
+        )
+        hits = search(conn, embedding=embed(text), groups=[group])
+        assert [h["kind"] for h in hits] == ["passage", "fact"]
+        assert hits[0]["text"] == text
+
+        conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, page))
+        hits = search(conn, embedding=embed(text), groups=[group])
+        assert [h["kind"] for h in hits] == ["fact"]
+
+
 BULK_QUERY = "pod runs on bulk"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 _HEADER = re.compile(r"^// name: ([a-z_]+)\s*$", re.MULTILINE)
 _VECTOR = "{vector}"
+_INSTANT = "{instant}"
 
 
 @cache
@@ -18,8 +19,9 @@ def _load() -> dict[str, str]:
 
 
 @cache
-def cypher(name: str, vector_function: str) -> str:
+def cypher(name: str, vector_function: str, instant_function: str = "") -> str:
     """The Cypher of a named query, with vectors stored through vector_function
-    ("vecf32" on FalkorDB, "" on Neo4j). queries.cypher ships with the package
-    and is never built from input: values always travel as parameters."""
-    return _load()[name].replace(_VECTOR, vector_function)
+    ("vecf32" on FalkorDB, "" on Neo4j) and the instants of written rows through
+    instant_function ("" on FalkorDB, "datetime" on Neo4j). queries.cypher ships with
+    the package and is never built from input: values always travel as parameters."""
+    return _load()[name].replace(_VECTOR, vector_function).replace(_INSTANT, instant_function)

@@ -35,8 +35,9 @@ def batches(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
 class CypherGraphStore(ABC):
     """A GraphStore on a Cypher server; every query names the group it reads or writes."""
 
-    # how queries.cypher stores a vector on this backend (see cypher.cypher)
+    # how queries.cypher stores a vector, and a written row's instant, on this backend (cypher.cypher)
     vector_function: str = ""
+    instant_function: str = ""
 
     def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         if batch_size < 1:
@@ -73,6 +74,11 @@ class CypherGraphStore(ABC):
     def _decode_time(self, value: Any) -> datetime | None:
         """The aware UTC instant a stored value stands for."""
 
+    def _spell_time(self, moment: datetime | None) -> str | None:
+        """An instant as an edge row carries it to {instant} in queries.cypher: fixed-width
+        UTC ISO-8601 ("2026-03-01T09:30:00.000000+00:00"; None stays None)."""
+        return None if moment is None else moment.astimezone(UTC).isoformat(timespec="microseconds")
+
     def _encode_vector(self, values: list[float]) -> Any:
         """A vector as this backend's driver should send it."""
         return values
@@ -95,7 +101,7 @@ class CypherGraphStore(ABC):
     # ---- the GraphStore ---------------------------------------------------------------
 
     def _query(self, name: str) -> str:
-        return cypher(name, self.vector_function)
+        return cypher(name, self.vector_function, self.instant_function)
 
     def _run(self, graph_group: str, query: str, params: Row, *, write: bool) -> list[Row]:
         return self._send(graph_group, query, self._render(params), write=write)
@@ -105,7 +111,7 @@ class CypherGraphStore(ABC):
         _same_group(group_id, nodes, edges)
         node_rows = list({row["uuid"]: row for row in map(node_row, nodes)}.values())
         edge_rows = list(
-            {row["uuid"]: row for row in (edge_row(edge, self._encode_time) for edge in edges)}.values()
+            {row["uuid"]: row for row in (edge_row(edge, self._spell_time) for edge in edges)}.values()
         )
         if not node_rows and not edge_rows:
             return 0

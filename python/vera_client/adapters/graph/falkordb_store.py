@@ -8,6 +8,7 @@ queries.cypher hold."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from falkordb.helpers import stringify_param_value
 
 from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
 from vera_client.adapters.graph.graphiti_schema import graphiti_fulltext_indexes
+from vera_client.adapters.graph.vectors import SpelledVector
 from vera_client.domain.errors import ProviderError, ProviderUnavailableError
 from vera_client.domain.graph import GraphBackendName
 
@@ -116,9 +118,7 @@ class FalkorDBGraphStore(CypherGraphStore):
         return _CypherFloats(values)
 
     def _encode_time(self, moment: datetime | None) -> Any:
-        if moment is None:
-            return None
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        return self._spell_time(moment)
 
     def _decode_time(self, value: Any) -> datetime | None:
         if value is None:
@@ -142,13 +142,17 @@ class FalkorDBGraphStore(CypherGraphStore):
 class _CypherFloats:
     """A vector the FalkorDB client sends as written here: its parameter encoder turns each
     float into text one call at a time, which took longer than the server's own work on a
-    384-float vector; a type it does not know it sends as str(value). Nine significant
-    digits give back every float32 exactly (vecf32 stores float32)."""
+    384-float vector; a type it does not know it sends as str(value). A vector read from
+    PostgreSQL comes spelled already (vectors.py); any other is spelled here, with nine
+    significant digits, which give back every float32 exactly (vecf32 stores float32)."""
 
     __slots__ = ("_text",)
 
-    def __init__(self, values: list[float]) -> None:
-        self._text = "[" + ",".join(map("{:.9g}".format, values)) + "]"
+    def __init__(self, values: Sequence[float]) -> None:
+        if isinstance(values, SpelledVector):
+            self._text = values.text
+        else:
+            self._text = "[" + ",".join(map("{:.9g}".format, values)) + "]"
 
     def __str__(self) -> str:
         return self._text

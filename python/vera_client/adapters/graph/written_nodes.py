@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from vera_client.adapters.graph.vectors import SpelledVector
+
 # Beyond this many remembered nodes the memory starts afresh (a bound, not a tuning knob:
 # forgetting only costs a rewrite).
 MAX_REMEMBERED = 1_000_000
@@ -19,9 +21,11 @@ MAX_REMEMBERED = 1_000_000
 def node_signature(row: dict[str, Any]) -> int:
     """A hash of what a node row writes."""
     embedding = row["name_embedding"]
-    return hash(
-        (row["name"], row["summary"], row["literal"], None if embedding is None else tuple(embedding))
-    )
+    if isinstance(embedding, SpelledVector):
+        vector: object = embedding.text  # one string to hash, not 384 floats
+    else:
+        vector = None if embedding is None else tuple(embedding)
+    return hash((row["name"], row["summary"], row["literal"], vector))
 
 
 class WrittenNodes:

@@ -16,6 +16,7 @@ from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
+from vera_client.adapters.graph.vectors import from_pgvector
 from vera_client.domain.context import (
     ContextPack,
     conflicts_json,
@@ -722,21 +723,14 @@ def _messages(messages: Sequence[Mapping[str, Any]] | None) -> Jsonb | None:
 # --- the graph projection (sql/functions/230_graph.sql)
 
 
-def _floats(vector: Any) -> tuple[float, ...] | None:
-    if vector is None:
-        return None
-    # vectors arrive as pgvector's Vector (binary, not iterable itself)
-    values = vector.to_list() if hasattr(vector, "to_list") else vector
-    return tuple(float(x) for x in values)
-
-
 def graph_fact_rows(columns: Sequence[str], rows: Rows) -> list[GraphFactRow]:
-    """vera.graph_facts' and vera.graph_group_facts' rows, vectors as tuples of floats."""
+    """vera.graph_facts' and vera.graph_group_facts' rows, each vector a SpelledVector
+    (its floats and its text, graph/vectors.py)."""
     found = []
     for row in rows:
         values = dict(zip(columns, row, strict=True))
         for name in ("fact_embedding", "subject_embedding", "object_embedding"):
-            values[name] = _floats(values[name])
+            values[name] = from_pgvector(values[name], values.pop(f"{name}_text"))
         found.append(GraphFactRow(**values))
     return found
 

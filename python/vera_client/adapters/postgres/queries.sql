@@ -360,16 +360,26 @@ from vera.remember_passages(%(content)s, %(messages)s, %(group)s);
 
 -- name: graph_facts
 -- The named facts of a group as the graph needs them, and whether each belongs there.
+-- Vectors both as pgvector's binary (floats without parsing) and its text (a Cypher list literal
+-- for FalkorDB): python/vera_client/adapters/graph/vectors.py says why.
 select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
-       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at, fact_embedding, subject_embedding,
-       object_embedding, belongs
+       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at,
+       public.vector_send(fact_embedding) as fact_embedding, fact_embedding::text as fact_embedding_text,
+       public.vector_send(subject_embedding) as subject_embedding, subject_embedding::text as subject_embedding_text,
+       public.vector_send(object_embedding) as object_embedding, object_embedding::text as object_embedding_text,
+       belongs
 from vera.graph_facts(%(group)s, %(fact_ids)s::uuid[]);
 
 -- name: graph_group_facts
 -- One keyset page of the facts that belong in a group's graph (a rebuild).
+-- Vectors both as pgvector's binary (floats without parsing) and its text (a Cypher list literal
+-- for FalkorDB): python/vera_client/adapters/graph/vectors.py says why.
 select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
-       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at, fact_embedding, subject_embedding,
-       object_embedding, belongs
+       fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at,
+       public.vector_send(fact_embedding) as fact_embedding, fact_embedding::text as fact_embedding_text,
+       public.vector_send(subject_embedding) as subject_embedding, subject_embedding::text as subject_embedding_text,
+       public.vector_send(object_embedding) as object_embedding, object_embedding::text as object_embedding_text,
+       belongs
 from vera.graph_group_facts(%(group)s, %(after)s, %(max_rows)s);
 
 -- name: graph_edge_states
