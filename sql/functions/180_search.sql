@@ -460,7 +460,7 @@ as $$
                 + s.feedback_score * (s.weights ->> 'feedback')::float8
                 + s.confidence * (s.weights ->> 'confidence')::float8
                 + coalesce(s.period_signal * (s.weights ->> 'period')::float8, 0))
-               -- a search that asks about no period leaves the time signal out: the other six
+               -- a search that asks about no period leaves the period signal out: the other six
                -- share its weight in proportion, so their scores are what they were before it
                / case when s.period_signal is null
                       then greatest(1 - coalesce((s.weights ->> 'period')::float8, 0), 1e-9) else 1 end
