@@ -300,6 +300,41 @@ def test_a_question_about_a_period_ranks_the_passage_of_that_period_first(
         assert all(period is None and score == pytest.approx(old, abs=1e-6) for score, old, period in plain)
 
 
+def test_vera_search_asks_about_the_period_given_or_read_and_says_which(
+    world: World, episode: tuple[str, UUID]
+) -> None:
+    group, episode_id = episode
+    chunks = [{"text": "Mary Lin ran the mill in 1840."}, {"text": "Mary Lin ran the mill in 1815."}]
+    with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
+        vera.store_chunks(group, episode_id, [{**c, "time_scope": time_scope(c["text"]),
+                                               "time_scope_version": EXTRACTION_VERSION} for c in chunks])  # fmt: skip
+    env = {"VERA_DB__DSN": world.db.dsn(APP_LOGIN), "VERA_API_KEY": world.a.owner_key}
+
+    def search(*args: str) -> tuple[int, list[str]]:
+        ran = CliRunner().invoke(main, ["search", *args, "--group", group], env=env, catch_exceptions=False)
+        return ran.exit_code, [line.strip() for line in ran.output.strip().splitlines()]
+
+    code, lines = search("Who ran the mill", "--during", "1811-01-01..1821-01-01")
+    assert code == 0 and lines[0] == "asked about 1811-01-01 .. 1821-01-01"
+    assert lines[1].endswith(chunks[1]["text"])
+    # words the query reader understands, and an explicit period wins over the query's own
+    code, lines = search("Who ran the mill in the 1810s?", "--during", "from 1835 to 1845")
+    assert code == 0 and lines[0] == "asked about 1835-01-01 .. 1846-01-01 (from 'from 1835 to 1845')"
+    assert lines[1].endswith(chunks[0]["text"])
+    code, lines = search("Who ran the mill in the 1810s?")
+    assert code == 0 and lines[0] == "asked about 1810-01-01 .. 1820-01-01 (from '1810s')"
+    assert lines[1].endswith(chunks[1]["text"])
+    code, lines = search("Who ran the mill in the 1810s?", "--no-time-detection")
+    assert code == 0 and not any("asked about" in line for line in lines)
+    for bad, said in [
+        ("2020-13-01..", "START..END takes ISO dates (YYYY-MM-DD), either may be empty"),
+        ("2021-01-01..2020-01-01", "during must end after it starts: 2021-01-01 .. 2020-01-01"),
+        ("soon", "no period in 'soon'"),
+    ]:
+        code, lines = search("mill", "--during", bad)
+        assert code == 2 and said in lines[-1], lines
+
+
 def test_an_as_of_before_anything_known_says_so(world: World, episode: tuple[str, UUID]) -> None:
     group, episode_id = episode
     with caller(world.db, world.a.owner_key) as conn:

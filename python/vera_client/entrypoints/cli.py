@@ -10,7 +10,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, NoReturn, ParamSpec, TypeVar
 from uuid import UUID
@@ -27,10 +27,12 @@ from vera_client.config import VeraSettings
 from vera_client.domain.callers import Operator
 from vera_client.domain.errors import (
     ConfigurationError,
+    InvalidArgumentError,
     VeraError,
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
 from vera_client.domain.models import Hit, LoginLimits, ServerStatus
+from vera_client.domain.time_scopes import TimeRange, as_period, query_time
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -89,6 +91,40 @@ class IsoInstant(click.ParamType):  # type: ignore[type-arg]
 
 
 ISO_INSTANT = IsoInstant()
+
+
+class AskedPeriod(click.ParamType):  # type: ignore[type-arg]
+    """The period a search asks about: START..END as ISO dates, end exclusive, either side empty
+    for open (2020-03-01..2020-04-01, 2019-01-01..), or words the query reader understands
+    ("1811-1827", "March 2020", "since 2019"; docs/time.md)."""
+
+    name = "period"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> TimeRange:
+        if isinstance(value, TimeRange):
+            return value
+        text = str(value).strip()
+        if ".." in text:
+            start, _, end = text.partition("..")
+            try:
+                days = tuple(date.fromisoformat(d.strip()) if d.strip() else None for d in (start, end))
+            except ValueError:
+                self.fail(
+                    f"{text!r}: START..END takes ISO dates (YYYY-MM-DD), either may be empty", param, ctx
+                )
+            try:
+                return as_period((days[0], days[1]))
+            except InvalidArgumentError as error:
+                self.fail(str(error), param, ctx)
+        period = query_time(text)
+        if period is None:
+            self.fail(
+                f"no period in {text!r}: give START..END (ISO dates) or a year, month or range", param, ctx
+            )
+        return period
+
+
+ASKED_PERIOD = AskedPeriod()
 
 
 def echo_json(data: object) -> None:
@@ -308,7 +344,9 @@ def _citation_line(hit: Hit) -> str:
 def print_hits(hits: list[Hit], *, explain: bool) -> None:
     during = getattr(hits, "during", None)
     if during is not None:
-        click.echo(f"  asked about {during.start or '...'} .. {during.end or '...'} (from {during.text!r})")
+        shown = f"{during.start or '...'} .. {during.end or '...'}"
+        read = f" (from {during.text!r})" if during.text != shown else ""
+        click.echo(f"  asked about {shown}{read}")
     if not hits:
         click.echo("  (no hits)")
     for hit in hits:
@@ -350,6 +388,12 @@ def _signals_line(signals: dict[str, float | None]) -> str:
     help="HNSW search breadth of the vector half.  [default: max(100, candidates), at most 1000]",
 )
 @click.option(
+    "--during",
+    type=ASKED_PERIOD,
+    help="The period the query asks about (START..END ISO dates, end exclusive, or words such as"
+    " 1811-1827); wins over the one its words state.",
+)
+@click.option(
     "--no-time-detection",
     "detect_time",
     flag_value=False,
@@ -368,6 +412,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
     k_rrf: int,
     candidates: int | None,
     ef_search: int | None,
+    during: TimeRange | None,
     detect_time: bool,
     as_json: bool,
     explain: bool,
@@ -383,6 +428,7 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
             k_rrf=k_rrf,
             candidates=candidates,
             ef_search=ef_search,
+            during=during,
             detect_time=detect_time,
         )
     if as_json:
