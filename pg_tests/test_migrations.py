@@ -292,6 +292,30 @@ def test_migrated_database_is_usable_by_the_application_role(fresh: Database) ->
         assert conn.execute("select count(*) from vera.whoami()").fetchone() == (2,)
 
 
+def _bundle_before(folder: Path, migration: str) -> Path:
+    """sql/ as the commit before the one that added a migration had it."""
+    log = [
+        "git",
+        "-C",
+        str(ROOT),
+        "log",
+        "--diff-filter=A",
+        "--format=%H",
+        "--",
+        f"sql/migrations/{migration}",
+    ]
+    added = subprocess.run(log, capture_output=True, text=True, check=True).stdout.split()  # noqa: S603
+    assert added, f"no commit added {migration}"
+    archive = subprocess.run(  # noqa: S603
+        ["git", "-C", str(ROOT), "archive", f"{added[-1]}^", "sql"],  # noqa: S607
+        capture_output=True,
+        check=True,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder / "sql"
+
+
 def _released_bundle(folder: Path) -> Path:
     """sql/ as the commit that released the last released migration had it,
     with only the migrations it released."""
@@ -340,3 +364,40 @@ def test_upgrading_from_the_last_release_gives_the_catalog_of_a_new_database(
     MigrationRunner(new.admin_dsn).migrate()
     assert_same(snapshot(new), snapshot(upgraded), "upgraded from the last release vs new")
     assert _scalar(upgraded, "select count(*) from vera.groups where name = 'Released'") == 1
+
+
+def test_time_scopes_upgrade_keeps_votes_and_gives_calibrated_weights_the_period_share(
+    fresh: Database, tmp_path: Path
+) -> None:
+    """0002 on a database that has votes and a calibrated weight set: each vote's six signals
+    gain a null seventh (no period was asked about), and the active set is replaced by one giving
+    period 0.20 and the six others 0.80 of theirs; the old set stays, inactive (history)."""
+    MigrationRunner(fresh.admin_dsn, sql_root=_bundle_before(tmp_path, "0002_time_scopes.sql")).migrate()
+    with fresh.admin() as conn:
+        group, principal = conn.execute(
+            "select group_id, principal_id from vera.create_tenant('Voted', 'Owner')"
+        ).fetchone()  # type: ignore[misc]
+        conn.execute(
+            "insert into vera.feedback (group_id, principal_id, item_kind, item_id, query_text, query_sha256,"
+            " vote, signals) values (%s, %s, 'fact', gen_random_uuid(), 'q', sha256('q'), 1,"
+            " array[0.9, 0.5, 0.5, 0.5, 0.5, 0.5])",
+            (group, principal),
+        )
+        conn.execute(
+            "insert into vera.ranking_weights (group_id, relevance, authority, verification, recency,"
+            " feedback, confidence, sample_count, active) values (%s, 0.5, 0.1, 0.1, 0.1, 0.1, 0.1, 120, true)",
+            (group,),
+        )
+    MigrationRunner(fresh.admin_dsn).migrate()
+    with fresh.admin() as conn:
+        signals = conn.execute("select signals from vera.feedback").fetchall()
+        sets = conn.execute(
+            "select active, relevance, authority, period, sample_count from vera.ranking_weights"
+        ).fetchall()
+    assert [[round(x, 4) if x is not None else None for x in row[0]] for row in signals] == [
+        [0.9, 0.5, 0.5, 0.5, 0.5, 0.5, None]
+    ]
+    assert sorted((a, round(r, 4), round(au, 4), round(p, 4), n) for a, r, au, p, n in sets) == [
+        (False, 0.5, 0.1, 0.0, 120),
+        (True, 0.4, 0.08, 0.2, 120),
+    ]
