@@ -145,7 +145,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
     try:
         _wait(
             lambda: _status(world.db, job) == "doing" and _cursor_entries(world.db, crashed) > 0,
-            30,
+            90,  # a worker's start and first batch; a loaded 2-core machine took over 30 s
             "a run half-way",
         )
     finally:
@@ -163,7 +163,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(world: Worl
             [str(vera_command), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=log_file
         )
         try:
-            _wait(lambda: _status(world.db, job) in {"succeeded", "failed"}, 40, "the job run again")
+            _wait(lambda: _status(world.db, job) in {"succeeded", "failed"}, 120, "the job run again")
         finally:
             second.send_signal(signal.SIGTERM)
             second.wait(20)
