@@ -35,3 +35,23 @@ def test_the_pins_memo_stays_bounded_however_many_callers_a_server_sees() -> Non
     latest = Principal(uuid4())
     shared.remember_pins(latest, ["g"], [("m", 3)])
     assert shared.known_pins(latest, ["g"]) == [("m", 3)]
+
+
+def test_groups_without_a_pin_are_remembered_for_less_time_than_pinned_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    shared = Shared(None)
+    caller = Principal(uuid4())
+    now = [1000.0]
+    monkeypatch.setattr("vera_client.core.time.monotonic", lambda: now[0])
+    shared.remember_pins(caller, ["words-only"], [])
+    shared.remember_pins(caller, ["pinned"], [("m", 3)])
+    assert shared.known_pins(caller, ["words-only"]) == [] and shared.known_pins(caller, ["pinned"]) == [
+        ("m", 3)
+    ]
+    now[0] += Shared.NO_PINS_TTL_SECONDS + 0.1  # the first vector may have come meanwhile: ask again
+    assert shared.known_pins(caller, ["words-only"]) is None and shared.known_pins(caller, ["pinned"]) == [
+        ("m", 3)
+    ]
+    now[0] += Shared.PINS_TTL_SECONDS
+    assert shared.known_pins(caller, ["pinned"]) is None

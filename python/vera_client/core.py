@@ -111,6 +111,9 @@ class Shared:
     # for a while saves every search a round trip (a group pinned meanwhile is searched
     # by words alone until then)
     PINS_TTL_SECONDS = 30.0
+    # groups with no pin at all (searched by words only) are remembered for less: their
+    # first vector may come with any write, and their searches then want it soon
+    NO_PINS_TTL_SECONDS = 5.0
     PINS_MAX_ENTRIES = 10_000  # callers x group sets remembered at once
 
     def __init__(self, providers: Providers | None) -> None:
@@ -133,16 +136,15 @@ class Shared:
     def remember_pins(
         self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]
     ) -> None:
-        if not pins:  # a group without a pin yet may get one with its next write
-            return
         now = time.monotonic()
+        ttl = self.PINS_TTL_SECONDS if pins else self.NO_PINS_TTL_SECONDS
         with self._lock:
             if len(self._pins) >= self.PINS_MAX_ENTRIES:
                 # a server sees many callers: forget the expired, and if that is not enough, all
                 self._pins = {k: v for k, v in self._pins.items() if v[0] > now}
                 if len(self._pins) >= self.PINS_MAX_ENTRIES:
                     self._pins.clear()
-            self._pins[self._key(caller, groups)] = (now + self.PINS_TTL_SECONDS, pins)
+            self._pins[self._key(caller, groups)] = (now + ttl, pins)
 
     @staticmethod
     def _key(caller: Caller, groups: Sequence[str] | None) -> tuple[str, tuple[str, ...] | None]:
