@@ -6,7 +6,10 @@ server a deployment runs, with its own pool as vera_gateway), and measures
 the same queries (k = 10, by words: the facts carry no vectors, so no model
 runs and what is measured is the transport) through:
 
-- direct: AsyncVeraClient.search as the tenant's API key, in this process;
+- direct: AsyncVeraClient.search as the tenant's API key, in this process, with the providers
+  the server builds from the same settings (an application's client, from_settings, has them
+  too): both then do the same work per search, the embedding pins of the searched scopes
+  included;
 - raw 2026-07-28 / raw 2025-06-18: the same tools/call as a plain JSON-RPC POST (httpx,
   kept-alive connection), in the per-request protocol revision (one self-contained POST,
   which the SDK answers in the request's own task) and in the handshake-era one (which the
@@ -47,8 +50,9 @@ from mcp.types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
+from vera_client.bootstrap import build_providers
 from vera_client.client import AsyncVeraClient, VeraClient
-from vera_client.config import PoolSettings
+from vera_client.config import DbSettings, EmbedderSettings, PoolSettings, VeraSettings
 
 DATABASE = "vera_bench_mcp_latency"
 CONCURRENT = 8
@@ -98,6 +102,10 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# the server's embedder, and the direct client's: the facts carry no vectors, so none runs
+EMBEDDER = "deterministic"
+
+
 def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -106,7 +114,7 @@ def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
         "VERA_DB__DATABASE": bench.database,
         "VERA_DB__DSN": "",
         "VERA_DB__ADMIN_DSN": "",
-        "VERA_EMBEDDER__PROVIDER": "deterministic",
+        "VERA_EMBEDDER__PROVIDER": EMBEDDER,
         "VERA_MCP_PORT": str(port),
         "VERA_MCP_API_KEY_CACHE_S": "30",
         # the benchmark's one principal calls far more often than an agent may: the quota is
@@ -139,7 +147,11 @@ PER_REQUEST_VERSION = "2026-07-28"
 @asynccontextmanager
 async def direct_path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
     dsn = bench.server.url("vera_gateway", bench.database)
-    client = await AsyncVeraClient.connect(dsn, pool=PoolSettings(min_size=clients, max_size=clients))
+    settings = VeraSettings(
+        db=DbSettings(data_dir=bench.server.data_dir), embedder=EmbedderSettings(provider=EMBEDDER)
+    )
+    pool = PoolSettings(min_size=clients, max_size=clients)
+    client = await AsyncVeraClient.connect(dsn, pool=pool, providers=build_providers(settings))
     try:
         view = client.as_caller(bench.api_key)
         yield lambda query: view.search(query, k=10)

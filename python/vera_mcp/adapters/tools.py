@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.context_tools import register_context_tools
 from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
+from vera_mcp.adapters.output_schemas import lean_output_schema
 from vera_mcp.adapters.remember_tool import register_remember_tool
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
@@ -71,6 +72,14 @@ class VeraMCPServer(MCPServer[Any]):
                 for problem in error.__cause__.errors(include_url=False, include_input=False)
             )
             raise ToolError(f"invalid arguments for {name}: {problems}") from error.__cause__
+
+    def lean_output_schemas(self) -> None:
+        """Publish each registered tool's output schema with its nullable fields as type lists
+        (adapters/output_schemas.py: the same values pass, and a client checks them faster). The
+        SDK reads a tool's `fn_metadata.output_schema` afresh for every listing."""
+        for tool in self._tool_manager.list_tools():
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = lean_output_schema(tool.fn_metadata.output_schema)
 
 
 def build_mcp_server(
@@ -174,6 +183,7 @@ def build_mcp_server(
     register_knowledge_tools(server, runner)
     register_context_tools(server, runner)
     register_remember_tool(server, runner)
+    server.lean_output_schemas()
     return server
 
 
