@@ -24,7 +24,17 @@ from vera_mcp.adapters.remember_tool import register_remember_tool
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
-from vera_mcp.domain.arguments import AsOf, ItemKind, K, Note, Query, ScopeName, ScopeNames, SnapshotName
+from vera_mcp.domain.arguments import (
+    AsOf,
+    During,
+    ItemKind,
+    K,
+    Note,
+    Query,
+    ScopeName,
+    ScopeNames,
+    SnapshotName,
+)
 from vera_mcp.domain.limits import LIMITS
 from vera_mcp.domain.shapes import (
     HitOut,
@@ -137,18 +147,21 @@ def build_mcp_server(
                 max_length=LIMITS.max_name_chars, description="search this snapshot of the one scope named"
             ),
         ] = None,
+        during: During = None,
     ) -> SearchResult:
         """Ranked, cited hits for a query: facts and passages, each with its citation (source, episode,
-        evidence, validity, tier, verification) and the seven signals of the blend."""
+        evidence, validity, tier, verification) and the seven signals of the blend; during: the period
+        asked about (passed, or read from the query's words)."""
 
         async def work(call: ToolCall) -> SearchResult:
             groups = await call.scopes(scopes)
+            days = during.days() if during is not None else None
             if snapshot is not None:
                 if groups is None or len(groups) != 1 or as_of is not None:
                     raise InvalidArgumentError("a snapshot search names exactly one scope and no as_of")
-                hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k)
+                hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k, during=days)
             else:
-                hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups)
+                hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups, during=days)
             return SearchResult(
                 query=query, as_of=as_of, snapshot=snapshot, during=PeriodOut.of(hits.during),
                 hits=[HitOut.of(h) for h in hits],
@@ -166,14 +179,18 @@ def build_mcp_server(
         ctx: Context,
         as_of: AsOf = None,
         scopes: ScopeNames = None,
+        during: During = None,
     ) -> VoteOut:
         """Say whether a hit helped: its kind and item_id as search returned them, the query that found
-        it (and the as_of and scopes of that search). Your later vote on the same hit and query replaces
-        this one."""
+        it (and the as_of, scopes and during of that search). Your later vote on the same hit and query
+        replaces this one."""
 
         async def work(call: ToolCall) -> VoteOut:
             groups = await call.scopes(scopes)
-            vote_ = await call.vera.feedback(kind, item_id, query, vote, as_of=as_of, groups=groups)
+            days = during.days() if during is not None else None
+            vote_ = await call.vera.feedback(
+                kind, item_id, query, vote, as_of=as_of, groups=groups, during=days
+            )
             return VoteOut.of(vote_)
 
         return await runner.run_tool(ctx, "feedback", ToolClass.FEEDBACK, Scope.FEEDBACK, work)
