@@ -291,6 +291,8 @@ def main() -> None:
     port = free_port()
     server = serve(bench, port)
     url = f"http://127.0.0.1:{port}/mcp"
+    # the machine's load beside the figures: a busy shared machine makes every hop wait for a core
+    load_before = os.getloadavg()[0]
     try:
         rows = [
             (1, asyncio.run(interleaved(bench, url, sample))),
@@ -301,7 +303,7 @@ def main() -> None:
         server.wait(timeout=15)
     print(
         f"\nsearch, k = 10, {args.facts} facts, {args.calls} calls per path and row"
-        " (one client: the paths interleaved)"
+        f" (one client: the paths interleaved); load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
     )
     print("| clients | path | p50 / p95 ms | overhead over direct at p50, ms |")
     print("|---|---|---|---|")
