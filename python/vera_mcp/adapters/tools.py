@@ -19,7 +19,7 @@ from pydantic import Field, ValidationError
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.context_tools import register_context_tools
 from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
-from vera_mcp.adapters.output_schemas import lean_output_schema
+from vera_mcp.adapters.lean_schemas import lean_schema
 from vera_mcp.adapters.remember_tool import register_remember_tool
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
@@ -83,13 +83,16 @@ class VeraMCPServer(MCPServer[Any]):
             )
             raise ToolError(f"invalid arguments for {name}: {problems}") from error.__cause__
 
-    def lean_output_schemas(self) -> None:
-        """Publish each registered tool's output schema with its nullable fields as type lists
-        (adapters/output_schemas.py: the same values pass, and a client checks them faster). The
-        SDK reads a tool's `fn_metadata.output_schema` afresh for every listing."""
+    def lean_schemas(self) -> None:
+        """Publish each registered tool's input and output schemas in their lean form
+        (adapters/lean_schemas.py: the same values pass, cheaper to check). Called once every tool
+        is registered and before anything lists them: the SDK reads `parameters` and
+        `fn_metadata.output_schema` when it lists a tool or checks a call's headers, but keeps a
+        tool's `output_schema` once read."""
         for tool in self._tool_manager.list_tools():
+            tool.parameters = lean_schema(tool.parameters)
             if tool.fn_metadata.output_schema is not None:
-                tool.fn_metadata.output_schema = lean_output_schema(tool.fn_metadata.output_schema)
+                tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
 
 
 def build_mcp_server(
@@ -200,7 +203,7 @@ def build_mcp_server(
     register_knowledge_tools(server, runner)
     register_context_tools(server, runner)
     register_remember_tool(server, runner)
-    server.lean_output_schemas()
+    server.lean_schemas()
     return server
 
 
