@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 from uuid import UUID
 
@@ -162,6 +163,33 @@ def test_a_vote_on_a_pack_position_lands_on_the_item_as_a_vote_on_a_hit(
         owner.pack_feedback(pack.pack_id, 1, "sideways")
 
 
+def test_a_pack_keeps_the_period_its_search_asked_about(owner: VeraClient, corpus: Corpus) -> None:
+    asked = owner.get_context(
+        "billing-api", token_budget=200, groups=[corpus.group], during=(date(2020, 1, 1), date(2021, 1, 1))
+    )
+    assert asked.during is not None and (asked.during.start, asked.during.end) == (
+        date(2020, 1, 1),
+        date(2021, 1, 1),
+    )
+    assert asked.items and all(item.signals.period is not None for item in asked.items)
+    assert asked.pack_id is not None and owner.get_context_pack(asked.pack_id).during == asked.during
+    # a vote on one of its items is recorded as on a search that asked about the same period
+    assert owner.pack_feedback(asked.pack_id, 1, "up").signals["period"] is not None
+
+    # the period the query's words state; a period passed wins over them; detect_time=False reads none
+    read = owner.get_context("billing-api from 2019 to 2021", groups=[corpus.group])
+    assert read.during is not None and (read.during.start, read.during.end, read.during.text) == (
+        date(2019, 1, 1), date(2022, 1, 1), "from 2019 to 2021"
+    )  # fmt: skip
+    passed = owner.get_context("billing-api in 2019", groups=[corpus.group], during=(date(2023, 1, 1), None))
+    assert passed.during is not None and (passed.during.start, passed.during.end) == (date(2023, 1, 1), None)
+    assert owner.get_context("billing-api in 2019", groups=[corpus.group], detect_time=False).during is None
+
+    unasked = owner.get_context("billing-api", token_budget=200, groups=[corpus.group])
+    assert unasked.during is None and all(item.signals.period is None for item in unasked.items)
+    assert unasked.pack_id is not None and owner.get_context_pack(unasked.pack_id).during is None
+
+
 def test_client_refuses_bad_requests_before_searching(owner: VeraClient) -> None:
     for arguments in (
         {"token_budget": 99},
@@ -173,6 +201,8 @@ def test_client_refuses_bad_requests_before_searching(owner: VeraClient) -> None
             owner.get_context("billing-api", **arguments)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         owner.get_context("x" * 8193)
+    with pytest.raises(InvalidArgumentError, match="end after it starts"):
+        owner.get_context("billing-api", during=(date(2021, 1, 1), date(2020, 1, 1)))
 
 
 # --- vera.store_context_pack in SQL ------------------------------------------------------------------
@@ -246,6 +276,15 @@ def test_sql_stores_what_the_database_holds_not_what_the_client_says(world: Worl
         ({"omitted": "{}"}, "22023"),
         ({"warnings": json.dumps(["x" * 1_000_001])}, "22001"),
         ({"groups": []}, "22023"),
+        ({"during": '"2020"'}, "22023"),
+        ({"during": json.dumps({"start": "2020-01-01", "end": None})}, "22023"),
+        ({"during": json.dumps({"start": None, "end": None, "text": "x", "why": "y"})}, "22023"),
+        ({"during": json.dumps({"start": "2021-01-01", "end": "2020-01-01", "text": "x"})}, "22023"),
+        ({"during": json.dumps({"start": "2020-01-01", "end": "2020-01-01", "text": "x"})}, "22023"),
+        ({"during": json.dumps({"start": None, "end": None, "text": "x" * 8193})}, "22001"),
+        ({"during": json.dumps({"start": "2020/01/01", "end": None, "text": "x"})}, "22007"),
+        ({"during": json.dumps({"start": 2020, "end": None, "text": "x"})}, "22007"),
+        ({"during": json.dumps({"start": None, "end": "2020-02-30", "text": "x"})}, "22008"),
     ],
 )
 def test_sql_refuses_bad_packs(world: World, arguments: dict[str, Any], sqlstate: str) -> None:

@@ -140,6 +140,22 @@ async def exercise_knowledge_tools(session: Any, lumen: Lumen, label: str) -> No
     vote = structured(await session.call_tool(
         "pack_feedback", {"pack_id": pack["pack_id"], "position": 1, "vote": "up"}))  # fmt: skip
     assert vote["group_id"] == first["group_id"] and set(vote["signals"]) == SIGNALS
+    assert pack["during"] is None  # the query names no period
+    # the period asked about: read from the query's words, or passed (which wins); the pack keeps it
+    read = structured(await session.call_tool(
+        "get_context", {"query": "Which cluster did billing-api run on in 2025?", "token_budget": 400}))  # fmt: skip
+    assert read["during"] == {"start": "2025-01-01", "end": "2026-01-01", "text": "2025"}
+    passed = structured(await session.call_tool("get_context", {
+        "query": "Which cluster did billing-api run on in 2025?", "token_budget": 400,
+        "during": {"start": "2024-03-01", "end": "2024-04-01"}}))  # fmt: skip
+    assert passed["during"] == {
+        "start": "2024-03-01",
+        "end": "2024-04-01",
+        "text": "2024-03-01 .. 2024-04-01",
+    }
+    assert passed["items"] and all(item["signals"]["period"] is not None for item in passed["items"])
+    stored = structured(await session.call_tool("get_context_pack", {"pack_id": passed["pack_id"]}))
+    assert stored == passed
 
     # a proposal of the owner: made, listed, withdrawn
     subject = f"dispatch-{label}"
@@ -210,6 +226,10 @@ def bad_calls(world: World) -> list[tuple[str, dict[str, Any], str]]:
          "query: String should have at most 8192 characters"),
         ("get_context", {"query": "payments", "max_tier": 5}, "max_tier"),
         ("get_context", {"query": "payments", "scopes": ["nowhere"]}, "no scope 'nowhere' among yours"),
+        ("get_context", {"query": "payments", "during": {"start": "2024-05-01", "end": "2024-04-01"}},
+         "during: Value error, the period must end after it starts"),
+        ("get_context", {"query": "payments", "during": {"end": "2024-13-01"}}, "during.end"),
+        ("get_context", {"query": "payments", "during": {"start": "May 2024"}}, "a day is written YYYY-MM-DD"),
         ("get_entity", {"name_or_id": "payments-api", "scopes": ["nowhere"]}, "no scope 'nowhere' among yours"),
         ("explore", {"entity": "payments-api", "scopes": [world.b.organisation]}, "no scope"),
         ("changes", {"since": LONG_AGO, "scopes": ["Bravo"]}, "no scope 'Bravo' among yours"),

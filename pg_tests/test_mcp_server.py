@@ -141,6 +141,18 @@ async def exercise_every_tool(session: Any, world: World, pending: tuple[UUID, U
     dated = structured(await session.call_tool("search", {"query": "payments-api cluster in 2026", "k": 5}))
     assert dated["during"] == {"start": "2026-01-01", "end": "2027-01-01", "text": "2026"}
     assert all(h["signals"]["period"] in (0.0, 0.5, 1.0) for h in dated["hits"])
+    # a period passed wins over the one the words state; an open end stays open
+    passed = structured(await session.call_tool("search", {
+        "query": "payments-api cluster in 2026", "k": 5, "during": {"start": "2020-01-01", "end": "2021-01-01"}}))  # fmt: skip
+    assert passed["during"] == {
+        "start": "2020-01-01",
+        "end": "2021-01-01",
+        "text": "2020-01-01 .. 2021-01-01",
+    }
+    assert passed["hits"] and all(h["signals"]["period"] is not None for h in passed["hits"])
+    since = structured(await session.call_tool(
+        "search", {"query": "payments-api cluster", "k": 5, "during": {"start": "2025-06-01"}}))  # fmt: skip
+    assert since["during"] == {"start": "2025-06-01", "end": None, "text": "2025-06-01 .. ..."}
     assert hit["citation"]["source"]["name"] == "docs" and hit["text"] == "payments-api runs on cluster blue"
     # a scope named by what whoami lists
     in_workspace = structured(
@@ -359,6 +371,45 @@ def bad_calls(world: World) -> list[tuple[str, dict[str, Any], str]]:
         ("review", {"scope": "Acme", "item_id": str(uuid4()), "decision": "maybe"}, "decision"),
         ("review", {"scope": "Acme", "item_id": str(uuid4()), "decision": "approve"}, "no claim"),
         ("create_snapshot", {"scope": "Acme", "name": ""}, "at least 1 character"),
+        (
+            "search",
+            {"query": "q", "during": {"start": "2021-01-01", "end": "2020-01-01"}},
+            "during: Value error, the period must end after it starts: 2021-01-01 .. 2020-01-01",
+        ),
+        (
+            "search",
+            {"query": "q", "during": {"start": "2021-01-01", "end": "2021-01-01"}},
+            "must end after it starts",
+        ),
+        (
+            "search",
+            {"query": "q", "during": {"start": "01/02/2020"}},
+            "during.start: Value error, a day is written YYYY-MM-DD",
+        ),
+        (
+            "search",
+            {"query": "q", "during": {"end": 1577836800}},
+            "during.end: Value error, a day is written YYYY-MM-DD",
+        ),
+        ("search", {"query": "q", "during": {"start": "2020-02-30"}}, "during.start"),
+        ("search", {"query": "q", "during": {}}, "a period needs a start, an end or both"),
+        (
+            "search",
+            {"query": "q", "during": {"start": "2020-01-01", "until": "2021-01-01"}},
+            "during.until: Extra inputs",
+        ),
+        ("search", {"query": "q", "during": "2020"}, "during"),
+        (
+            "feedback",
+            {
+                "kind": "fact",
+                "item_id": str(uuid4()),
+                "query": "q",
+                "vote": "up",
+                "during": {"end": "2020-13-01"},
+            },
+            "during.end",
+        ),
     ]
 
 

@@ -729,12 +729,19 @@ class Operations:
         min_authority: float | None = None,
         max_tier: int | None = None,
         k: int = 50,
+        during: TimeRange | tuple[date | None, date | None] | None = None,
+        detect_time: bool = True,
     ) -> Plan[ContextPack]:
         """A context pack: the best of the first k hits (searched as search does) that fit token_budget
-        (100-32,000 MiniLM tokens), with omissions, conflicts and freshness warnings; stored, with its id."""
+        (100-32,000 MiniLM tokens), with omissions, conflicts and freshness warnings; stored, with its id.
+
+        during and detect_time: the period the search asks about, as in search; the pack keeps it
+        in its request and says it (`during`, None when it asked about none)."""
         check_request(query, token_budget, min_authority, max_tier)
         _check_k(k)
-        hits = yield from self.search(query, k=k, as_of=as_of, groups=groups)
+        hits = yield from self.search(
+            query, k=k, as_of=as_of, groups=groups, during=during, detect_time=detect_time
+        )
         competing: list[ConflictValue] = []
         if any(hit.kind == "fact" for hit in hits):
             competing = yield from ask(calls.conflicts(1000, groups))
@@ -757,7 +764,7 @@ class Operations:
         weights = {}
         for group in sorted({item.group_id for item in pack.items}):
             weights[group] = yield from ask(calls.active_weights(group))
-        pack = replace(pack, weights=weights)
+        pack = replace(pack, weights=weights, during=hits.during)
         pack_id = yield from ask(calls.store_context_pack(pack))
         return (yield from self.get_context_pack(pack_id))
 

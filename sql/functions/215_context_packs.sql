@@ -25,6 +25,59 @@ end
 $$;
 comment on function vera.check_pack_array(jsonb, text) is 'Internal: a context pack''s JSON array, checked';
 
+-- Internal: the period a pack's search asked about, as its request keeps it:
+-- null (none), or {"start", "end", "text"} with start and end ISO days
+-- (YYYY-MM-DD; null: open; end exclusive, after start) and text, the words
+-- that stated it (at most 8,192 characters). Errors: 22023, 22007, 22008.
+create or replace function vera.check_pack_period(during jsonb)
+returns jsonb
+language plpgsql immutable
+set search_path = vera, pg_temp
+as $$
+declare
+    first_day date;
+    day_after date;
+begin
+    if during is null or jsonb_typeof(during) = 'null' then
+        return null;
+    end if;
+    if jsonb_typeof(during) <> 'object'
+       or exists (select from jsonb_object_keys(during) k where k not in ('start', 'end', 'text')) then
+        raise exception 'during must be a JSON object of start, end and text' using errcode = '22023';
+    end if;
+    if jsonb_typeof(during -> 'text') is distinct from 'string' then
+        raise exception 'during needs its text (the words that stated the period)' using errcode = '22023';
+    end if;
+    perform vera.check_length(during ->> 'text', 'during text', 8192);
+    if coalesce(jsonb_typeof(during -> 'start'), 'null') not in ('null', 'string')
+       or coalesce(jsonb_typeof(during -> 'end'), 'null') not in ('null', 'string')
+       or (during ->> 'start') !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'
+       or (during ->> 'end') !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' then
+        raise exception 'during''s start and end must be days (YYYY-MM-DD) or null' using errcode = '22007';
+    end if;
+    first_day := (during ->> 'start')::date;  -- a day that does not exist (2026-02-30): 22008
+    day_after := (during ->> 'end')::date;
+    if first_day >= day_after then
+        raise exception 'during must end after it starts: % .. %', first_day, day_after using errcode = '22023';
+    end if;
+    return jsonb_build_object('start', first_day, 'end', day_after, 'text', during ->> 'text');
+end
+$$;
+comment on function vera.check_pack_period(jsonb) is 'Internal: the period a context pack''s search asked about, checked';
+
+-- Internal: a pack's period (as check_pack_period keeps it) as vera.search's
+-- during: days from midnight UTC, end exclusive; null for none.
+create or replace function vera.pack_period_range(during jsonb)
+returns tstzrange
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select case when jsonb_typeof(during) = 'object' then
+        tstzrange((during ->> 'start')::date::timestamp at time zone 'UTC',
+                  (during ->> 'end')::date::timestamp at time zone 'UTC', '[)') end
+$$;
+comment on function vera.pack_period_range(jsonb) is 'Internal: a context pack''s period as a search''s during';
+
 -- Contract: stores a context pack the caller assembled and returns its id.
 -- items: a JSON array, in the pack's order, of {"kind": "fact" | "passage",
 -- "item_id", "tokens" (>= 0), "signals": {relevance, authority, verification,
@@ -34,14 +87,16 @@ comment on function vera.check_pack_array(jsonb, text) is 'Internal: a context p
 -- provenance are read here. The request: query (1 to 8,192 characters),
 -- token_budget (100..32,000; the items' tokens must fit it), as_of,
 -- groups (each readable; null: every readable group), min_authority (0..1),
--- max_tier (1..4). weights, omitted, conflicts and warnings are kept as
--- given (JSON; arrays of at most 1,000,000 bytes). At most 1,000 items.
--- Errors: 22023, 22001, 54000, 42501, VN001, VA005.
+-- max_tier (1..4), during (the period the search asked about, null for
+-- none: {"start", "end", "text"} as vera.check_pack_period checks it).
+-- weights, omitted, conflicts and warnings are kept as given (JSON; arrays
+-- of at most 1,000,000 bytes). At most 1,000 items.
+-- Errors: 22023, 22001, 22007, 22008, 54000, 42501, VN001, VA005.
 create or replace function vera.store_context_pack(
     query text, token_budget integer, items jsonb, as_of timestamptz default null, groups text[] default null,
     min_authority double precision default null, max_tier integer default null, weights jsonb default null,
     assembler_version text default 'unknown', omitted jsonb default '[]', conflicts jsonb default '[]',
-    warnings jsonb default '[]')
+    warnings jsonb default '[]', during jsonb default null)
 returns uuid
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
@@ -54,6 +109,7 @@ declare
     problem text;
     parsed record;
     missing record;
+    asked_period jsonb;
 begin
     if coalesce(btrim(store_context_pack.query), '') = '' then
         raise exception 'a context pack needs its query' using errcode = '22023';
@@ -64,6 +120,7 @@ begin
             coalesce(store_context_pack.token_budget::text, 'null') using errcode = '22023';
     end if;
     perform vera.check_as_of(store_context_pack.as_of);
+    asked_period := vera.check_pack_period(store_context_pack.during);
     if store_context_pack.min_authority is not null and not (store_context_pack.min_authority between 0 and 1) then
         raise exception 'min_authority must be between 0 and 1' using errcode = '22023';
     end if;
@@ -147,7 +204,7 @@ begin
             jsonb_build_object('query', store_context_pack.query, 'token_budget', store_context_pack.token_budget,
                                'as_of', store_context_pack.as_of, 'scopes', to_jsonb(store_context_pack.groups),
                                'min_authority', store_context_pack.min_authority,
-                               'max_tier', store_context_pack.max_tier),
+                               'max_tier', store_context_pack.max_tier, 'during', asked_period),
             store_context_pack.weights, btrim(store_context_pack.assembler_version),
             vera.check_pack_array(store_context_pack.omitted, 'omitted'),
             vera.check_pack_array(store_context_pack.conflicts, 'conflicts'),
@@ -169,7 +226,7 @@ begin
 end
 $$;
 comment on function vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text,
-                                            jsonb, jsonb, jsonb) is
+                                            jsonb, jsonb, jsonb, jsonb) is
     'Stores a context pack assembled by the caller (items read from the database); returns its id';
 
 -- Internal: the caller's own pack (it lives in the caller's u: scope and
@@ -235,7 +292,8 @@ comment on function vera.get_context_pack(uuid) is 'A context pack, for the prin
 
 -- Contract: the caller's vote ('up' or 'down') on the item at a position of
 -- one of its own packs: recorded exactly as vera.record_feedback records a
--- vote on a hit of the pack's query, as of the pack's as_of and in its groups; query_embedding
+-- vote on a hit of the pack's query, as of the pack's as_of, in its groups and
+-- asking about its period (during); query_embedding
 -- and embedding_model as there. Errors: VN001 (not a pack of the caller,
 -- no such position, an erased item, or no longer among the query's first
 -- 100 hits), 22023, VA005.
@@ -266,7 +324,7 @@ begin
             record_pack_feedback.query_embedding, (pack.request ->> 'as_of')::timestamptz,
             case when jsonb_typeof(pack.request -> 'scopes') = 'array'
                  then array(select jsonb_array_elements_text(pack.request -> 'scopes')) end,
-            record_pack_feedback.embedding_model);
+            record_pack_feedback.embedding_model, vera.pack_period_range(pack.request -> 'during'));
 end
 $$;
 comment on function vera.record_pack_feedback(uuid, integer, text, public.vector, text) is

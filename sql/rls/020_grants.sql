@@ -160,7 +160,7 @@ grant execute on function
     vera.retract_proposal(uuid),
     vera.list_proposals(integer),
     vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text, jsonb,
-                            jsonb, jsonb),
+                            jsonb, jsonb, jsonb),
     vera.get_context_pack(uuid),
     vera.record_pack_feedback(uuid, integer, text, public.vector, text)
     to vera_app, vera_gateway;

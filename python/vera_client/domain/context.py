@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.models import SIGNAL_NAMES, ConflictValue, Hit, Signals
+from vera_client.domain.time_scopes import TimeRange
 
 ASSEMBLER_VERSION = "vera-context/1"
 MIN_TOKEN_BUDGET = 100
@@ -113,6 +114,8 @@ class ContextPack:
     conflicts: list[ConflictSet]
     warnings: list[FreshnessWarning]
     weights: dict[str, Any] | None = None
+    # the period the pack's search asked about (passed, or stated by the query's words); None: none
+    during: TimeRange | None = None
     # set once stored (vera.store_context_pack)
     pack_id: UUID | None = None
     created_at: datetime | None = None
@@ -308,6 +311,22 @@ def conflicts_json(pack: ContextPack) -> list[dict[str, Any]]:
     ]
 
 
+def during_json(pack: ContextPack) -> dict[str, Any] | None:
+    """The period asked about as store_context_pack keeps it in the pack's request."""
+    period = pack.during
+    if period is None:
+        return None
+    start, end = (day.isoformat() if day is not None else None for day in (period.start, period.end))
+    return {"start": start, "end": end, "text": period.text}
+
+
+def _during_of(stored: Mapping[str, Any] | None) -> TimeRange | None:
+    if not stored:  # a pack stored before packs kept their period asked about none
+        return None
+    start, end = (date.fromisoformat(stored[key]) if stored.get(key) else None for key in ("start", "end"))
+    return TimeRange(start, end, stored["text"], 0)
+
+
 def warnings_json(pack: ContextPack) -> list[dict[str, Any]]:
     return [
         {"kind": w.kind, "item_id": str(w.item_id), "reason": w.reason, "detail": w.detail}
@@ -329,6 +348,7 @@ def pack_from_row(values: Mapping[str, Any]) -> ContextPack:
         groups=request.get("scopes"),
         min_authority=request.get("min_authority"),
         max_tier=request.get("max_tier"),
+        during=_during_of(request.get("during")),
         weights=values["weights"],
         assembler_version=values["assembler_version"],
         items=[

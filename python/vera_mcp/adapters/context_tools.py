@@ -14,6 +14,7 @@ from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.arguments import (
     AsOf,
+    During,
     MaxTier,
     MinAuthority,
     PackId,
@@ -40,10 +41,12 @@ def register_context_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
         scopes: ReadScopes = None,
         min_authority: MinAuthority = None,
         max_tier: MaxTier = None,
+        during: During = None,
     ) -> ContextPackOut:
         """A context pack for a query: the best cited items (facts and passages) that fit token_budget,
         in order, each with its position, citation and seven signals; what was left out and why; competing
-        values side by side; warnings about facts that may no longer hold. Stored under pack_id."""
+        values side by side; warnings about facts that may no longer hold; the period asked about (during,
+        passed or read from the query's words). Stored under pack_id."""
 
         async def work(call: ToolCall) -> ContextPackOut:
             groups = await call.scopes(scopes)
@@ -54,6 +57,7 @@ def register_context_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
                 groups=groups,
                 min_authority=min_authority,
                 max_tier=max_tier,
+                during=during.days() if during is not None else None,
             )
             return ContextPackOut.of(pack)
 

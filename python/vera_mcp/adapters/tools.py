@@ -19,11 +19,22 @@ from pydantic import Field, ValidationError
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
 from vera_mcp.adapters.context_tools import register_context_tools
 from vera_mcp.adapters.knowledge_tools import register_knowledge_tools
+from vera_mcp.adapters.lean_schemas import lean_schema
 from vera_mcp.adapters.remember_tool import register_remember_tool
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import READ_ONLY, WRITES
 from vera_mcp.domain.access import Scope, ToolClass
-from vera_mcp.domain.arguments import AsOf, ItemKind, K, Note, Query, ScopeName, ScopeNames, SnapshotName
+from vera_mcp.domain.arguments import (
+    AsOf,
+    During,
+    ItemKind,
+    K,
+    Note,
+    Query,
+    ScopeName,
+    ScopeNames,
+    SnapshotName,
+)
 from vera_mcp.domain.limits import LIMITS
 from vera_mcp.domain.shapes import (
     HitOut,
@@ -71,6 +82,17 @@ class VeraMCPServer(MCPServer[Any]):
                 for problem in error.__cause__.errors(include_url=False, include_input=False)
             )
             raise ToolError(f"invalid arguments for {name}: {problems}") from error.__cause__
+
+    def lean_schemas(self) -> None:
+        """Publish each registered tool's input and output schemas in their lean form
+        (adapters/lean_schemas.py: the same values pass, cheaper to check). Called once every tool
+        is registered and before anything lists them: the SDK reads `parameters` and
+        `fn_metadata.output_schema` when it lists a tool or checks a call's headers, but keeps a
+        tool's `output_schema` once read."""
+        for tool in self._tool_manager.list_tools():
+            tool.parameters = lean_schema(tool.parameters)
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = lean_schema(tool.fn_metadata.output_schema)
 
 
 def build_mcp_server(
@@ -128,18 +150,21 @@ def build_mcp_server(
                 max_length=LIMITS.max_name_chars, description="search this snapshot of the one scope named"
             ),
         ] = None,
+        during: During = None,
     ) -> SearchResult:
         """Ranked, cited hits for a query: facts and passages, each with its citation (source, episode,
-        evidence, validity, tier, verification) and the seven signals of the blend."""
+        evidence, validity, tier, verification) and the seven signals of the blend; during: the period
+        asked about (passed, or read from the query's words)."""
 
         async def work(call: ToolCall) -> SearchResult:
             groups = await call.scopes(scopes)
+            days = during.days() if during is not None else None
             if snapshot is not None:
                 if groups is None or len(groups) != 1 or as_of is not None:
                     raise InvalidArgumentError("a snapshot search names exactly one scope and no as_of")
-                hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k)
+                hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k, during=days)
             else:
-                hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups)
+                hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups, during=days)
             return SearchResult(
                 query=query, as_of=as_of, snapshot=snapshot, during=PeriodOut.of(hits.during),
                 hits=[HitOut.of(h) for h in hits],
@@ -157,14 +182,18 @@ def build_mcp_server(
         ctx: Context,
         as_of: AsOf = None,
         scopes: ScopeNames = None,
+        during: During = None,
     ) -> VoteOut:
         """Say whether a hit helped: its kind and item_id as search returned them, the query that found
-        it (and the as_of and scopes of that search). Your later vote on the same hit and query replaces
-        this one."""
+        it (and the as_of, scopes and during of that search). Your later vote on the same hit and query
+        replaces this one."""
 
         async def work(call: ToolCall) -> VoteOut:
             groups = await call.scopes(scopes)
-            vote_ = await call.vera.feedback(kind, item_id, query, vote, as_of=as_of, groups=groups)
+            days = during.days() if during is not None else None
+            vote_ = await call.vera.feedback(
+                kind, item_id, query, vote, as_of=as_of, groups=groups, during=days
+            )
             return VoteOut.of(vote_)
 
         return await runner.run_tool(ctx, "feedback", ToolClass.FEEDBACK, Scope.FEEDBACK, work)
@@ -174,6 +203,7 @@ def build_mcp_server(
     register_knowledge_tools(server, runner)
     register_context_tools(server, runner)
     register_remember_tool(server, runner)
+    server.lean_schemas()
     return server
 
 

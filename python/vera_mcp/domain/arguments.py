@@ -4,11 +4,12 @@ before any work starts."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal
+import re
+from datetime import date, datetime
+from typing import Annotated, Literal, Self
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from vera_mcp.domain.limits import LIMITS
 
@@ -28,6 +29,46 @@ ReadScopes = Annotated[
 ]
 AsOf = Annotated[
     datetime | None, Field(description="knowledge time (ISO 8601): answer as VERA knew it then; default: now")
+]
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _iso_day(value: object) -> object:
+    """Only a YYYY-MM-DD string is a day here (pydantic alone would also take a number of seconds)."""
+    if value is not None and not (isinstance(value, str) and _ISO_DAY.fullmatch(value)):
+        raise ValueError("a day is written YYYY-MM-DD")
+    return value
+
+
+Day = Annotated[date | None, BeforeValidator(_iso_day)]
+
+
+class Period(BaseModel):
+    """The period a question asks about, in days: from start up to end (exclusive); null is open."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: Day = Field(default=None, description="the first day (YYYY-MM-DD); null: open")
+    end: Day = Field(default=None, description="the day after the last (YYYY-MM-DD); null: open")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Self:
+        if self.start is None and self.end is None:
+            raise ValueError("a period needs a start, an end or both (leave during out to ask about none)")
+        if self.start is not None and self.end is not None and self.start >= self.end:
+            raise ValueError(f"the period must end after it starts: {self.start} .. {self.end}")
+        return self
+
+    def days(self) -> tuple[date | None, date | None]:
+        return self.start, self.end
+
+
+During = Annotated[
+    Period | None,
+    Field(
+        description="the period the question asks about; default: the one the query's words state "
+        '("from 2019 to 2021", "in March 2024"), if any. Hits whose time overlaps it rank higher'
+    ),
 ]
 K = Annotated[int, Field(ge=LIMITS.min_k, le=LIMITS.max_k, description="how many hits")]
 ScopeNames = Annotated[

@@ -13,7 +13,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from vera_client.domain.models import ConflictValue, TimelineFact
-from vera_mcp.domain.shapes import SignalsOut
+from vera_mcp.domain.shapes import PeriodOut, SignalsOut
 
 
 class FromClient(BaseModel):
@@ -302,6 +302,10 @@ class ContextPackOut(FromClient):
     searched_groups: list[str]
     min_authority: float | None
     max_tier: int | None
+    during: PeriodOut | None = Field(
+        default=None,
+        description="the period its search asked about, passed or read from the query; null: none",
+    )
     assembler_version: str
     items: list[PackItemOut] = Field(description="in the pack's order, position from 1")
     omitted: list[OmissionOut] = Field(description="hits left out, and why")

@@ -107,11 +107,11 @@ class HitOut(BaseModel):
 
 
 class PeriodOut(BaseModel):
-    """The period a search asked about, as found in the query's words."""
+    """The period a search asked about: the `during` passed, or the one the query's words state."""
 
     start: date | None = Field(description="first day; null: open")
     end: date | None = Field(description="the day after the last; null: open")
-    text: str = Field(description="the words it was read from")
+    text: str = Field(description="the words it was read from (a period passed reads 'start .. end')")
 
     @classmethod
     def of(cls, period: TimeRange | None) -> PeriodOut | None:
@@ -124,7 +124,8 @@ class SearchResult(BaseModel):
     snapshot: str | None = None
     during: PeriodOut | None = Field(
         default=None,
-        description="the period the query's words ask about (the period signal compares hits with it)",
+        description="the period asked about, passed or read from the query's words (the period signal "
+        "compares hits with it); null: none",
     )
     hits: list[HitOut]
 

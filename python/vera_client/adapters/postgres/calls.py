@@ -20,6 +20,7 @@ from vera_client.adapters.graph.vectors import from_pgvector
 from vera_client.domain.context import (
     ContextPack,
     conflicts_json,
+    during_json,
     items_json,
     omitted_json,
     pack_from_row,
@@ -656,6 +657,7 @@ def store_context_pack(pack: ContextPack) -> Call[UUID]:
         "omitted": Jsonb(omitted_json(pack)),
         "conflicts": Jsonb(conflicts_json(pack)),
         "warnings": Jsonb(warnings_json(pack)),
+        "during": Jsonb(period) if (period := during_json(pack)) is not None else None,
     }
     return Call("store_context_pack", params, scalar)
 

@@ -329,7 +329,7 @@ from vera.list_proposals(%(max_rows)s);
 -- Stores a context pack the caller assembled; its id.
 select vera.store_context_pack(%(query)s, %(token_budget)s, %(items)s, %(as_of)s, %(groups)s::text[],
                                %(min_authority)s::float8, %(max_tier)s, %(weights)s, %(assembler_version)s,
-                               %(omitted)s, %(conflicts)s, %(warnings)s);
+                               %(omitted)s, %(conflicts)s, %(warnings)s, %(during)s);
 
 -- name: get_context_pack
 -- One of the caller's context packs.
