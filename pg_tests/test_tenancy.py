@@ -413,7 +413,7 @@ ISOLATION_TESTED = {
     "remember(text,jsonb,text,timestamp with time zone,text,jsonb,jsonb,text,jsonb)": "test_remember",
     "remember_passages(text,jsonb,text)": "test_remember",
     "remember_default_tier()": "test_remember (a constant: reads no tenant's rows)",
-    "store_context_pack(text,integer,jsonb,timestamp with time zone,text[],double precision,integer,jsonb,text,jsonb,jsonb,jsonb)": "test_context_packs",
+    "store_context_pack(text,integer,jsonb,timestamp with time zone,text[],double precision,integer,jsonb,text,jsonb,jsonb,jsonb,jsonb)": "test_context_packs",
     "get_context_pack(uuid)": "test_context_packs",
     "record_pack_feedback(uuid,integer,text,vector,text)": "test_context_packs",
     # issue 14: the graph projection (worker and operators only, a principal only in its groups)
