@@ -205,3 +205,17 @@ def test_the_facts_rounds_read_the_group_word_index(world: World) -> None:
             )
         )
     assert "facts_group_lexemes_idx" in plan, plan
+
+
+def test_the_group_word_index_statistics_stay_hidden_from_login_roles(world: World) -> None:
+    """ANALYZE keeps the index expression's most common elements ("<group_id> <word>": other
+    tenants' group ids and words) in pg_statistic; pg_stats shows them to no login role."""
+    with world.db.admin() as admin:
+        admin.execute("analyze vera.facts")
+        assert admin.execute(
+            "select count(*) from pg_stats where tablename = 'facts_group_lexemes_idx'"
+        ).fetchone() == (1,)
+    with world.db.connect() as conn:
+        assert conn.execute(
+            "select count(*) from pg_stats where tablename = 'facts_group_lexemes_idx'"
+        ).fetchone() == (0,)
