@@ -4,7 +4,13 @@ without and with 384-dimension embeddings, each with the BM25 statistics'
 triggers off (as before vera-search/4) and on, batch by batch in turn.
 Prints claims/s and the peak memory of the database server's processes.
 
-    .venv/bin/python benchmarks/write_throughput.py [--existing 100000] [--batches 3]
+--compare fulltext-index compares instead the facts' full-text index before
+migration 0003 ((group_id, tsv)) and after it (one posting list per group and
+word), each built in turn before its batch; --no-embeddings skips the
+384-dimension runs.
+
+    .venv/bin/python benchmarks/write_throughput.py [--existing 100000] [--batches 3] \\
+        [--compare statistics|fulltext-index] [--no-embeddings]
 """
 
 from __future__ import annotations
@@ -119,33 +125,67 @@ def statistics_triggers(bench: Bench, *, enabled: bool) -> None:
             admin.execute(f"alter table vera.{table} {'enable' if enabled else 'disable'} trigger {trigger}")  # type: ignore[arg-type]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--existing", type=int, default=100_000)
-    parser.add_argument("--batch", type=int, default=10_000)
-    parser.add_argument("--batches", type=int, default=3)
-    parser.add_argument("--subjects", type=int, default=30_000, help="distinct subject names")
-    args = parser.parse_args()
-    rng = random.Random(7)
-    bench = start("vera_bench_write")
-    with bench.app() as conn:
-        conn.execute("select vera.declare_predicate(%s, p, 'functional') from unnest(%s::text[]) p",
-                     (bench.organisation, [p for p, functional in PREDICATES if functional]))  # fmt: skip
-        conn.commit()
-    print(f"seeding {args.existing:,} facts ...", flush=True)
+# the facts' full-text index before migration 0003, rebuilt in its place for the "before" batches
+BEFORE_0003_INDEX = "create index facts_group_tsv_idx on vera.facts using gin (group_id, tsv)"
+
+
+def fulltext_index(bench: Bench, definitions: dict[bool, str], *, after_0003: bool) -> None:
+    """The facts' full-text index as before migration 0003 or as after it (the other one dropped)."""
+    names = {True: "facts_group_lexemes_idx", False: "facts_group_tsv_idx"}
+    with bench.admin() as admin:
+        if admin.execute("select to_regclass(%s)", (f"vera.{names[after_0003]}",)).fetchone() == (None,):
+            admin.execute(definitions[after_0003])  # type: ignore[arg-type]
+        admin.execute(f"drop index if exists vera.{names[not after_0003]}")  # type: ignore[arg-type]
+        admin.execute("analyze vera.facts")
+
+
+def seed(bench: Bench, rng: random.Random, existing: int, batch: int, subjects: int) -> None:
+    print(f"seeding {existing:,} facts ...", flush=True)
     seeded = 0
     seed_seconds = 0.0
-    while seeded < args.existing:
-        n = min(args.batch, args.existing - seeded)
-        seed_seconds += publish(bench, claims(rng, n, args.subjects, None), None)
+    while seeded < existing:
+        n = min(batch, existing - seeded)
+        seed_seconds += publish(bench, claims(rng, n, subjects, None), None)
         seeded += n
     print(f"  seeded at {seeded / seed_seconds:,.0f} claims/s")
     with bench.admin() as admin:
         admin.execute("vacuum analyze")
         facts = admin.execute("select count(*) from vera.facts").fetchone()[0]  # type: ignore[index]
     print(f"database holds {facts:,} facts\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--existing", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=10_000)
+    parser.add_argument("--batches", type=int, default=3)
+    parser.add_argument("--subjects", type=int, default=30_000, help="distinct subject names")
+    parser.add_argument(
+        "--compare",
+        choices=("statistics", "fulltext-index"),
+        default="statistics",
+        help="before/after: the BM25 statistics' triggers off/on, or the facts' text index before/after 0003",
+    )
+    parser.add_argument("--no-embeddings", action="store_true", help="only the runs without embeddings")
+    args = parser.parse_args()
+    index_compared = args.compare == "fulltext-index"
+    rng = random.Random(7)
+    bench = start("vera_bench_write")
+    with bench.app() as conn:
+        conn.execute("select vera.declare_predicate(%s, p, 'functional') from unnest(%s::text[]) p",
+                     (bench.organisation, [p for p, functional in PREDICATES if functional]))  # fmt: skip
+        conn.commit()
+    seed(bench, rng, args.existing, args.batch, args.subjects)
+    with bench.admin() as admin:
+        row = admin.execute("select pg_get_indexdef('vera.facts_group_lexemes_idx'::regclass)").fetchone()
+    definitions = {True: str(row[0]) if row else "", False: BEFORE_0003_INDEX}
     print(f"{'run':<40}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
-    for label, dims in (("no embeddings", None), ("384-dim embeddings", 384)):
+    runs = (
+        (("no embeddings", None),)
+        if args.no_embeddings
+        else (("no embeddings", None), ("384-dim embeddings", 384))
+    )
+    for label, dims in runs:
         if dims:
             # production state: the group holds vectors and, above 5,000 of
             # them, an HNSW index of its own (vera db maintain) that each
@@ -153,21 +193,32 @@ def main() -> None:
             publish(bench, claims(rng, args.batch, args.subjects, dims), "synthetic-384")
             build_missing_vector_indexes(bench.server.admin_url(bench.database))
         # before and after in one run: the BM25 statistics' triggers off and
-        # on, batch by batch in turn, so the machine's noise hits both alike
+        # on (or the full-text index before and after 0003), batch by batch
+        # in turn, so the machine's noise hits both alike
         rates: dict[bool, list[float]] = {False: [], True: []}
         peaks = {False: 0.0, True: 0.0}
         for _ in range(args.batches):
             for counted in (False, True):
-                statistics_triggers(bench, enabled=counted)
+                if index_compared:
+                    fulltext_index(bench, definitions, after_0003=counted)
+                else:
+                    statistics_triggers(bench, enabled=counted)
                 batch = claims(rng, args.batch, args.subjects, dims)
                 with peak_server_memory(bench.server) as memory:
                     seconds = publish(bench, batch, "synthetic-384" if dims else None)
                 peaks[counted] = max(peaks[counted], memory["peak_mib"])
                 rates[counted].append(args.batch / seconds)
         statistics_triggers(bench, enabled=True)
+        if index_compared:
+            fulltext_index(bench, definitions, after_0003=True)
         for counted in (False, True):
             median = sorted(rates[counted])[len(rates[counted]) // 2]
-            row = f"{label}, statistics {'on' if counted else 'off'}"
+            after = (
+                ("group-word index (0003)" if counted else "(group_id, tsv) index")
+                if index_compared
+                else (f"statistics {'on' if counted else 'off'}")
+            )
+            row = f"{label}, {after}"
             print(f"{row:<40}{median:>12,.0f}{args.batch / median:>10.2f}{peaks[counted]:>18,.0f}")
 
 

@@ -163,3 +163,59 @@ def test_the_empty_and_unknown_queries_score_nothing(world: World, corpus: Any) 
         for query in ("", "?!", "kiwi"):
             rows = conn.execute(_SCORES, {"groups": [group], "query": query}).fetchall()  # type: ignore[arg-type]
             assert rows == [], query
+
+
+# Texts whose words the text form of a tsvector quotes or escapes, or that hold none.
+ODD_TEXTS = [
+    "it's O'Brien's 'quoted' word",
+    "back\\slash and a\\\\b",
+    "Tháng 3 năm 2020: giá tăng 5% (ước tính)",
+    "tabs\tand\nnew lines  and   spaces",
+    "emoji 🙂 and ü and 中文",
+    "!!! ???",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
+def test_the_facts_index_keys_every_word_by_its_group(world: World, text: str) -> None:
+    """vera.group_lexemes (the facts' full-text index, migration 0003) is the text's words, each
+    once, behind its group id and a space: no word lost, split or merged by the quoting."""
+    group = world.a.organisation
+    with world.db.admin() as conn:
+        got, words = conn.execute(
+            "select tsvector_to_array(vera.group_lexemes(%(group)s, to_tsvector('simple', %(text)s))),"
+            " tsvector_to_array(to_tsvector('simple', %(text)s))",
+            {"group": group, "text": text},
+        ).fetchone()  # type: ignore[misc]
+    assert sorted(got) == sorted(f"{group} {word}" for word in words)
+
+
+def test_the_facts_rounds_read_the_group_word_index(world: World) -> None:
+    """The round's condition (vera.group_lexemes, inlined) is the index's expression: if the two
+    drift apart, the lexical half falls back to reading every fact of the group."""
+    with world.db.admin() as conn:
+        conn.execute("set enable_seqscan = off")
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                "explain select f.fact_id from vera.facts f"
+                " where vera.group_lexemes(f.group_id, f.tsv) @@ vera.group_lexeme_query(%s, '{ledger}', '{api}')",
+                ([world.a.organisation, world.b.organisation],),
+            )
+        )
+    assert "facts_group_lexemes_idx" in plan, plan
+
+
+def test_the_group_word_index_statistics_stay_hidden_from_login_roles(world: World) -> None:
+    """ANALYZE keeps the index expression's most common elements ("<group_id> <word>": other
+    tenants' group ids and words) in pg_statistic; pg_stats shows them to no login role."""
+    with world.db.admin() as admin:
+        admin.execute("analyze vera.facts")
+        assert admin.execute(
+            "select count(*) from pg_stats where tablename = 'facts_group_lexemes_idx'"
+        ).fetchone() == (1,)
+    with world.db.connect() as conn:
+        assert conn.execute(
+            "select count(*) from pg_stats where tablename = 'facts_group_lexemes_idx'"
+        ).fetchone() == (0,)

@@ -251,6 +251,42 @@ as $$
 $$;
 comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
 
+-- Internal: a fact's words keyed by its group, "<group_id> <lexeme>", as
+-- the facts' full-text index holds them (facts_group_lexemes_idx, migration
+-- 0003): one posting list per group and word, so that the lexical half
+-- reads only the searched groups' postings. The same expression as the
+-- index's, in built-in functions only: a plain SQL function, which the
+-- planner inlines into the query, where it then matches the index. A
+-- lexeme holds no space and neither does a group id, so "' '" in the text
+-- form of the stripped vector only ever separates two lexemes.
+create or replace function vera.group_lexemes(group_id text, tsv tsvector)
+returns tsvector
+language sql immutable parallel safe
+as $$
+    select case when tsv = ''::tsvector then tsv
+                else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+           end
+$$;
+comment on function vera.group_lexemes(text, tsvector) is
+    'Internal: a tsvector''s lexemes keyed by group ("<group_id> <lexeme>"), the facts'' full-text index';
+
+-- Internal: the tsquery over vera.group_lexemes matching a document of one
+-- of the groups that holds one of the lexemes and, when and_any names
+-- some, one of those too; null when lexemes or groups are empty.
+create or replace function vera.group_lexeme_query(groups text[], lexemes text[], and_any text[] default null)
+returns tsquery
+language sql immutable
+as $$
+    select nullif(pg_catalog.array_to_string(array(
+               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
+                                from pg_catalog.unnest(lexemes) l) || ')'
+                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
+                                               from pg_catalog.unnest(and_any) l) || ')', '')
+                 from pg_catalog.unnest(groups) g), ' | '), '')::tsquery
+$$;
+comment on function vera.group_lexeme_query(text[], text[], text[]) is
+    'Internal: tsquery over vera.group_lexemes: in one of the groups, any of the lexemes (and any of and_any)';
+
 -- Contract: the lexical half's terms as a tsquery, any of them (OR); null
 -- when the query has no word. What a text matches; BM25 decides the order.
 create or replace function vera.lexical_query(query text)

@@ -77,7 +77,10 @@ declare
     generating integer;
     earlier integer;
     round_postings bigint;
-    -- this step's tsquery, the documents it leaves out (scored in another step), its row limit
+    -- this step's terms (a document holds one of them, and one of and_terms when set), its
+    -- tsquery, the documents it leaves out (scored in another step), its row limit
+    matching_terms text[];
+    and_terms text[];
     matching tsquery;
     excluded tsquery;
     row_limit bigint;
@@ -127,7 +130,8 @@ begin
         if alone_pending then
             -- a bounded round's step 2: its term alone, neither an earlier nor a later term
             alone_pending := false;
-            matching := vera.any_of(ranked_terms[taken:taken]);
+            matching_terms := ranked_terms[taken:taken];
+            and_terms := null;
             excluded := vera.any_of(ranked_terms[1:earlier] || ranked_terms[taken + 1:]);
             row_limit := greatest(budget, n);
         else
@@ -140,7 +144,8 @@ begin
                 round_postings := round_postings + ranked_postings[taken];
             end loop;
             -- the documents holding one of them and none of the earlier rounds' (scored then)
-            matching := vera.any_of(ranked_terms[earlier + 1:taken]);
+            matching_terms := ranked_terms[earlier + 1:taken];
+            and_terms := null;
             excluded := vera.any_of(ranked_terms[1:earlier]);
             row_limit := null;
             if bounded_rounds and round_postings > budget then
@@ -148,7 +153,7 @@ begin
                 -- never fewer rows than the list holds
                 row_limit := greatest(budget, n);
                 if taken < cardinality(ranked_terms) then
-                    matching := matching && vera.any_of(ranked_terms[taken + 1:]);
+                    and_terms := ranked_terms[taken + 1:];
                     alone_pending := true;
                 elsif coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
                     -- no later term: this round is step 2 alone, and no document holding the term once
@@ -156,6 +161,14 @@ begin
                     exit;
                 end if;
             end if;
+        end if;
+        if target_kind = 'fact' then
+            -- the facts' full-text index holds one posting list per group and word (vera.group_lexemes)
+            matching := vera.group_lexeme_query(groups, matching_terms, and_terms);
+        elsif and_terms is null then
+            matching := vera.any_of(matching_terms);
+        else
+            matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
         end if;
         if target_kind = 'fact' then
             -- Static, so that the plan is cached for the session: planning it anew each round cost
@@ -168,7 +181,11 @@ begin
             with holding as materialized (
                 select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
                   from vera.facts f
-                 where f.tsv @@ matching and f.group_id = any (groups) and not coalesce(f.tsv @@ excluded, false)
+                 where vera.group_lexemes(f.group_id, f.tsv) @@ matching
+                   -- the groups again (matching names them), as a filter: an index on group_id
+                   -- would add the group's every row to the bitmap (100,000 in a large tenant)
+                   and array_position(groups, f.group_id) is not null
+                   and not coalesce(f.tsv @@ excluded, false)
                    and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to,
                                          reference, personal_group))
             select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)

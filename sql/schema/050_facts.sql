@@ -79,10 +79,15 @@ create index facts_timeline_idx on vera.facts (group_id, subject_entity_id, pred
 create index facts_proposed_for_idx on vera.facts (proposed_for) where proposed_for is not null;
 -- erasure finds proposals that cite an erased episode
 create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
--- the lexical half of search, one tenant at a time: with the group in the
--- index (btree_gin) a query reads only its groups' posting lists, not the
--- matches of every tenant (3x faster at 100,000 facts in 10 tenants)
-create index facts_group_tsv_idx on vera.facts using gin (group_id, tsv);
+-- the lexical half of search, one tenant at a time: one posting list per
+-- group and word ("<group_id> <lexeme>", vera.group_lexemes in
+-- sql/functions/170_ranking.sql, which the planner inlines into this
+-- expression), so that a query reads only its groups' postings of its words,
+-- neither every tenant's matches nor the whole group's list (migration 0003)
+create index facts_group_lexemes_idx on vera.facts using gin ((
+    case when tsv = ''::tsvector then tsv
+         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+    end));
 create index facts_episode_idx on vera.facts (group_id, episode_id) where episode_id is not null;
 create index facts_source_idx on vera.facts (group_id, source_id) where source_id is not null;
 create index facts_object_entity_idx on vera.facts (group_id, object_entity_id) where object_entity_id is not null;
