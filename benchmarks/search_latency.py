@@ -193,7 +193,7 @@ def build_indexes(conn: psycopg.Connection) -> None:
 
 def floor_tenant_index(conn: psycopg.Connection) -> None:
     """The tenant-filtered floor's full-text index, (group_id, tsv) as VERA's own was until migration
-    0003 (now keyed by group and word, an expression a bare query does not use): built here if a
+    0004 (now keyed by group and word, an expression a bare query does not use): built here if a
     database of an earlier run lacks it."""
     if conn.execute("select to_regclass('vera.facts_floor_group_tsv_idx')").fetchone() == (None,):
         conn.execute("set maintenance_work_mem = '1GB'")

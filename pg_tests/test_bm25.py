@@ -179,7 +179,7 @@ ODD_TEXTS = [
 
 @pytest.mark.parametrize("text", ODD_TEXTS)
 def test_the_facts_index_keys_every_word_by_its_group(world: World, text: str) -> None:
-    """vera.group_lexemes (the facts' full-text index, migration 0003) is the text's words, each
+    """vera.group_lexemes (the facts' full-text index, migration 0004) is the text's words, each
     once, behind its group id and a space: no word lost, split or merged by the quoting."""
     group = world.a.organisation
     with world.db.admin() as conn:

@@ -253,7 +253,7 @@ comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of 
 
 -- Internal: a fact's words keyed by its group, "<group_id> <lexeme>", as
 -- the facts' full-text index holds them (facts_group_lexemes_idx, migration
--- 0003): one posting list per group and word, so that the lexical half
+-- 0004): one posting list per group and word, so that the lexical half
 -- reads only the searched groups' postings. The same expression as the
 -- index's, in built-in functions only: a plain SQL function, which the
 -- planner inlines into the query, where it then matches the index. A

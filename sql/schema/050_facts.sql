@@ -83,7 +83,7 @@ create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) 
 -- group and word ("<group_id> <lexeme>", vera.group_lexemes in
 -- sql/functions/170_ranking.sql, which the planner inlines into this
 -- expression), so that a query reads only its groups' postings of its words,
--- neither every tenant's matches nor the whole group's list (migration 0003)
+-- neither every tenant's matches nor the whole group's list (migration 0004)
 create index facts_group_lexemes_idx on vera.facts using gin ((
     case when tsv = ''::tsvector then tsv
          else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector

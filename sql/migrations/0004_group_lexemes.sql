@@ -1,4 +1,4 @@
--- 0003_group_lexemes: the facts' full-text index keyed by (group, word).
+-- 0004_group_lexemes: the facts' full-text index keyed by (group, word).
 -- The (group_id, tsv) index answered "facts of group G holding w" by
 -- intersecting G's posting list (every fact of the group: 100,000 in a
 -- large tenant) with w's over every tenant; a bitmap of one rare word then
