@@ -136,7 +136,20 @@ def test_an_idle_transaction_is_ended(world: World, app_logins: Logins) -> None:
             conn.execute("select 1")
 
 
+def _sessions_ended(world: World, role: str) -> None:
+    """Wait until the role's earlier sessions are gone: a backend leaves a moment after its
+    client closed, and counts against the role's connection limit until then."""
+    deadline = time.monotonic() + 10
+    with world.db.admin() as admin:
+        while admin.execute(
+            "select count(*) from pg_stat_activity where usename = %s", (role,)
+        ).fetchone() != (0,):
+            assert time.monotonic() < deadline, f"{role}'s earlier sessions did not end"
+            time.sleep(0.02)
+
+
 def test_the_connection_limit_refuses_one_more(world: World, app_logins: Logins) -> None:
+    _sessions_ended(world, app_logins.tight)
     with (
         world.db.connect(app_logins.tight),
         world.db.connect(app_logins.tight),
@@ -146,6 +159,7 @@ def test_the_connection_limit_refuses_one_more(world: World, app_logins: Logins)
 
 
 def test_listed_with_limits_and_sessions(world: World, app_logins: Logins) -> None:
+    _sessions_ended(world, app_logins.tight)
     with world.db.connect(app_logins.tight):
         listed = {login.role: login for login in provisioning.list_app_logins(world.db.admin_dsn)}
     tight = listed[app_logins.tight]
