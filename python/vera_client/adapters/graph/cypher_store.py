@@ -8,11 +8,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
+from vera_client.adapters.graph.ahead import ahead
 from vera_client.adapters.graph.cypher import cypher
 from vera_client.adapters.graph.graphiti_model import aware_utc, edge_row, graph_group_id, node_row
 from vera_client.adapters.graph.written_nodes import WrittenNodes
@@ -118,7 +119,8 @@ class CypherGraphStore(ABC):
         self._prepare_group(group)
         self._write_nodes(group, self._written.unwritten(group, node_rows))
         written = 0
-        for chunk, rendered in self._rendered_ahead(group, list(batches(edge_rows, self._batch_size))):
+        rendered_chunks = ahead(batches(edge_rows, self._batch_size), partial(self._render_edges, group))
+        for chunk, rendered in rendered_chunks:
             count = self._write_edges(group, chunk, rendered)
             if count != len(chunk):
                 # an end node this process wrote is gone (the group was dropped or rebuilt
@@ -140,19 +142,6 @@ class CypherGraphStore(ABC):
             params = {"group": group, "rows": self._with_vectors(chunk, "name_embedding"), "now": now}
             self._run(group, self._query("upsert_nodes"), params, write=True)
             self._written.remember(group, chunk)
-
-    def _rendered_ahead(self, group: str, chunks: list[Sequence[Row]]) -> Iterator[tuple[Sequence[Row], Any]]:
-        """Each chunk with its rendered upsert parameters, the next one rendered meanwhile."""
-        if len(chunks) < 2:
-            yield from ((chunk, self._render_edges(group, chunk)) for chunk in chunks)
-            return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-render") as helper:
-            pending = helper.submit(self._render_edges, group, chunks[0])
-            for index, chunk in enumerate(chunks):
-                rendered = pending.result()
-                if index + 1 < len(chunks):
-                    pending = helper.submit(self._render_edges, group, chunks[index + 1])
-                yield chunk, rendered
 
     def _render_edges(self, group: str, chunk: Sequence[Row]) -> Any:
         return self._render({"group": group, "rows": self._with_vectors(chunk, "fact_embedding")})

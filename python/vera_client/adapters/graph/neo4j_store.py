@@ -33,6 +33,21 @@ _SCHEMA = (
     "CREATE INDEX relation_group_id IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.group_id)",
 )
 
+# Graphiti's full-text indexes, updated after each commit by a background thread rather than in
+# the committing transaction: Lucene's indexing was a good part of Neo4j's CPU per written edge,
+# on the write path of every projection batch. What it changes: Graphiti's keyword search may
+# miss an edge for a moment after it was written (its vector search and VERA's explore do not
+# use these indexes). An index that already exists keeps its settings (IF NOT EXISTS).
+_EVENTUALLY_CONSISTENT = " OPTIONS {indexConfig: {`fulltext.eventually_consistent`: true}}"
+
+
+def _fulltext_indexes() -> tuple[str, ...]:
+    statements = graphiti_fulltext_indexes("neo4j")
+    if any("OPTIONS" in statement for statement in statements):
+        raise ProviderError("Graphiti's Neo4j full-text indexes now carry OPTIONS: merge them with VERA's")
+    return tuple(statement + _EVENTUALLY_CONSISTENT for statement in statements)
+
+
 # edges, then nodes, removed per transaction when a group is dropped: bounded so that one
 # transaction stays well inside the server's transaction memory (embeddings included)
 _DROP_BATCH = 5_000
@@ -94,7 +109,7 @@ class Neo4jGraphStore(CypherGraphStore):
 
     def ensure_schema(self) -> None:
         """Create the constraint, the indexes and Graphiti's full-text indexes if missing."""
-        for statement in (*_SCHEMA, *graphiti_fulltext_indexes("neo4j")):
+        for statement in (*_SCHEMA, *_fulltext_indexes()):
             self._execute(statement, {}, neo4j.RoutingControl.WRITE)
 
     def _prepare_group(self, graph_group: str) -> None:
