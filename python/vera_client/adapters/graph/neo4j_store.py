@@ -7,7 +7,7 @@ compares with vector.similarity.cosine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -125,6 +125,20 @@ class Neo4jGraphStore(CypherGraphStore):
     def _send(self, graph_group: str, query: str, rendered: Any, *, write: bool) -> list[Row]:
         routing = neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ
         return self._execute(query, rendered, routing)
+
+    def _send_together(self, graph_group: str, statements: Sequence[tuple[str, Any]]) -> list[list[Row]]:
+        # one transaction, so one commit: each forces the transaction log to disk
+        def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
+            return [
+                [dict(zip(record.keys(), record.values(), strict=True)) for record in tx.run(query, rendered)]
+                for query, rendered in statements
+            ]
+
+        def action() -> list[list[Row]]:
+            with self._driver.session(database=self._database) as session:
+                return session.execute_write(work)
+
+        return self._call(action)
 
     def _execute(self, query: str, params: Row, routing: neo4j.RoutingControl) -> list[Row]:
         def action() -> list[Row]:
