@@ -23,11 +23,42 @@ java/neo4j-launcher), in a temporary folder, stopped at the end.
         [--drain-only]
 
 --drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
-Beside the wall time each run reports the worker's and the graph server's CPU per 1,000 edges
-and the load average, since the machine is shared. docs/graph.md has the before/after table.
+Beside the wall time each run reports the worker's, the graph server's and PostgreSQL's CPU
+per 1,000 edges and the load average, since the machine is shared; docs/graph.md has the
+runs side by side and what changed between them.
+
+With the read-ahead pipeline (graph/ahead.py) and Neo4j's eventually consistent full-text
+indexes, before one-transaction pages, on 2026-12-02 05:20-05:55 (defaults but --queries 60
+--searches 10, as below; 34 min; load average 4-12, 6-8 during FalkorDB's drain, 4-6 during
+Neo4j's):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           111 s, 900 edges/s   205 s, 489 edges/s
+      worker / server / PostgreSQL CPU    198 / 215 / 158 ms   234 / 1,568 / 154 ms
+        per 1,000 edges
+    check (counts + digest)               15.2 s               42.0 s
+    rebuild (of it the drop)              61 s (0.0 s)         168 s (51.6 s)
+      rebuild's upsert                    1,640 edges/s        858 edges/s
+    explore depth 2, graph p50/p95        29 / 54 ms           57 / 165 ms
+      SQL vera.explore depth 2            496 / 743 ms         654 / 872 ms
+    explore depth 3, graph p50/p95        149 / 335 ms         214 / 419 ms
+      SQL vera.explore depth 3            2,266 / 3,198 ms     2,316 / 3,848 ms
+    answers equal (graph = SQL)           60/60 at both depths on both
+    Graphiti hybrid search p50/p95        3,322 / 4,017 ms     8,127 / 20,015 ms
+    vera.search k=10 (same facts)         59 / 110 ms
+
+With the final code (a page's nodes and edges one transaction on Neo4j), --drain-only --reuse
+on the same 100,000 facts, 2026-12-02 06:04-06:08 (4 min; load average 2.6-3.0 during
+FalkorDB's drain, 3.4-5.0 during Neo4j's: a quieter machine than the runs below):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           38.6 s, 2,594 edges/s  105.3 s, 950 edges/s
+      worker / server / PostgreSQL CPU    154 / 174 / 124 ms   199 / 918 / 138 ms
+        per 1,000 edges
+    check (counts + digest)               8.0 s                30.5 s
 
 After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
-(defaults but --queries 60 --searches 10, as below; 41 min; load average 7-12):
+(defaults but --queries 60 --searches 10; 41 min; load average 7-12):
 
                                           FalkorDB             Neo4j
     worker drain, 100,000 edges           134 s, 746 edges/s   137 s, 730 edges/s
