@@ -23,11 +23,42 @@ java/neo4j-launcher), in a temporary folder, stopped at the end.
         [--drain-only]
 
 --drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
-Beside the wall time each run reports the worker's and the graph server's CPU per 1,000 edges
-and the load average, since the machine is shared. docs/graph.md has the before/after table.
+Beside the wall time each run reports the worker's, the graph server's and PostgreSQL's CPU
+per 1,000 edges and the load average, since the machine is shared; docs/graph.md has the
+runs side by side and what changed between them.
+
+With the read-ahead pipeline (graph/ahead.py) and Neo4j's eventually consistent full-text
+indexes, before one-transaction pages, on 2026-12-02 05:20-05:55 (defaults but --queries 60
+--searches 10, as below; 34 min; load average 4-12, 6-8 during FalkorDB's drain, 4-6 during
+Neo4j's):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           111 s, 900 edges/s   205 s, 489 edges/s
+      worker / server / PostgreSQL CPU    198 / 215 / 158 ms   234 / 1,568 / 154 ms
+        per 1,000 edges
+    check (counts + digest)               15.2 s               42.0 s
+    rebuild (of it the drop)              61 s (0.0 s)         168 s (51.6 s)
+      rebuild's upsert                    1,640 edges/s        858 edges/s
+    explore depth 2, graph p50/p95        29 / 54 ms           57 / 165 ms
+      SQL vera.explore depth 2            496 / 743 ms         654 / 872 ms
+    explore depth 3, graph p50/p95        149 / 335 ms         214 / 419 ms
+      SQL vera.explore depth 3            2,266 / 3,198 ms     2,316 / 3,848 ms
+    answers equal (graph = SQL)           60/60 at both depths on both
+    Graphiti hybrid search p50/p95        3,322 / 4,017 ms     8,127 / 20,015 ms
+    vera.search k=10 (same facts)         59 / 110 ms
+
+With the final code (a page's nodes and edges one transaction on Neo4j), --drain-only --reuse
+on the same 100,000 facts, 2026-12-02 06:04-06:08 (4 min; load average 2.6-3.0 during
+FalkorDB's drain, 3.4-5.0 during Neo4j's: a quieter machine than the runs below):
+
+                                          FalkorDB             Neo4j
+    worker drain, 100,000 edges           38.6 s, 2,594 edges/s  105.3 s, 950 edges/s
+      worker / server / PostgreSQL CPU    154 / 174 / 124 ms   199 / 918 / 138 ms
+        per 1,000 edges
+    check (counts + digest)               8.0 s                30.5 s
 
 After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
-(defaults but --queries 60 --searches 10, as below; 41 min; load average 7-12):
+(defaults but --queries 60 --searches 10; 41 min; load average 7-12):
 
                                           FalkorDB             Neo4j
     worker drain, 100,000 edges           134 s, 746 edges/s   137 s, 730 edges/s
@@ -294,6 +325,24 @@ def server_cpu_seconds(server: LocalServer) -> float:
     return total
 
 
+def postgres_cpu_seconds(bench: Bench) -> float:
+    """CPU time PostgreSQL has used so far: the postmaster, the backends it has reaped (a job's
+    connection ends with it) and those still running."""
+    pid = bench.server.status().pid
+    if not pid:
+        return 0.0
+    postmaster = psutil.Process(pid)
+    times = postmaster.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in postmaster.children(recursive=True):
+        try:
+            each = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += each.user + each.system
+    return total
+
+
 @dataclass
 class Figures:
     backend: str
@@ -301,9 +350,11 @@ class Figures:
     project_seconds: float = 0.0
     worker_cpu_seconds: float = 0.0
     server_cpu_seconds: float = 0.0
+    postgres_cpu_seconds: float = 0.0
     load_average: float = 0.0
     check_seconds: float = 0.0
     rebuild_seconds: float = 0.0
+    rebuild_drop_seconds: float = 0.0
     rebuilt_check_seconds: float = 0.0
     drift: str | None = None
     explore: dict[int, list[float]] = field(default_factory=dict)
@@ -384,12 +435,13 @@ def measure_backend(
         store.drop_group(group)
         projection = GraphProjection(worker_dsn, store)
         print(f"[{backend}] draining the project_to_graph queue ...", flush=True)
-        server_cpu = server_cpu_seconds(server)
+        server_cpu, postgres_cpu = server_cpu_seconds(server), postgres_cpu_seconds(bench)
         started, worker_cpu = time.perf_counter(), time.process_time()
         drain_projection(worker_dsn, projection, workdir / f"objects-{backend}")
         figures.project_seconds = time.perf_counter() - started
         figures.worker_cpu_seconds = time.process_time() - worker_cpu
         figures.server_cpu_seconds = server_cpu_seconds(server) - server_cpu
+        figures.postgres_cpu_seconds = postgres_cpu_seconds(bench) - postgres_cpu
         figures.load_average = os.getloadavg()[0]
         check = projection.check(group, record=False)
         figures.check_seconds, figures.edges, figures.drift = (
@@ -401,11 +453,13 @@ def measure_backend(
             return figures
         rebuilt = projection.rebuild(group)
         figures.rebuild_seconds = rebuilt.seconds
+        figures.rebuild_drop_seconds = rebuilt.drop_seconds
         again = projection.check(group, record=False)
         figures.rebuilt_check_seconds = again.seconds
         if again.result.drift is not None:
             figures.drift = f"after rebuild: {again.result.drift}"
-        print(f"[{backend}] rebuild {rebuilt.edges:,} edges in {rebuilt.seconds:.1f}s; "
+        print(f"[{backend}] rebuild {rebuilt.edges:,} edges in {rebuilt.seconds:.1f}s "
+              f"({rebuilt.drop_seconds:.1f}s of it dropping the old graph); "
               f"check {again.seconds:.2f}s: {again.result.drift or 'in step'}", flush=True)  # fmt: skip
         with VeraClient(bench.server.app_url(database), bench.api_key) as vera:
             vera.explore_graph(store, names[0], depth=1)  # connections, plans
@@ -458,6 +512,7 @@ def report(args: argparse.Namespace, results: list[Figures], search: list[float]
         ("worker drain, s", lambda f: f"{f.project_seconds:.1f}"),
         ("  worker CPU, ms per 1,000 edges", lambda f: f"{f.worker_cpu_seconds / f.edges * 1e6:,.0f}"),
         ("  graph server CPU, ms per 1,000 edges", lambda f: f"{f.server_cpu_seconds / f.edges * 1e6:,.0f}"),
+        ("  PostgreSQL CPU, ms per 1,000 edges", lambda f: f"{f.postgres_cpu_seconds / f.edges * 1e6:,.0f}"),
         ("  load average (1 min) after the drain", lambda f: f"{f.load_average:.1f}"),
         ("check, s", lambda f: f"{f.check_seconds:.2f}"),
         ("drift", lambda f: f.drift or "none"),
@@ -468,7 +523,11 @@ def report(args: argparse.Namespace, results: list[Figures], search: list[float]
         return
     rows += [
         ("rebuild, s", lambda f: f"{f.rebuild_seconds:.1f}"),
-        ("rebuild, edges/s", lambda f: f"{f.edges / f.rebuild_seconds:,.0f}"),
+        ("  of it dropping the old graph, s", lambda f: f"{f.rebuild_drop_seconds:.1f}"),
+        (
+            "rebuild's upsert, edges/s",
+            lambda f: f"{f.edges / (f.rebuild_seconds - f.rebuild_drop_seconds):,.0f}",
+        ),
         ("check after rebuild, s", lambda f: f"{f.rebuilt_check_seconds:.2f}"),
     ]
     for depth in (2, 3):

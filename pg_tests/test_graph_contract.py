@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import neo4j
 import pytest
 
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
@@ -390,6 +391,23 @@ def test_bad_input_is_refused_with_typed_errors(store: GraphStore, groups: list[
     assert edge_digest(store.edge_states(s.group)) == edge_digest(map(state, s.edges))
 
 
+def await_fulltext_indexes(url: str) -> None:
+    with neo4j.GraphDatabase.driver(url) as driver:
+        driver.execute_query("CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()")
+
+
+def test_neo4j_fulltext_indexes_are_updated_off_the_write_path(neo4j_url: str) -> None:
+    store = open_graph_store("neo4j", neo4j_url)
+    store.close()
+    with neo4j.GraphDatabase.driver(neo4j_url) as driver:
+        records, _, _ = driver.execute_query(
+            "SHOW FULLTEXT INDEXES YIELD name, options RETURN name, options.indexConfig AS config"
+        )
+    config = {record["name"]: record["config"] for record in records}
+    for name in ("edge_name_and_fact", "node_name_and_summary", "episode_content", "community_name"):
+        assert config[name]["fulltext.eventually_consistent"] is True, name
+
+
 def test_graphitis_own_search_finds_projected_edges(
     store: GraphStore, groups: list[str], graph_backend_url: tuple[str, str]
 ) -> None:
@@ -404,6 +422,10 @@ def test_graphitis_own_search_finds_projected_edges(
         finally:
             await graphiti.close()
 
+    if backend == "neo4j":
+        # Neo4j's full-text indexes take writes after their commit (neo4j_store.py): Graphiti's
+        # keyword half sees an edge once they caught up, which a reader may wait for
+        await_fulltext_indexes(url)
     found = asyncio.run(search())
     by_uuid = {str(hit.uuid): hit for hit in found}
     assert str(s.runs_on.fact_id) in by_uuid

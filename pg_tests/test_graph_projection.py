@@ -20,12 +20,14 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from pg_tests.databases import APP_LOGIN
+from pg_tests.databases import APP_LOGIN, APP_LOGIN_LIMITS
 from pg_tests.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.graph.graphiti_model import graph_group_id
 from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.embedded import APP_ROLE
+from vera_client.adapters.postgres.logins import create_app_login
 from vera_client.client import VeraClient
 from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import ExploredFact
@@ -362,7 +364,9 @@ def test_explore_through_the_graph_answers_as_sql_explore(
         answer = vera.explore_graph(graph, "ledger-db", depth=2, groups=[loaded.group])
     depends = {(f.hop, f.subject) for f in answer if f.predicate == "DEPENDS_ON"}
     assert depends == {(1, "billing-api"), (2, "payments-api")}
-    # the command line walks the same graph, as the key's principal
+    # the command line walks the same graph, as the key's principal, through the embedded
+    # server's own application login (made by `vera db migrate`, which this module skips)
+    create_app_login(world.db.admin_dsn, APP_ROLE, APP_LOGIN_LIMITS, exists_ok=True)
     backend, url = graph_backend_url
     env = _env(world, VERA_MEMORY__GRAPH_BACKEND=backend, VERA_MEMORY__GRAPH_URL=url,
                VERA_API_KEY=world.a.owner_key)  # fmt: skip

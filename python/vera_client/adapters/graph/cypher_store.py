@@ -8,11 +8,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
+from vera_client.adapters.graph.ahead import ahead
 from vera_client.adapters.graph.cypher import cypher
 from vera_client.adapters.graph.graphiti_model import aware_utc, edge_row, graph_group_id, node_row
 from vera_client.adapters.graph.written_nodes import WrittenNodes
@@ -116,16 +117,25 @@ class CypherGraphStore(ABC):
         if not node_rows and not edge_rows:
             return 0
         self._prepare_group(group)
-        self._write_nodes(group, self._written.unwritten(group, node_rows))
+        unwritten = self._written.unwritten(group, node_rows)
+        # the nodes travel with the first chunk of edges: one transaction where the server has them
+        leading = self._node_statements(group, unwritten)
+        if not edge_rows:
+            self._send_together(group, leading)
+            self._written.remember(group, unwritten)
+            return 0
         written = 0
-        for chunk, rendered in self._rendered_ahead(group, list(batches(edge_rows, self._batch_size))):
-            count = self._write_edges(group, chunk, rendered)
+        rendered_chunks = ahead(batches(edge_rows, self._batch_size), partial(self._render_edges, group))
+        for chunk, rendered in rendered_chunks:
+            count = self._write_edges(group, chunk, rendered, leading)
+            self._written.remember(group, unwritten)
+            leading, unwritten = [], []
             if count != len(chunk):
                 # an end node this process wrote is gone (the group was dropped or rebuilt
                 # elsewhere): write every node of the call again, then the edges once more
                 self._written.forget(group)
-                self._write_nodes(group, node_rows)
-                count = self._write_edges(group, chunk, rendered)
+                count = self._write_edges(group, chunk, rendered, self._node_statements(group, node_rows))
+                self._written.remember(group, node_rows)
             if count != len(chunk):
                 raise InvalidArgumentError(
                     f"{len(chunk) - count} edge(s) name an end node that group {group_id!r} does not hold: "
@@ -134,34 +144,40 @@ class CypherGraphStore(ABC):
             written += count
         return written
 
-    def _write_nodes(self, group: str, rows: list[Row]) -> None:
-        now = self._encode_time(datetime.now(UTC))
-        for chunk in batches(rows, self._batch_size):
-            params = {"group": group, "rows": self._with_vectors(chunk, "name_embedding"), "now": now}
-            self._run(group, self._query("upsert_nodes"), params, write=True)
-            self._written.remember(group, chunk)
+    def _send_together(self, graph_group: str, statements: Sequence[tuple[str, Any]]) -> list[list[Row]]:
+        """Run write queries, each with its parameters as _render made them, in order; each
+        one's rows. A backend may run them as one transaction (Neo4j forces its transaction
+        log to disk at every commit)."""
+        return [self._send(graph_group, query, rendered, write=True) for query, rendered in statements]
 
-    def _rendered_ahead(self, group: str, chunks: list[Sequence[Row]]) -> Iterator[tuple[Sequence[Row], Any]]:
-        """Each chunk with its rendered upsert parameters, the next one rendered meanwhile."""
-        if len(chunks) < 2:
-            yield from ((chunk, self._render_edges(group, chunk)) for chunk in chunks)
-            return
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-render") as helper:
-            pending = helper.submit(self._render_edges, group, chunks[0])
-            for index, chunk in enumerate(chunks):
-                rendered = pending.result()
-                if index + 1 < len(chunks):
-                    pending = helper.submit(self._render_edges, group, chunks[index + 1])
-                yield chunk, rendered
+    def _node_statements(self, group: str, rows: list[Row]) -> list[tuple[str, Any]]:
+        now = self._encode_time(datetime.now(UTC))
+        query = self._query("upsert_nodes")
+        return [
+            (
+                query,
+                self._render(
+                    {"group": group, "rows": self._with_vectors(chunk, "name_embedding"), "now": now}
+                ),
+            )
+            for chunk in batches(rows, self._batch_size)
+        ]
 
     def _render_edges(self, group: str, chunk: Sequence[Row]) -> Any:
         return self._render({"group": group, "rows": self._with_vectors(chunk, "fact_embedding")})
 
-    def _write_edges(self, group: str, chunk: Sequence[Row], rendered: Any) -> int:
-        """Move the chunk's edges whose end nodes changed, upsert all; how many were written."""
+    def _write_edges(
+        self, group: str, chunk: Sequence[Row], rendered: Any, leading: Sequence[tuple[str, Any]]
+    ) -> int:
+        """After the leading statements (nodes), move the chunk's edges whose end nodes changed
+        and upsert all, together; how many were written."""
         ends = [{key: row[key] for key in ("uuid", "source", "target")} for row in chunk]
-        moved = self._run(group, self._query("move_edges"), {"group": group, "rows": ends}, write=True)
-        rows = self._send(group, self._query("upsert_edges"), rendered, write=True)
+        statements = [
+            *leading,
+            (self._query("move_edges"), self._render({"group": group, "rows": ends})),
+            (self._query("upsert_edges"), rendered),
+        ]
+        *_, moved, rows = self._send_together(group, statements)
         self._remove_orphans(group, moved)
         return int(rows[0]["written"]) if rows else 0
 

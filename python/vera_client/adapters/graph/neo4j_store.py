@@ -7,7 +7,7 @@ compares with vector.similarity.cosine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -32,6 +32,21 @@ _SCHEMA = (
     "CREATE INDEX relation_uuid IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.uuid)",
     "CREATE INDEX relation_group_id IF NOT EXISTS FOR ()-[e:RELATES_TO]-() ON (e.group_id)",
 )
+
+# Graphiti's full-text indexes, updated after each commit by a background thread rather than in
+# the committing transaction: Lucene's indexing was a good part of Neo4j's CPU per written edge,
+# on the write path of every projection batch. What it changes: Graphiti's keyword search may
+# miss an edge for a moment after it was written (its vector search and VERA's explore do not
+# use these indexes). An index that already exists keeps its settings (IF NOT EXISTS).
+_EVENTUALLY_CONSISTENT = " OPTIONS {indexConfig: {`fulltext.eventually_consistent`: true}}"
+
+
+def _fulltext_indexes() -> tuple[str, ...]:
+    statements = graphiti_fulltext_indexes("neo4j")
+    if any("OPTIONS" in statement for statement in statements):
+        raise ProviderError("Graphiti's Neo4j full-text indexes now carry OPTIONS: merge them with VERA's")
+    return tuple(statement + _EVENTUALLY_CONSISTENT for statement in statements)
+
 
 # edges, then nodes, removed per transaction when a group is dropped: bounded so that one
 # transaction stays well inside the server's transaction memory (embeddings included)
@@ -94,7 +109,7 @@ class Neo4jGraphStore(CypherGraphStore):
 
     def ensure_schema(self) -> None:
         """Create the constraint, the indexes and Graphiti's full-text indexes if missing."""
-        for statement in (*_SCHEMA, *graphiti_fulltext_indexes("neo4j")):
+        for statement in (*_SCHEMA, *_fulltext_indexes()):
             self._execute(statement, {}, neo4j.RoutingControl.WRITE)
 
     def _prepare_group(self, graph_group: str) -> None:
@@ -110,6 +125,20 @@ class Neo4jGraphStore(CypherGraphStore):
     def _send(self, graph_group: str, query: str, rendered: Any, *, write: bool) -> list[Row]:
         routing = neo4j.RoutingControl.WRITE if write else neo4j.RoutingControl.READ
         return self._execute(query, rendered, routing)
+
+    def _send_together(self, graph_group: str, statements: Sequence[tuple[str, Any]]) -> list[list[Row]]:
+        # one transaction, so one commit: each forces the transaction log to disk
+        def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
+            return [
+                [dict(zip(record.keys(), record.values(), strict=True)) for record in tx.run(query, rendered)]
+                for query, rendered in statements
+            ]
+
+        def action() -> list[list[Row]]:
+            with self._driver.session(database=self._database) as session:
+                return session.execute_write(work)
+
+        return self._call(action)
 
     def _execute(self, query: str, params: Row, routing: neo4j.RoutingControl) -> list[Row]:
         def action() -> list[Row]:
