@@ -337,6 +337,7 @@ def test_vera_search_asks_about_the_period_given_or_read_and_says_which(
 
 def test_an_as_of_before_anything_known_says_so(world: World, episode: tuple[str, UUID]) -> None:
     group, episode_id = episode
+    empty = create_project(world, "time-scopes-empty")
     with caller(world.db, world.a.owner_key) as conn:
         conn.execute(
             "select * from vera.store_chunks(%s, %s, %s)", (group, episode_id, Jsonb([{"text": "in 1995"}]))
@@ -350,6 +351,18 @@ def test_an_as_of_before_anything_known_says_so(world: World, episode: tuple[str
         assert (
             len(notices) == 1 and "as_of is knowledge time; to ask about a period, pass during" in notices[0]
         )
+        # the group existed before that as_of: its rows are read to see that none is that old
+        with world.db.admin() as admin:
+            admin.execute("update vera.groups set created_at = '1990-01-01' where group_id = %s", (group,))
+        conn.execute(
+            "select * from vera.search('in 1995', groups => array[%s], as_of => '1996-01-01')", (group,)
+        )
+        assert len(notices) == 2
+        # an empty group is an empty memory, not an early as_of
+        conn.execute(
+            "select * from vera.search('in 1995', groups => array[%s], as_of => '1996-01-01')", (empty,)
+        )
+        assert len(notices) == 2
         with pytest.raises(psycopg.Error) as refused:
             conn.execute(
                 "select * from vera.search('in 1995', groups => array[%s], during => 'empty')", (group,)
