@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from jsonschema.validators import validator_for
@@ -96,6 +96,21 @@ def test_other_unions_are_left_as_they_are(branches: list[dict[str, Any]]) -> No
 def test_constraints_on_both_sides_are_left_as_they_are() -> None:
     schema = {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}], "maxLength": 5}
     assert lean_schema(schema) == schema
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [(None, True), ("up", True), ("down", True), ("sideways", False), (1, False)],
+)
+def test_an_optional_choice_still_takes_null_and_only_its_choices(value: object, valid: bool) -> None:
+    """Literal["up", "down"] | None: the enum constrains every value, so null joins it; a const
+    (which refuses null whatever the type) is left as it is."""
+    choice = TypeAdapter(Literal["up", "down"] | None).json_schema()
+    lean = lean_schema(choice)
+    assert validator_for(lean)(lean).is_valid(value) is valid
+    assert validator_for(choice)(choice).is_valid(value) is valid
+    const = {"anyOf": [{"const": "up", "type": "string"}, {"type": "null"}]}
+    assert lean_schema(const) == const
 
 
 @pytest.mark.parametrize(

@@ -43,9 +43,15 @@ def _nullable_as_type_list(node: Any, defs: dict[str, Any]) -> Any:
     outer = {key: value for key, value in rewritten.items() if key != "anyOf"}
     if not isinstance(kind, str) or any(key in outer and key not in _ANNOTATIONS for key in other):
         return rewritten  # not one plain type, or constraints on both sides: left as it is
+    if "const" in other:
+        return rewritten  # a const refuses null whatever the type says
     # X's own keywords (format, properties, required, items) constrain only values of X's type,
-    # so null still passes, and nothing else does
-    return {**other, **outer, "type": [kind, "null"]}
+    # so null still passes, and nothing else does; but an enum constrains every value, so null
+    # joins its list (Literal[...] | None)
+    lean = {**other, **outer, "type": [kind, "null"]}
+    if isinstance(other.get("enum"), list) and None not in other["enum"]:
+        lean["enum"] = [*other["enum"], None]
+    return lean
 
 
 def _referenced(node: Any, found: set[str]) -> set[str]:
