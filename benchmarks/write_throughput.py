@@ -4,10 +4,10 @@ without and with 384-dimension embeddings, each with the BM25 statistics'
 triggers off (as before vera-search/4) and on, batch by batch in turn.
 Prints claims/s and the peak memory of the database server's processes.
 
---compare fulltext-index compares instead the facts' full-text index before
-migration 0004 ((group_id, tsv)) and after it (one posting list per group and
-word), each built in turn before its batch; --no-embeddings skips the
-384-dimension runs.
+--compare fulltext-index compares instead the facts' full-text index as
+migration 0004 left it (one posting list per group and word) and as it is now
+(0005: also one per group, word and part of the group's facts), each built in
+turn before its batch; --no-embeddings skips the 384-dimension runs.
 
     .venv/bin/python benchmarks/write_throughput.py [--existing 100000] [--batches 3] \\
         [--compare statistics|fulltext-index] [--no-embeddings]
@@ -125,17 +125,22 @@ def statistics_triggers(bench: Bench, *, enabled: bool) -> None:
             admin.execute(f"alter table vera.{table} {'enable' if enabled else 'disable'} trigger {trigger}")  # type: ignore[arg-type]
 
 
-# the facts' full-text index before migration 0004, rebuilt in its place for the "before" batches
-BEFORE_0004_INDEX = "create index facts_group_tsv_idx on vera.facts using gin (group_id, tsv)"
+# the facts' full-text index as migration 0004 left it, rebuilt in its place for the "before" batches
+INDEX_0004 = (
+    "create index facts_group_lexemes_0004_idx on vera.facts using gin (("
+    "case when tsv = ''::tsvector then tsv"
+    " else ('''' || group_id || ' '"
+    " || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector end))"
+)
 
 
-def fulltext_index(bench: Bench, definitions: dict[bool, str], *, after_0004: bool) -> None:
-    """The facts' full-text index as before migration 0004 or as after it (the other one dropped)."""
-    names = {True: "facts_group_lexemes_idx", False: "facts_group_tsv_idx"}
+def fulltext_index(bench: Bench, definitions: dict[bool, str], *, current: bool) -> None:
+    """The facts' full-text index as migration 0004 left it or as it is now (the other one dropped)."""
+    names = {True: "facts_group_lexemes_idx", False: "facts_group_lexemes_0004_idx"}
     with bench.admin() as admin:
-        if admin.execute("select to_regclass(%s)", (f"vera.{names[after_0004]}",)).fetchone() == (None,):
-            admin.execute(definitions[after_0004])  # type: ignore[arg-type]
-        admin.execute(f"drop index if exists vera.{names[not after_0004]}")  # type: ignore[arg-type]
+        if admin.execute("select to_regclass(%s)", (f"vera.{names[current]}",)).fetchone() == (None,):
+            admin.execute(definitions[current])  # type: ignore[arg-type]
+        admin.execute(f"drop index if exists vera.{names[not current]}")  # type: ignore[arg-type]
         admin.execute("analyze vera.facts")
 
 
@@ -164,7 +169,7 @@ def main() -> None:
         "--compare",
         choices=("statistics", "fulltext-index"),
         default="statistics",
-        help="before/after: the BM25 statistics' triggers off/on, or the facts' text index before/after 0004",
+        help="before/after: the BM25 statistics' triggers off/on, or the facts' text index as of 0004/now",
     )
     parser.add_argument("--no-embeddings", action="store_true", help="only the runs without embeddings")
     args = parser.parse_args()
@@ -178,7 +183,7 @@ def main() -> None:
     seed(bench, rng, args.existing, args.batch, args.subjects)
     with bench.admin() as admin:
         row = admin.execute("select pg_get_indexdef('vera.facts_group_lexemes_idx'::regclass)").fetchone()
-    definitions = {True: str(row[0]) if row else "", False: BEFORE_0004_INDEX}
+    definitions = {True: str(row[0]) if row else "", False: INDEX_0004}
     print(f"{'run':<40}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
     runs = (
         (("no embeddings", None),)
@@ -193,14 +198,14 @@ def main() -> None:
             publish(bench, claims(rng, args.batch, args.subjects, dims), "synthetic-384")
             build_missing_vector_indexes(bench.server.admin_url(bench.database))
         # before and after in one run: the BM25 statistics' triggers off and
-        # on (or the full-text index before and after 0004), batch by batch
+        # on (or the full-text index as of 0004 and now), batch by batch
         # in turn, so the machine's noise hits both alike
         rates: dict[bool, list[float]] = {False: [], True: []}
         peaks = {False: 0.0, True: 0.0}
         for _ in range(args.batches):
             for counted in (False, True):
                 if index_compared:
-                    fulltext_index(bench, definitions, after_0004=counted)
+                    fulltext_index(bench, definitions, current=counted)
                 else:
                     statistics_triggers(bench, enabled=counted)
                 batch = claims(rng, args.batch, args.subjects, dims)
@@ -210,11 +215,11 @@ def main() -> None:
                 rates[counted].append(args.batch / seconds)
         statistics_triggers(bench, enabled=True)
         if index_compared:
-            fulltext_index(bench, definitions, after_0004=True)
+            fulltext_index(bench, definitions, current=True)
         for counted in (False, True):
             median = sorted(rates[counted])[len(rates[counted]) // 2]
             after = (
-                ("group-word index (0004)" if counted else "(group_id, tsv) index")
+                ("group-word-part index (0005)" if counted else "group-word index (0004)")
                 if index_compared
                 else (f"statistics {'on' if counted else 'off'}")
             )

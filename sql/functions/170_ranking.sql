@@ -251,41 +251,73 @@ as $$
 $$;
 comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
 
--- Internal: a fact's words keyed by its group, "<group_id> <lexeme>", as
--- the facts' full-text index holds them (facts_group_lexemes_idx, migration
--- 0004): one posting list per group and word, so that the lexical half
--- reads only the searched groups' postings. The same expression as the
+-- Internal: a fact's words as the facts' full-text index holds them
+-- (facts_group_lexemes_idx, migrations 0004 and 0005), each twice: keyed by
+-- its group, "<group_id> <lexeme>", and by its group and the part of the
+-- group's facts it falls in, "<group_id> <lexeme> <part>", the part being
+-- the last hex digit of the fact id (vera.lexeme_parts: 16, spread evenly
+-- by the ids' random bits). The first key gives one posting list per group
+-- and word, so that the lexical half reads only the searched groups'
+-- postings; the second lets a round that reads at most a budget of facts
+-- holding a frequent word read a part of its list instead of decoding and
+-- sorting all of it (vera.lexical_candidates). The same expression as the
 -- index's, in built-in functions only: a plain SQL function, which the
 -- planner inlines into the query, where it then matches the index. A
 -- lexeme holds no space and neither does a group id, so "' '" in the text
 -- form of the stripped vector only ever separates two lexemes.
-create or replace function vera.group_lexemes(group_id text, tsv tsvector)
+create or replace function vera.group_lexemes(group_id text, fact_id uuid, tsv tsvector)
 returns tsvector
 language sql immutable parallel safe
 as $$
     select case when tsv = ''::tsvector then tsv
-                else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+                else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2)
+                      || ' ''' || group_id || ' '
+                      || replace(left(substr(strip(tsv)::text, 2), -1), ''' ''',
+                                 ' ' || right(fact_id::text, 1) || ''' ''' || group_id || ' ')
+                      || ' ' || right(fact_id::text, 1) || '''')::tsvector
            end
 $$;
-comment on function vera.group_lexemes(text, tsvector) is
-    'Internal: a tsvector''s lexemes keyed by group ("<group_id> <lexeme>"), the facts'' full-text index';
+comment on function vera.group_lexemes(text, uuid, tsvector) is
+    'Internal: a fact''s lexemes keyed by group ("<group_id> <lexeme>") and by group and part ("... <part>"), the facts'' full-text index';
 
--- Internal: the tsquery over vera.group_lexemes matching a document of one
--- of the groups that holds one of the lexemes and, when and_any names
--- some, one of those too; null when lexemes or groups are empty.
-create or replace function vera.group_lexeme_query(groups text[], lexemes text[], and_any text[] default null)
+-- Internal: the parts of a group's facts in the order a round reads them
+-- (the last hex digit of a fact id, vera.group_lexemes).
+create or replace function vera.lexeme_parts()
+returns text[]
+language sql immutable parallel safe
+as $$
+    select '{0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f}'::text[]
+$$;
+comment on function vera.lexeme_parts() is 'Internal: the 16 parts of the facts'' full-text index, in reading order';
+
+-- Internal: the tsquery over vera.group_lexemes matching a fact of one of
+-- the groups that holds one of the lexemes and, when and_any names some,
+-- one of those too; in one of the parts when parts is given, else in any
+-- (the keys without a part); null when lexemes or groups are empty. A
+-- fact's keys all name its one part, so "(t in any of the parts) & (u in
+-- any of them)" matches t and u in the same part, and GIN iterates only
+-- the postings of the left side (the rarer), skipping through the right
+-- side's; a disjunction of per-part conjunctions would make it walk every
+-- listed posting of both.
+create or replace function vera.group_lexeme_query(groups text[], lexemes text[], and_any text[] default null,
+                                                   parts text[] default null)
 returns tsquery
 language sql immutable
 as $$
+    with key_suffix as (
+        select case when parts is null then '' else ' ' || part end as suffix
+          from pg_catalog.unnest(coalesce(parts, '{""}'::text[])) part
+    )
     select nullif(pg_catalog.array_to_string(array(
-               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
-                                from pg_catalog.unnest(lexemes) l) || ')'
-                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
-                                               from pg_catalog.unnest(and_any) l) || ')', '')
+               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l || k.suffix), ' | ')
+                                from pg_catalog.unnest(lexemes) l cross join key_suffix k) || ')'
+                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l || k.suffix),
+                                                                          ' | ')
+                                               from pg_catalog.unnest(and_any) l cross join key_suffix k) || ')', '')
                  from pg_catalog.unnest(groups) g), ' | '), '')::tsquery
 $$;
-comment on function vera.group_lexeme_query(text[], text[], text[]) is
-    'Internal: tsquery over vera.group_lexemes: in one of the groups, any of the lexemes (and any of and_any)';
+comment on function vera.group_lexeme_query(text[], text[], text[], text[]) is
+    'Internal: tsquery over vera.group_lexemes: in one of the groups (and parts), any of the lexemes (and any of and_any)';
 
 -- Contract: the lexical half's terms as a tsquery, any of them (OR); null
 -- when the query has no word. What a text matches; BM25 decides the order.

@@ -66,6 +66,11 @@ create or replace function vera.lexical_candidates(
 returns table (group_id text, item_id uuid, score double precision, order_key bytea)
 language plpgsql stable
 set search_path = vera, public, pg_temp
+-- The facts' round is one static statement whose plan does not depend on its values (the
+-- full-text index's bitmap whatever the words): one generic plan from the first round of a
+-- session, where PL/pgSQL's default plans the first five for their values (~1-2 ms each at
+-- 1,000,000 facts) before it settles. (The passages' statement is dynamic, planned each round.)
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
@@ -95,6 +100,14 @@ declare
     found_ids uuid[];
     found_scores double precision[];
     found_keys bytea[];
+    -- the parts of the facts' full-text index (vera.group_lexemes) a round has read, and its rows
+    parts constant text[] := vera.lexeme_parts();
+    -- the most parts a statement reads by their own keys (GIN merges that many lists per word)
+    parts_by_key constant integer := 4;
+    parts_read integer;
+    parts_step integer;
+    rows_read bigint;
+    part_rows bigint;
     statement text;
 begin
     if coalesce(cardinality(ranked_terms), 0) = 0 then
@@ -162,54 +175,98 @@ begin
                 end if;
             end if;
         end if;
-        if target_kind = 'fact' then
-            -- the facts' full-text index holds one posting list per group and word (vera.group_lexemes)
-            matching := vera.group_lexeme_query(groups, matching_terms, and_terms);
-        elsif and_terms is null then
-            matching := vera.any_of(matching_terms);
-        else
-            matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
-        end if;
-        if target_kind = 'fact' then
-            -- Static, so that the plan is cached for the session: planning it anew each round cost
-            -- as much as reading the rows (4 ms a statement at 1,000,000 facts, the functions it
-            -- inlines). The rows are read in a materialized CTE, which the planner plans for all its
-            -- rows: the full-text index's bitmap, in the table's order. A limit on the scan itself
-            -- would make it walk the group's rows through a b-tree, expecting to meet matches soon,
-            -- which for a term held by one fact in 50 reads 50 rows per match (and another subset);
-            -- the limit still stops the scan, as a CTE runs only as far as its reader asks.
-            with holding as materialized (
-                select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
-                  from vera.facts f
-                 where vera.group_lexemes(f.group_id, f.tsv) @@ matching
-                   -- the groups again (matching names them), as a filter: an index on group_id
-                   -- would add the group's every row to the bitmap (100,000 in a large tenant)
-                   and array_position(groups, f.group_id) is not null
-                   and not coalesce(f.tsv @@ excluded, false)
-                   and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to,
-                                         reference, personal_group))
-            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              into round_groups, round_ids, round_scores, round_keys
-              from (select f.group_id, f.fact_id as item_id, s.score,
-                           vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from) as order_key
-                      from (select * from holding limit row_limit) f
-                     cross join lateral vera.bm25_document_score('fact', f.tsv, ranked_terms, ranked_idfs,
-                                                                 average_length) s
-                     order by 3 desc, 4, array_position(group_order, f.group_id), 2
-                     limit n) h;
-        else
-            execute statement
-               into round_groups, round_ids, round_scores, round_keys
-              using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group, n,
-                    group_order, caller, excluded, row_limit;
-        end if;
-        select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
-          into found_groups, found_ids, found_scores, found_keys
-          from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
-                               union all
-                               select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
-                 order by b.s desc, b.k, array_position(group_order, b.g), b.i
-                 limit n) m;
+        -- The facts' full-text index holds two posting lists per group and word: all its facts, and
+        -- those of each of 16 parts of the group's facts (vera.group_lexemes). A round that reads
+        -- every match reads the first. A round cut at row_limit reads part by part, in
+        -- vera.lexeme_parts' order: first as many parts as should hold its rows, then, if too few of
+        -- those matched (facts not visible, or a later term less common than its share says), as
+        -- many more as the parts read yielded rows per part. So a word held by 17,000 facts costs
+        -- the bitmap of ~1,100 of them, not the decoding and sorting of all 17,000
+        -- (docs/benchmarks.md). A statement over m parts makes GIN merge m posting lists per word,
+        -- so one that would read more than parts_by_key of them reads the keys without a part
+        -- instead (the word's whole list, as without parts), leaving out the parts already read.
+        -- Passages: one statement, every match.
+        parts_read := 0;
+        rows_read := 0;
+        loop
+            if row_limit is null or target_kind = 'passage' then
+                parts_step := cardinality(parts);
+            elsif parts_read = 0 then
+                -- the term's postings spread evenly over the parts and, in step 1, the share of them
+                -- that hold a later term too: at least that of the most frequent later term, whose
+                -- exp(-idf) is its share of the documents, (df + 0.5) / (N + 1); half again for the
+                -- facts not visible at the reference instant
+                parts_step := least(cardinality(parts),
+                                    ceil(1.5 * row_limit * cardinality(parts)
+                                         / greatest(round_postings * case when and_terms is null then 1
+                                                                        else exp(-ranked_idfs[cardinality(ranked_idfs)])
+                                                                   end, 1))::integer);
+            else
+                parts_step := least(cardinality(parts) - parts_read,
+                                    ceil(1.5 * (row_limit - rows_read) * parts_read
+                                         / greatest(rows_read, 1))::integer);
+            end if;
+            if parts_step > parts_by_key then
+                parts_step := cardinality(parts) - parts_read;
+            end if;
+            if target_kind = 'fact' then
+                matching := vera.group_lexeme_query(
+                    groups, matching_terms, and_terms,
+                    case when parts_step <= parts_by_key then parts[parts_read + 1:parts_read + parts_step] end);
+                -- Static, so that the plan is cached for the session (and generic: see the SET
+                -- clause): planning it anew each round cost as much as reading the rows (4 ms a
+                -- statement at 1,000,000 facts, the functions it inlines). The rows are read in a
+                -- materialized CTE, which the planner plans for all its rows: the full-text index's
+                -- bitmap, in the table's order. A limit on the scan itself would make it walk the
+                -- group's rows through a b-tree, expecting to meet matches soon, which for a term
+                -- held by one fact in 50 reads 50 rows per match (and another subset); the limit
+                -- still stops the scan, as a CTE runs only as far as its reader asks.
+                with holding as materialized (
+                    select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
+                      from vera.facts f
+                     where vera.group_lexemes(f.group_id, f.fact_id, f.tsv) @@ matching
+                       -- the parts read already (none but in a cut round's last statement)
+                       and right(f.fact_id::text, 1) <> all (parts[1:parts_read])
+                       -- the groups again (matching names them), as a filter: an index on group_id
+                       -- would add the group's every row to the bitmap (100,000 in a large tenant)
+                       and array_position(groups, f.group_id) is not null
+                       and not coalesce(f.tsv @@ excluded, false)
+                       and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to,
+                                             reference, personal_group)),
+                cut as (select * from holding limit row_limit - rows_read)
+                select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key),
+                       (select count(*) from cut)
+                  into round_groups, round_ids, round_scores, round_keys, part_rows
+                  from (select f.group_id, f.fact_id as item_id, s.score,
+                               vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
+                                   as order_key
+                          from cut f
+                         cross join lateral vera.bm25_document_score('fact', f.tsv, ranked_terms, ranked_idfs,
+                                                                     average_length) s
+                         order by 3 desc, 4, array_position(group_order, f.group_id), 2
+                         limit n) h;
+                rows_read := rows_read + part_rows;
+            else
+                if and_terms is null then
+                    matching := vera.any_of(matching_terms);
+                else
+                    matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
+                end if;
+                execute statement
+                   into round_groups, round_ids, round_scores, round_keys
+                  using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group,
+                        n, group_order, caller, excluded, row_limit;
+            end if;
+            parts_read := parts_read + parts_step;
+            select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
+              into found_groups, found_ids, found_scores, found_keys
+              from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
+                                   union all
+                                   select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
+                     order by b.s desc, b.k, array_position(group_order, b.g), b.i
+                     limit n) m;
+            exit when parts_read = cardinality(parts) or rows_read >= row_limit;
+        end loop;
         -- step 2 only while a document holding the term alone once (its IDF) could enter the list
         if alone_pending and coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
             alone_pending := false;
@@ -266,6 +323,11 @@ language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
 set hnsw.ef_search = 40
+-- Its static statements (the statistics' lookup, the vector statement's text) have plans that do
+-- not depend on their values, but PL/pgSQL's default kept re-planning them for each call's values:
+-- 1.1 ms of planning a search at 1,000,000 facts (pg_stat_statements, track_planning). The vector
+-- statement itself is dynamic and planned for its group each call (0.4 ms).
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     readable constant text[] := vera.readable_groups();
@@ -871,6 +933,8 @@ create or replace function vera.vector_targets(targets text[], query_embedding p
 returns text[]
 language plpgsql stable
 set search_path = vera, public, pg_temp
+-- as vera.search_candidates: a plan that does not depend on the values, re-planned each call otherwise
+set plan_cache_mode = force_generic_plan
 as $$
 declare
     dim constant integer := public.vector_dims(query_embedding);

@@ -111,8 +111,9 @@ grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamp
     vera.fact_order_key(text, text, text, timestamptz),
     vera.passage_order_key(text, text, integer, integer),
     vera.group_order_key(vera.group_kind, text),
-    vera.group_lexemes(text, tsvector),
-    vera.group_lexeme_query(text[], text[], text[])
+    vera.group_lexemes(text, uuid, tsvector),
+    vera.lexeme_parts(),
+    vera.group_lexeme_query(text[], text[], text[], text[])
     to vera_searcher;
 grant execute on function vera.group_vector_index_name(text, text, integer),
     vera.group_vector_index_ready(text, text, integer)

@@ -80,13 +80,20 @@ create index facts_proposed_for_idx on vera.facts (proposed_for) where proposed_
 -- erasure finds proposals that cite an erased episode
 create index facts_origin_episode_idx on vera.facts ((origin ->> 'episode_id')) where origin is not null;
 -- the lexical half of search, one tenant at a time: one posting list per
--- group and word ("<group_id> <lexeme>", vera.group_lexemes in
--- sql/functions/170_ranking.sql, which the planner inlines into this
--- expression), so that a query reads only its groups' postings of its words,
--- neither every tenant's matches nor the whole group's list (migration 0004)
+-- group and word ("<group_id> <lexeme>") and one per group, word and part of
+-- the group's facts ("<group_id> <lexeme> <part>", the last hex digit of the
+-- fact id); vera.group_lexemes in sql/functions/170_ranking.sql, which the
+-- planner inlines into this expression. A query reads only its groups'
+-- postings of its words, neither every tenant's matches nor the whole
+-- group's list, and a round cut at a budget of rows reads a part of a
+-- frequent word's list (migrations 0004, 0005)
 create index facts_group_lexemes_idx on vera.facts using gin ((
     case when tsv = ''::tsvector then tsv
-         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2)
+               || ' ''' || group_id || ' '
+               || replace(left(substr(strip(tsv)::text, 2), -1), ''' ''',
+                          ' ' || right(fact_id::text, 1) || ''' ''' || group_id || ' ')
+               || ' ' || right(fact_id::text, 1) || '''')::tsvector
     end));
 create index facts_episode_idx on vera.facts (group_id, episode_id) where episode_id is not null;
 create index facts_source_idx on vera.facts (group_id, source_id) where source_id is not null;
