@@ -41,12 +41,14 @@ with stats as (
      where w.kind = 'passage'
 ), ranked as (
     select array_agg(term order by postings, term) as terms, array_agg(postings order by postings, term) as postings,
-           array_agg(idf order by postings, term) as idfs, min(average_length) as average_length
+           array_agg(idf order by postings, term) as idfs,
+           array_agg(most_held order by postings, term) as most_held, min(average_length) as average_length
       from weights
 )
 select l.item_id, l.score
   from ranked r
- cross join lateral vera.lexical_candidates('passage', %(groups)s, r.terms, r.postings, r.idfs, r.average_length,
+ cross join lateral vera.lexical_candidates('passage', %(groups)s, r.terms, r.postings, r.idfs, r.most_held,
+                                            r.average_length,
                                             now(), null, null, 10, %(groups)s) l
 """
 

@@ -396,7 +396,8 @@ with stats as (
 ), weights as (
     select array_agg(w.term order by w.postings, w.term) as terms,
            array_agg(w.postings order by w.postings, w.term) as postings,
-           array_agg(w.idf order by w.postings, w.term) as idfs, min(w.average_length) as average_length
+           array_agg(w.idf order by w.postings, w.term) as idfs,
+           array_agg(w.most_held order by w.postings, w.term) as most_held, min(w.average_length) as average_length
       from vera.bm25_weights((select array_agg(s.kind) from stats s), (select array_agg(s.term) from stats s),
                              (select array_agg(s.documents) from stats s), (select array_agg(s.tokens) from stats s)) w
      where w.kind = %(kind)s
@@ -415,7 +416,7 @@ def lexical(admin: psycopg.Connection, groups: list[str], query: str, kind: str,
         + """
         select l.item_id, l.score
           from weights w, ordered o,
-               vera.lexical_candidates(%(kind)s, %(groups)s, w.terms, w.postings, w.idfs, w.average_length,
+               vera.lexical_candidates(%(kind)s, %(groups)s, w.terms, w.postings, w.idfs, w.most_held, w.average_length,
                                        now(), %(personal)s, %(principal)s, %(n)s, o.groups) with ordinality l
          order by l.ordinality""",
         {

@@ -377,10 +377,13 @@ comment on function vera.bm25_idf(bigint, bigint) is
 -- lists merge by score (with statistics per kind, a word rarer among a
 -- handful of passages than among many facts would rank every passage
 -- first). Length is normalised within each kind (its average length).
--- One row per kind and term that occurs in that kind: its postings there.
+-- One row per kind and term that occurs in that kind: its postings there,
+-- and the most times one document of the kind can hold it (its occurrences
+-- less one for each other document holding it), which bounds the score a
+-- document can draw from it (vera.lexical_candidates).
 create or replace function vera.bm25_weights(kinds vera.item_kind[], terms text[], documents bigint[], tokens bigint[])
 returns table (kind vera.item_kind, term text, postings bigint, idf double precision,
-               average_length double precision)
+               average_length double precision, most_held bigint)
 language sql immutable
 as $$
     with stats as (
@@ -393,7 +396,8 @@ as $$
           from stats s where s.term <> '' and s.documents > 0 group by s.term
     )
     select s.kind, s.term, s.documents,
-           vera.bm25_idf((select sum(c.documents)::bigint from corpus c), f.documents), c.average_length
+           vera.bm25_idf((select sum(c.documents)::bigint from corpus c), f.documents), c.average_length,
+           s.tokens - s.documents + 1
       from stats s
       join corpus c on c.kind = s.kind
       join frequency f on f.term = s.term

@@ -20,9 +20,11 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- term, then more while their postings sum to at most the budget of this
 -- kind, vera.lexical_budget), and the documents holding any term taken so
 -- far are scored on every query term. A document holding none of them
--- holds only the terms left, so it scores at most the sum of their IDF *
--- (k1 + 1); once the n-th score found beats that bound, no other document
--- can enter the list and the frequent terms' postings are never read.
+-- holds only the terms left, so it scores at most the sum of their
+-- largest contributions (each IDF times the tf part at the most times one
+-- document holds the term, which the statistics bound; at most k1 + 1);
+-- once the n-th score found beats that bound, no other document can enter
+-- the list and the frequent terms' postings are never read.
 -- Generating terms: the rarest query term and every term held by at most a
 -- tenth of the documents searched or by few (at most the budget). A term
 -- held by more (IDF below ln 10, under a quarter of a rare word's weight)
@@ -61,8 +63,8 @@ do $load$ begin perform '[1]'::public.vector; end $load$;
 -- caller's readable groups only.
 create or replace function vera.lexical_candidates(
     target_kind vera.item_kind, groups text[], ranked_terms text[], ranked_postings bigint[],
-    ranked_idfs double precision[], average_length double precision, reference timestamptz,
-    personal_group text, caller uuid, n integer, group_order text[])
+    ranked_idfs double precision[], ranked_most_held bigint[], average_length double precision,
+    reference timestamptz, personal_group text, caller uuid, n integer, group_order text[])
 returns table (group_id text, item_id uuid, score double precision, order_key bytea)
 language plpgsql stable
 set search_path = vera, public, pg_temp
@@ -74,8 +76,9 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
+    b constant double precision := (select p.b from vera.bm25_parameters(target_kind) p);
     -- no length normalisation: a round of facts reads at most the budget (see above)
-    bounded_rounds constant boolean := (select p.b = 0 from vera.bm25_parameters(target_kind) p);
+    bounded_rounds constant boolean := b = 0;
     -- postings read per round, beyond the first term's; where bounded, documents read per round
     budget constant bigint := vera.lexical_budget(target_kind);
     taken integer := 0;
@@ -273,18 +276,23 @@ begin
         end if;
         continue when alone_pending;
         exit when taken = generating;
-        -- the most a document holding only the terms not taken can score
-        select sum(i * (k1 + 1)) into bound from unnest(ranked_idfs[taken + 1:]) i;
+        -- The most a document holding only the terms not taken can score: each term's IDF times its
+        -- tf part, (k1 + 1) tf / (tf + k1 (1 - b + b |d| / avgdl)), at the most times a document holds
+        -- the term (ranked_most_held, exact statistics) and the shortest length (|d| -> 0). Nearly
+        -- every fact holds each of its words once, where this is the IDF itself, not (k1 + 1) times
+        -- it: the rounds stop as soon as the list's last score beats the terms left.
+        select sum(u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))) into bound
+          from unnest(ranked_idfs[taken + 1:], ranked_most_held[taken + 1:]) u(idf, most_held);
         exit when coalesce(cardinality(found_scores), 0) = n and found_scores[n] > bound;
     end loop;
 
     return query select * from unnest(found_groups, found_ids, found_scores, found_keys);
 end
 $$;
-comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
+comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[], bigint[],
                                             double precision, timestamptz, text, uuid, integer, text[]) is
     'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); facts'' rounds read at most vera.lexical_budget rows (250); reads past RLS';
-alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
+alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[], bigint[],
                                       double precision, timestamptz, text, uuid, integer, text[])
     owner to vera_searcher;
 
@@ -388,7 +396,9 @@ begin
         foreach target_kind in array '{fact,passage}'::vera.item_kind[] loop
             select array_agg(w.term order by w.postings, w.term) as terms,
                    array_agg(w.postings order by w.postings, w.term) as postings,
-                   array_agg(w.idf order by w.postings, w.term) as idfs, min(w.average_length) as average_length
+                   array_agg(w.idf order by w.postings, w.term) as idfs,
+                   array_agg(w.most_held order by w.postings, w.term) as most_held,
+                   min(w.average_length) as average_length
               into weights
               from vera.bm25_weights(stat_kinds, stat_terms, stat_documents, stat_tokens) w
              where w.kind = target_kind;
@@ -399,8 +409,8 @@ begin
                    lexical_keys || coalesce(array_agg(l.order_key), '{}')
               into lexical_kinds, lexical_ids, lexical_owners, lexical_scores, lexical_keys
               from vera.lexical_candidates(target_kind, lexical_groups, weights.terms, weights.postings,
-                                           weights.idfs, weights.average_length, reference, personal_group,
-                                           caller, n, group_order) l;
+                                           weights.idfs, weights.most_held, weights.average_length, reference,
+                                           personal_group, caller, n, group_order) l;
         end loop;
     end if;
 

@@ -30,3 +30,8 @@ reset role;
 
 drop function if exists vera.group_lexemes(text, tsvector);
 drop function if exists vera.group_lexeme_query(text[], text[], text[]);
+-- the BM25 weights now say how many times one document can hold a term at most, and the lexical
+-- rounds take it (a tighter bound on what the terms not read yet can add to a score)
+drop function if exists vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]);
+drop function if exists vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[],
+                                                double precision, timestamptz, text, uuid, integer, text[]);
