@@ -215,9 +215,9 @@ begin
                 matching := vera.group_lexeme_query(
                     groups, matching_terms, and_terms,
                     case when parts_step <= parts_by_key then parts[parts_read + 1:parts_read + parts_step] end);
-                -- Static, so that the plan is cached for the session (and generic: see the SET
-                -- clause): planning it anew each round cost as much as reading the rows (4 ms a
-                -- statement at 1,000,000 facts, the functions it inlines). The rows are read in a
+                -- Static, so that its plan is cached for the session: planning it anew each round
+                -- cost as much as reading the rows (4 ms a statement at 1,000,000 facts, the
+                -- functions it inlines). The rows are read in a
                 -- materialized CTE, which the planner plans for all its rows: the full-text index's
                 -- bitmap, in the table's order. A limit on the scan itself would make it walk the
                 -- group's rows through a b-tree, expecting to meet matches soon, which for a term
