@@ -20,12 +20,16 @@ java/neo4j-launcher), in a temporary folder, stopped at the end.
 
     .venv/bin/python benchmarks/graph_projection.py [--facts 100000] [--per-episode 1000] \\
         [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse] \\
-        [--drain-only]
+        [--drain-only] [--warm-up FACTS]
 
 --drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
 Beside the wall time each run reports the worker's, the graph server's and PostgreSQL's CPU
 per 1,000 edges and the load average, since the machine is shared; docs/graph.md has the
-runs side by side and what changed between them.
+runs side by side and what changed between them. The graph server's CPU is also split by
+thread: on a freshly started Neo4j about half of it is the JVM's JIT compiling Neo4j's own
+code, once per server start. --warm-up FACTS projects that many facts into throwaway groups
+first (untimed, then dropped), so that the drain runs on a warm server, as a deployment's
+that has run for a while would.
 
 With the read-ahead pipeline (graph/ahead.py) and Neo4j's eventually consistent full-text
 indexes, before one-transaction pages, on 2026-12-02 05:20-05:55 (defaults but --queries 60
@@ -56,6 +60,18 @@ FalkorDB's drain, 3.4-5.0 during Neo4j's: a quieter machine than the runs below)
       worker / server / PostgreSQL CPU    154 / 174 / 124 ms   199 / 918 / 138 ms
         per 1,000 edges
     check (counts + digest)               8.0 s                30.5 s
+
+The second round (a job's connection kept for the next; the server's CPU split by thread),
+--drain-only on the same 100,000 facts, 2026-12-02 08:04-08:10 (load average 2.6-4.2, another
+session's CI on the machine); the warm column with --reuse --backends neo4j --warm-up 60000:
+
+                                          FalkorDB        Neo4j, fresh     Neo4j, warm
+    worker drain, 100,000 edges           28.8 s          82.7 s           62.5 s
+                                          3,471 edges/s   1,209 edges/s    1,600 edges/s
+      worker / server / PostgreSQL CPU    139 / 151 / 97  186 / 852 / 113  158 / 446 / 95 ms
+        per 1,000 edges
+      of the server's, the JIT compiler   -               425 ms           158 ms
+    check (counts + digest)               8.7 s           31.2 s           34.4 s
 
 After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
 (defaults but --queries 60 --searches 10; 41 min; load average 7-12):
