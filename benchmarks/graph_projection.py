@@ -20,12 +20,16 @@ java/neo4j-launcher), in a temporary folder, stopped at the end.
 
     .venv/bin/python benchmarks/graph_projection.py [--facts 100000] [--per-episode 1000] \\
         [--entities 25000] [--queries 100] [--searches 20] [--backends falkordb,neo4j] [--reuse] \\
-        [--drain-only]
+        [--drain-only] [--warm-up FACTS]
 
 --drain-only measures the drain and its check alone (for iterating at 10,000-20,000 facts).
 Beside the wall time each run reports the worker's, the graph server's and PostgreSQL's CPU
 per 1,000 edges and the load average, since the machine is shared; docs/graph.md has the
-runs side by side and what changed between them.
+runs side by side and what changed between them. The graph server's CPU is also split by
+thread: on a freshly started Neo4j about half of it is the JVM's JIT compiling Neo4j's own
+code, once per server start. --warm-up FACTS projects that many facts into throwaway groups
+first (untimed, then dropped), so that the drain runs on a warm server, as a deployment's
+that has run for a while would.
 
 With the read-ahead pipeline (graph/ahead.py) and Neo4j's eventually consistent full-text
 indexes, before one-transaction pages, on 2026-12-02 05:20-05:55 (defaults but --queries 60
@@ -56,6 +60,18 @@ FalkorDB's drain, 3.4-5.0 during Neo4j's: a quieter machine than the runs below)
       worker / server / PostgreSQL CPU    154 / 174 / 124 ms   199 / 918 / 138 ms
         per 1,000 edges
     check (counts + digest)               8.0 s                30.5 s
+
+The second round (a job's connection kept for the next; the server's CPU split by thread),
+--drain-only on the same 100,000 facts, 2026-12-02 08:04-08:10 (load average 2.6-4.2, another
+session's CI on the machine); the warm column with --reuse --backends neo4j --warm-up 60000:
+
+                                          FalkorDB        Neo4j, fresh     Neo4j, warm
+    worker drain, 100,000 edges           28.8 s          82.7 s           62.5 s
+                                          3,471 edges/s   1,209 edges/s    1,600 edges/s
+      worker / server / PostgreSQL CPU    139 / 151 / 97  186 / 852 / 113  158 / 446 / 95 ms
+        per 1,000 edges
+      of the server's, the JIT compiler   -               425 ms           158 ms
+    check (counts + digest)               8.7 s           31.2 s           34.4 s
 
 After vectors left SQL spelled (graph/vectors.py) and Neo4j's instants as text, on 2026-12-02
 (defaults but --queries 60 --searches 10; 41 min; load average 7-12):
@@ -93,6 +109,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import logging
 import os
 import random
@@ -105,7 +122,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +138,14 @@ from vera_client.adapters.graph.local_server import LocalServer
 from vera_client.adapters.graph.neo4j_server import Neo4jLauncher
 from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres import calls
+from vera_client.adapters.postgres.errors import connect
+from vera_client.adapters.postgres.executor import begin
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
 from vera_client.client import VeraClient
+from vera_client.domain.callers import Operator
 from vera_client.domain.ports import GraphStore
-from vera_worker.adapters.graph_projection import GraphProjection
+from vera_worker.adapters.graph_projection import JOB_PAGE, GraphProjection, graph_piece
 from vera_worker.adapters.queue import build_app
 
 TEMPLATE = "vera_bench_graph"
@@ -325,6 +346,28 @@ def server_cpu_seconds(server: LocalServer) -> float:
     return total
 
 
+def server_thread_cpu_seconds(server: LocalServer) -> dict[str, float]:
+    """CPU time so far of each of the graph server's threads, by kind (Linux: /proc/PID/task;
+    empty elsewhere). For Neo4j "jit" is the JVM's compiler threads, which compile Neo4j's
+    own code while a freshly started server warms up: a cost per server start, not per edge."""
+    record = server.files.read()
+    tasks = Path(f"/proc/{record.pid}/task") if record is not None else None
+    if tasks is None or not tasks.is_dir():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    kinds: dict[str, float] = {}
+    for task in tasks.iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        kind = "jit" if "CompilerThre" in name else "other"
+        kinds[kind] = kinds.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return kinds
+
+
 def postgres_cpu_seconds(bench: Bench) -> float:
     """CPU time PostgreSQL has used so far: the postmaster, the backends it has reaped (a job's
     connection ends with it) and those still running."""
@@ -350,6 +393,7 @@ class Figures:
     project_seconds: float = 0.0
     worker_cpu_seconds: float = 0.0
     server_cpu_seconds: float = 0.0
+    server_jit_cpu_seconds: float = 0.0
     postgres_cpu_seconds: float = 0.0
     load_average: float = 0.0
     check_seconds: float = 0.0
@@ -363,6 +407,53 @@ class Figures:
     reached: dict[int, list[int]] = field(default_factory=dict)
     graphiti: list[float] = field(default_factory=list)
     graphiti_hits: list[int] = field(default_factory=list)
+
+
+def measured_drain(
+    figures: Figures,
+    bench: Bench,
+    server: LocalServer,
+    projection: GraphProjection,
+    *,
+    dsn: str,
+    objects: Path,
+) -> None:
+    """Drain the queue; its wall time, and the CPU the worker, the graph server (and of it its
+    JIT compiler) and PostgreSQL spent on it."""
+    server_cpu, postgres_cpu = server_cpu_seconds(server), postgres_cpu_seconds(bench)
+    server_jit = server_thread_cpu_seconds(server).get("jit", 0.0)
+    started, worker_cpu = time.perf_counter(), time.process_time()
+    drain_projection(dsn, projection, objects)
+    figures.project_seconds = time.perf_counter() - started
+    figures.worker_cpu_seconds = time.process_time() - worker_cpu
+    figures.server_cpu_seconds = server_cpu_seconds(server) - server_cpu
+    figures.server_jit_cpu_seconds = server_thread_cpu_seconds(server).get("jit", 0.0) - server_jit
+    figures.postgres_cpu_seconds = postgres_cpu_seconds(bench) - postgres_cpu
+
+
+def warm_up_server(store: GraphStore, dsn: str, group: str, facts: int) -> None:
+    """Project `facts` of the group's facts, in job-sized pages, into throwaway groups (one per
+    pass over the facts, so that every edge is a new one, as in the drain), dropping each after:
+    a freshly started JVM spends its first minutes compiling Neo4j's own code (tens of seconds of
+    CPU, see server_thread_cpu_seconds), which a server that has been running for a while has
+    done already. Untimed; the measured drain starts on an empty group."""
+    started = time.perf_counter()
+    written = 0
+    with connect(dsn) as conn:
+        for attempt in itertools.count():
+            throwaway, after, before = f"{group}-warm-up-{attempt}", None, written
+            while written < facts:
+                with begin(conn, Operator()) as tx:
+                    rows = tx.run(calls.graph_group_facts(group, after, min(JOB_PAGE, facts - written)))
+                if not rows:
+                    break
+                after = rows[-1].fact_id
+                nodes, edges = graph_piece([replace(row, group_id=throwaway) for row in rows])
+                written += store.upsert(throwaway, nodes, edges)
+            store.drop_group(throwaway)
+            if written >= facts or written == before:
+                break
+    print(f"  warmed up with {written:,} edges in {time.perf_counter() - started:.1f}s (dropped)", flush=True)
 
 
 def drain_projection(dsn: str, projection: GraphProjection, objects: Path) -> None:
@@ -425,23 +516,22 @@ def measure_backend(
     searches: list[tuple[str, list[float]]],
     workdir: Path,
     drain_only: bool = False,
+    warm_up: int = 0,
 ) -> Figures:
     figures = Figures(backend)
     database = f"{TEMPLATE}_{backend}"
     copy_database(bench, database)
     worker_dsn = bench.server.worker_url(database)
     store: GraphStore = open_graph_store(backend, url)
+    projection = GraphProjection(worker_dsn, store)
     try:
         store.drop_group(group)
-        projection = GraphProjection(worker_dsn, store)
+        if warm_up:
+            warm_up_server(store, worker_dsn, group, warm_up)
         print(f"[{backend}] draining the project_to_graph queue ...", flush=True)
-        server_cpu, postgres_cpu = server_cpu_seconds(server), postgres_cpu_seconds(bench)
-        started, worker_cpu = time.perf_counter(), time.process_time()
-        drain_projection(worker_dsn, projection, workdir / f"objects-{backend}")
-        figures.project_seconds = time.perf_counter() - started
-        figures.worker_cpu_seconds = time.process_time() - worker_cpu
-        figures.server_cpu_seconds = server_cpu_seconds(server) - server_cpu
-        figures.postgres_cpu_seconds = postgres_cpu_seconds(bench) - postgres_cpu
+        measured_drain(
+            figures, bench, server, projection, dsn=worker_dsn, objects=workdir / f"objects-{backend}"
+        )
         figures.load_average = os.getloadavg()[0]
         check = projection.check(group, record=False)
         figures.check_seconds, figures.edges, figures.drift = (
@@ -478,6 +568,7 @@ def measure_backend(
                 print(f"[{backend}] explore depth {depth}: graph {ms(graph_times)} ms, "
                       f"SQL {ms(sql_times)} ms, {agree}/{len(names)} answers equal", flush=True)  # fmt: skip
     finally:
+        projection.close()
         store.close()
     print(f"[{backend}] Graphiti hybrid search x{len(searches)} ...", flush=True)
     figures.graphiti, figures.graphiti_hits = graphiti_search(backend, url, group, searches)
@@ -512,6 +603,10 @@ def report(args: argparse.Namespace, results: list[Figures], search: list[float]
         ("worker drain, s", lambda f: f"{f.project_seconds:.1f}"),
         ("  worker CPU, ms per 1,000 edges", lambda f: f"{f.worker_cpu_seconds / f.edges * 1e6:,.0f}"),
         ("  graph server CPU, ms per 1,000 edges", lambda f: f"{f.server_cpu_seconds / f.edges * 1e6:,.0f}"),
+        (
+            "    of it the JIT compiler's threads",
+            lambda f: f"{f.server_jit_cpu_seconds / f.edges * 1e6:,.0f}",
+        ),
         ("  PostgreSQL CPU, ms per 1,000 edges", lambda f: f"{f.postgres_cpu_seconds / f.edges * 1e6:,.0f}"),
         ("  load average (1 min) after the drain", lambda f: f"{f.load_average:.1f}"),
         ("check, s", lambda f: f"{f.check_seconds:.2f}"),
@@ -561,6 +656,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100, help="entities explored at each depth")
     parser.add_argument("--searches", type=int, default=20, help="hybrid searches per backend")
     parser.add_argument("--backends", default="falkordb,neo4j")
+    parser.add_argument(
+        "--warm-up", type=int, default=0, metavar="FACTS",
+        help="project this many facts into a throwaway group first (untimed): a warm server",
+    )  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="keep the seeded template of an earlier run")
     parser.add_argument(
         "--drain-only", action="store_true",
@@ -608,6 +707,7 @@ def main() -> None:
                     searches=searches,
                     workdir=workdir,
                     drain_only=args.drain_only,
+                    warm_up=args.warm_up,
                 )
                 for backend in backends
             ]

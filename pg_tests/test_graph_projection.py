@@ -213,8 +213,10 @@ def graph(graph_backend_url: tuple[str, str]) -> Iterator[GraphStore]:
 
 
 @pytest.fixture
-def projection(world: World, graph: GraphStore) -> GraphProjection:
-    return GraphProjection(world.db.dsn(WORKER), graph)
+def projection(world: World, graph: GraphStore) -> Iterator[GraphProjection]:
+    projection = GraphProjection(world.db.dsn(WORKER), graph)
+    yield projection
+    projection.close()
 
 
 def _drain(world: World, projection: GraphProjection, tmp_path: Path) -> None:
@@ -327,6 +329,17 @@ def test_a_published_episode_is_projected_and_a_replay_changes_nothing(
     again = projection.check(loaded.group)
     assert (again.graph_digest, again.result.graph_nodes) == (first.graph_digest, first.result.graph_nodes)
     assert again.result.drift is None
+    # the jobs left their connection for the next one; if the server ended it meanwhile (a
+    # restart, an idle timeout), the next job opens another
+    with world.db.admin() as admin:
+        [[ended]] = admin.execute(
+            "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity "
+            "where usename = %s and datname = current_database()",
+            (WORKER,),
+        ).fetchall()
+    assert ended == 1
+    projection.project(ProjectJob.from_job_args(jobs[0][1]))
+    assert projection.check(loaded.group).result.drift is None
 
 
 def test_a_superseded_fact_is_invalidated_not_deleted(

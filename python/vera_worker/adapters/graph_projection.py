@@ -15,6 +15,7 @@ validity on both sides and records the result (vera.record_graph_check).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 import psycopg
+import psycopg_pool
 
 from vera_client.adapters.graph.ahead import ahead, chained
 from vera_client.adapters.postgres import calls
@@ -128,6 +130,18 @@ class GraphCheck:
         return self.result.drift is not None
 
 
+def _answers(conn: psycopg.Connection) -> bool:
+    """Whether a kept connection still reaches its server (the server may have restarted or
+    ended it while it was idle): psycopg_pool's check, an empty query outside a transaction."""
+    if conn.closed:
+        return False
+    try:
+        psycopg_pool.ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
+
+
 def describe_drift(
     *, sql_edges: int, graph_edges: int, sql_nodes: int, graph_nodes: int, sql_digest: str, graph_digest: str
 ) -> str | None:
@@ -149,11 +163,45 @@ class GraphProjection:
         self._dsn = dsn
         self.graph = graph
         self._connect_timeout = connect_timeout
+        # the connection the last job (or rebuild, or check) left, for the next one: a drain
+        # runs one job after another, and a connection of its own per job cost a backend's
+        # start and the vector types' lookup each time
+        self._idle: psycopg.Connection | None = None
+        self._idle_lock = threading.Lock()
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
+        """A connection for one job, rebuild or check: the one the last left if it still
+        answers, else a new one. Kept after use when it ended outside any transaction; closed
+        after an error, or when another is kept already (jobs of several groups at once)."""
+        with self._idle_lock:
+            conn, self._idle = self._idle, None
+        if conn is not None and not _answers(conn):
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = prepare(connect(self._dsn, connect_timeout=self._connect_timeout))
+        try:
             yield conn
+        except BaseException:
+            conn.close()
+            raise
+        if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.close()
+            return
+        with self._idle_lock:
+            kept = self._idle is None
+            if kept:
+                self._idle = conn
+        if not kept:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the connection kept for the next job (the graph store is its owner's to close)."""
+        with self._idle_lock:
+            conn, self._idle = self._idle, None
+        if conn is not None:
+            conn.close()
 
     def project(self, job: ProjectJob) -> ProjectionReport:
         """Bring the graph's edges of the job's facts to their state in PostgreSQL. Idempotent.
