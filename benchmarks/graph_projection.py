@@ -677,7 +677,14 @@ def main() -> None:
             bench = start(TEMPLATE, fresh=not args.reuse)
             with bench.admin() as admin:
                 existing = admin.execute("select count(*) from vera.facts").fetchone()[0]  # type: ignore[index]
-            if existing >= args.facts:
+            if existing and existing != args.facts:
+                # a kept template of another size would be drained whole (or grown): the figures
+                # would not be those of --facts
+                parser.error(
+                    f"the kept template holds {existing:,} facts, not {args.facts:,}:"
+                    f" pass --facts {existing} or leave out --reuse to rebuild it"
+                )
+            if existing:
                 print(f"reusing {existing:,} facts in {TEMPLATE}", flush=True)
             else:
                 print(f"loading {args.facts:,} facts and their jobs ...", flush=True)
