@@ -670,6 +670,8 @@ def main() -> None:
     unknown = set(backends) - {"falkordb", "neo4j"}
     if unknown:
         parser.error(f"unknown backends: {', '.join(sorted(unknown))}")
+    if args.warm_up < 0:
+        parser.error(f"--warm-up must be a number of facts, 0 or more (got {args.warm_up})")
     rng = random.Random(14)
     workdir = Path(tempfile.mkdtemp(prefix="vera-bench-graph-work-"))
     try:

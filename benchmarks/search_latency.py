@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+import psycopg.errors
 import psycopg.sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -240,9 +241,13 @@ def size_buffers(bench: Bench, corpus: Corpus, size: str) -> None:
         if size == "default":
             conn.execute("alter system reset shared_buffers")
         else:
-            conn.execute(
-                psycopg.sql.SQL("alter system set shared_buffers = {}").format(psycopg.sql.Literal(size))
-            )
+            try:
+                conn.execute(
+                    psycopg.sql.SQL("alter system set shared_buffers = {}").format(psycopg.sql.Literal(size))
+                )
+            except psycopg.errors.InvalidParameterValue as error:
+                # nothing was written: the server keeps its setting
+                raise SystemExit(f"--shared-buffers {size!r}: {error.diag.message_primary}") from None
     bench.server.stop()
     bench.server.start()
     with bench.admin() as conn:

@@ -125,13 +125,14 @@ def statistics_triggers(bench: Bench, *, enabled: bool) -> None:
             admin.execute(f"alter table vera.{table} {'enable' if enabled else 'disable'} trigger {trigger}")  # type: ignore[arg-type]
 
 
-# the facts' full-text index as migration 0004 left it, rebuilt in its place for the "before" batches
-INDEX_0004 = (
-    "create index facts_group_lexemes_0004_idx on vera.facts using gin (("
-    "case when tsv = ''::tsvector then tsv"
-    " else ('''' || group_id || ' '"
-    " || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector end))"
-)
+def index_0004() -> str:
+    """The facts' full-text index as migration 0004 created it (its own statement, under another
+    name), rebuilt in the current one's place for the "before" batches."""
+    migration = Path(__file__).resolve().parent.parent / "sql" / "migrations" / "0004_group_lexemes.sql"
+    text = migration.read_text(encoding="utf-8")
+    start = text.index("create index facts_group_lexemes_idx")
+    statement = text[start : text.index(";", start)]
+    return statement.replace("facts_group_lexemes_idx", "facts_group_lexemes_0004_idx", 1)
 
 
 def fulltext_index(bench: Bench, definitions: dict[bool, str], *, current: bool) -> None:
@@ -183,7 +184,7 @@ def main() -> None:
     seed(bench, rng, args.existing, args.batch, args.subjects)
     with bench.admin() as admin:
         row = admin.execute("select pg_get_indexdef('vera.facts_group_lexemes_idx'::regclass)").fetchone()
-    definitions = {True: str(row[0]) if row else "", False: INDEX_0004}
+    definitions = {True: str(row[0]) if row else "", False: index_0004()}
     print(f"{'run':<40}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
     runs = (
         (("no embeddings", None),)

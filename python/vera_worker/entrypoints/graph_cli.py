@@ -62,6 +62,13 @@ def _started_projection(database: Database) -> GraphProjection:
     return _projection(database, store)
 
 
+def _close(projection: GraphProjection) -> None:
+    """A command's projection done: the PostgreSQL connection it keeps between jobs, then the
+    graph store, which the command opened for it."""
+    projection.close()
+    projection.graph.close()
+
+
 @click.group()
 def commands() -> None:
     """The graph projection's commands (`vera graph ...`)."""
@@ -91,7 +98,7 @@ def rebuild_command(group: str | None) -> None:
             f"{edges} edges, {nodes} nodes in {seconds:.2f}s"
         )
     finally:
-        projection.graph.close()
+        _close(projection)
 
 
 def _check_line(check: GraphCheck) -> str:
@@ -115,7 +122,7 @@ def check_command(group: str | None, as_json: bool) -> None:
     try:
         checks = projection.check_all(group)
     finally:
-        projection.graph.close()
+        _close(projection)
     for check in checks:
         if as_json:
             shown = {
@@ -207,4 +214,4 @@ def show_demo_explore(database: Database, api_key: str) -> None:
         click.echo(f"\n? What is around {entity}, {depth} hops (walked on the graph)")
         print_explored(facts)
     finally:
-        projection.graph.close()
+        _close(projection)
