@@ -101,3 +101,15 @@ def peak_server_memory(server: EmbeddedPostgres) -> Iterator[dict[str, float]]:
     finally:
         stop.set()
         thread.join()
+
+
+def cpu_reference_ms(conn: psycopg.Connection) -> float:
+    """How fast this machine is today, for comparing runs of different days: one backend counting
+    the rows of generate_series(1, 1,000,000), best of 3, in ms. Latency figures on this shared
+    machine moved by 2x from one day to the next (docs/benchmarks.md); this moves with them."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        conn.execute("select count(*) from generate_series(1, 1000000)").fetchone()
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return best
