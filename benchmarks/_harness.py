@@ -103,13 +103,14 @@ def peak_server_memory(server: EmbeddedPostgres) -> Iterator[dict[str, float]]:
         thread.join()
 
 
-def cpu_reference_ms(conn: psycopg.Connection) -> float:
-    """How fast this machine is today, for comparing runs of different days: one backend counting
-    the rows of generate_series(1, 1,000,000), best of 3, in ms. Latency figures on this shared
-    machine moved by 2x from one day to the next (docs/benchmarks.md); this moves with them."""
+def cpu_reference(conn: psycopg.Connection) -> str:
+    """How fast this machine is at the moment, as a line to print beside a benchmark's figures: one
+    backend counting the rows of generate_series(1, 1,000,000), best of 3. The figures on this
+    shared machine halved from one restart of it to the next (docs/benchmarks.md); this moves with
+    them, so runs of different days can be compared."""
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
         conn.execute("select count(*) from generate_series(1, 1000000)").fetchone()
         best = min(best, (time.perf_counter() - started) * 1000)
-    return best
+    return f"CPU reference (one backend counting generate_series(1, 1,000,000), best of 3): {best:.0f} ms"

@@ -45,7 +45,7 @@ import psycopg.errors
 import psycopg.sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, cpu_reference_ms, peak_server_memory, start
+from _harness import Bench, cpu_reference, peak_server_memory, start
 
 DIM = 384
 TENANTS = 10
@@ -453,12 +453,12 @@ def main() -> None:
             " current_setting('shared_buffers')"
         ).fetchone()
         assert sizes is not None
-        reference = cpu_reference_ms(conn)
+        reference = cpu_reference(conn)
     queries = make_queries(bench, corpus, args.queries)
     built = f"built in {build_seconds:.0f} s" if build_seconds else "reused"
     print(f"{args.facts:,} facts in {TENANTS} tenants, {DIM} dims ({built}); table {sizes[0]}, "
           f"per-group HNSW {sizes[1]}, group-word GIN {sizes[2]}; shared_buffers {sizes[3]}")  # fmt: skip
-    print(f"CPU reference (count of generate_series(1, 1,000,000), best of 3): {reference:.0f} ms")
+    print(reference)
     print(
         f"{len(queries)} queries as tenant 0's owner (10% of the rows), k = 10; the floor runs ef_search 40"
     )

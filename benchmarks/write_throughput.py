@@ -25,7 +25,7 @@ from pathlib import Path
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, cpu_reference_ms, peak_server_memory, start
+from _harness import Bench, cpu_reference, peak_server_memory, start
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
 
 WORDS = [
@@ -184,8 +184,8 @@ def main() -> None:
     seed(bench, rng, args.existing, args.batch, args.subjects)
     with bench.admin() as admin:
         row = admin.execute("select pg_get_indexdef('vera.facts_group_lexemes_idx'::regclass)").fetchone()
-        reference = cpu_reference_ms(admin)
-    print(f"CPU reference (count of generate_series(1, 1,000,000), best of 3): {reference:.0f} ms")
+        reference = cpu_reference(admin)
+    print(reference)
     definitions = {True: str(row[0]) if row else "", False: index_0004()}
     print(f"{'run':<40}{'claims/s':>12}{'batch s':>10}{'peak server MiB':>18}")
     runs = (
