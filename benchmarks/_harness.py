@@ -109,7 +109,7 @@ def cpu_reference(conn: psycopg.Connection) -> str:
     shared machine halved from one restart of it to the next (docs/benchmarks.md); this moves with
     them, so runs of different days can be compared. The series is in the select list, not in FROM:
     a function in FROM is materialised first, and a million rows spill past work_mem to a temporary
-    file, which made the reference measure the disk as well (147-229 ms against a steady 73-78)."""
+    file, which made the reference measure the disk as well (147-229 ms against a steady 67-78)."""
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
