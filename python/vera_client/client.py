@@ -20,22 +20,20 @@ AsyncVeraClient with asyncio, so both faces have the same methods.
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Self, TypeVar
 
-from vera_client.adapters.postgres.calls import Call
 from vera_client.adapters.postgres.executor import AsyncExecutor, Executor, SqlObserver
 from vera_client.adapters.providers.metering import MeterKey, Totals
+from vera_client.api.call import Call
+from vera_client.api.operation import Asynchronous, Blocking, Operation, Plan, Session
 from vera_client.bootstrap import Providers, build_database, build_providers
 from vera_client.config import PoolSettings, VeraSettings
-from vera_client.core import Operations, Plan, Shared, Work
+from vera_client.core import Operations, Shared
 from vera_client.domain.callers import ApiKey, Caller
 from vera_client.domain.errors import ConfigurationError
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 
 def as_caller(caller: Caller | str | None) -> Caller | None:
@@ -50,40 +48,16 @@ def _caller_or_configured(caller: Caller | str | None, settings: VeraSettings) -
     return caller
 
 
-def _operations(shared: Shared, caller: Caller | None) -> Operations:
+def _session(shared: Shared, caller: Caller | None) -> Session:
     if caller is None:
         raise ConfigurationError(
             "this client has no caller: pass an API key, set VERA_API_KEY (from_settings reads it), "
             "or use as_caller(...)"
         )
-    return Operations(shared, caller)
+    return Session(shared, caller)
 
 
-def _blocking(
-    plan: Callable[Concatenate[Operations, P], Plan[T]],
-) -> Callable[Concatenate[VeraClient, P], T]:
-    """An operation as a method of VeraClient."""
-
-    @functools.wraps(plan)
-    def method(self: VeraClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return self._drive(plan(_operations(self._shared, self.caller), *args, **kwargs))
-
-    return method
-
-
-def _coroutine(
-    plan: Callable[Concatenate[Operations, P], Plan[T]],
-) -> Callable[Concatenate[AsyncVeraClient, P], Coroutine[Any, Any, T]]:
-    """An operation as a coroutine method of AsyncVeraClient."""
-
-    @functools.wraps(plan)
-    async def method(self: AsyncVeraClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        return await self._drive(plan(_operations(self._shared, self.caller), *args, **kwargs))
-
-    return method
-
-
-class VeraClient:
+class VeraClient(Operations, Blocking):
     """Synchronous client over a psycopg connection pool. Thread-safe; close it (or use `with`)."""
 
     def __init__(
@@ -141,12 +115,16 @@ class VeraClient:
     ) -> None:
         self.close()
 
-    def _drive(self, plan: Plan[T]) -> T:
-        assert self.caller is not None  # _operations checked it
+    def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
+        session = _session(self._shared, self.caller)
+        if operation.call is not None:
+            return self._executor.run(session.caller, operation.call(*args, **kwargs))
+        assert operation.plan is not None
+        plan = operation.plan(session, *args, **kwargs)
         try:
             step = next(plan)
             while True:
-                value = self._executor.run(self.caller, step) if isinstance(step, Call) else step.run()
+                value = self._executor.run(session.caller, step) if isinstance(step, Call) else step.run()
                 step = plan.send(value)
         except StopIteration as finished:
             return finished.value  # type: ignore[no-any-return]
@@ -155,68 +133,9 @@ class VeraClient:
         """What calls to hosted providers used and cost (estimated) since the client started."""
         return self._shared.usage()
 
-    whoami = _blocking(Operations.whoami)
-    create_group = _blocking(Operations.create_group)
-    create_principal = _blocking(Operations.create_principal)
-    set_member_role = _blocking(Operations.set_member_role)
-    remove_member = _blocking(Operations.remove_member)
-    create_api_key = _blocking(Operations.create_api_key)
-    revoke_api_key = _blocking(Operations.revoke_api_key)
-    list_api_keys = _blocking(Operations.list_api_keys)
-    setting = _blocking(Operations.setting)
-    set_setting = _blocking(Operations.set_setting)
-    administered_organisations = _blocking(Operations.administered_organisations)
-    default_group = _blocking(Operations.default_group)
-    register_source = _blocking(Operations.register_source)
-    register_folder = _blocking(Operations.register_folder)
-    list_sources = _blocking(Operations.list_sources)
-    find_source = _blocking(Operations.find_source)
-    source_for_path = _blocking(Operations.source_for_path)
-    request_ingest = _blocking(Operations.request_ingest)
-    request_extraction = _blocking(Operations.request_extraction)
-    read_time_scopes = _blocking(Operations.read_time_scopes)
-    record_episode = _blocking(Operations.record_episode)
-    store_chunks = _blocking(Operations.store_chunks)
-    publish = _blocking(Operations.publish)
-    declare_predicate = _blocking(Operations.declare_predicate)
-    pending_reviews = _blocking(Operations.pending_reviews)
-    review = _blocking(Operations.review)
-    pending_passages = _blocking(Operations.pending_passages)
-    review_passage = _blocking(Operations.review_passage)
-    retract_episode = _blocking(Operations.retract_episode)
-    erase_episode = _blocking(Operations.erase_episode)
-    retract_source = _blocking(Operations.retract_source)
-    erase_source = _blocking(Operations.erase_source)
-    complete_cleanup = _blocking(Operations.complete_cleanup)
-    search = _blocking(Operations.search)
-    feedback = _blocking(Operations.feedback)
-    search_version = _blocking(Operations.search_version)
-    calibrate = _blocking(Operations.calibrate)
-    active_weights = _blocking(Operations.active_weights)
-    reset_weights = _blocking(Operations.reset_weights)
-    create_snapshot = _blocking(Operations.create_snapshot)
-    list_snapshots = _blocking(Operations.list_snapshots)
-    drop_snapshot = _blocking(Operations.drop_snapshot)
-    search_snapshot = _blocking(Operations.search_snapshot)
-    get_fact = _blocking(Operations.get_fact)
-    get_evidence = _blocking(Operations.get_evidence)
-    explain_fact = _blocking(Operations.explain_fact)
-    get_entity = _blocking(Operations.get_entity)
-    get_source = _blocking(Operations.get_source)
-    explore = _blocking(Operations.explore)
-    explore_graph = _blocking(Operations.explore_graph)
-    changes = _blocking(Operations.changes)
-    conflicts = _blocking(Operations.conflicts)
-    propose = _blocking(Operations.propose)
-    retract_proposal = _blocking(Operations.retract_proposal)
-    list_proposals = _blocking(Operations.list_proposals)
-    get_context = _blocking(Operations.get_context)
-    get_context_pack = _blocking(Operations.get_context_pack)
-    pack_feedback = _blocking(Operations.pack_feedback)
-    remember = _blocking(Operations.remember)
 
 
-class AsyncVeraClient:
+class AsyncVeraClient(Operations, Asynchronous):
     """The same client for asyncio: `async with await AsyncVeraClient.connect(...) as vera`."""
 
     def __init__(
@@ -284,15 +203,18 @@ class AsyncVeraClient:
     ) -> None:
         await self.close()
 
-    async def _drive(self, plan: Plan[T]) -> T:
-        assert self.caller is not None
+    async def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
+        session = _session(self._shared, self.caller)
+        if operation.call is not None:
+            return await self._executor.run(session.caller, operation.call(*args, **kwargs))
+        assert operation.plan is not None
+        plan: Plan[T] = operation.plan(session, *args, **kwargs)
         try:
             step = next(plan)
             while True:
                 if isinstance(step, Call):
-                    value = await self._executor.run(self.caller, step)
+                    value = await self._executor.run(session.caller, step)
                 else:
-                    assert isinstance(step, Work)
                     value = await asyncio.to_thread(step.run)
                 step = plan.send(value)
         except StopIteration as finished:
@@ -302,63 +224,3 @@ class AsyncVeraClient:
         """What calls to hosted providers used and cost (estimated) since the client started (a
         coroutine like every other method of this face, though it only reads counters)."""
         return self._shared.usage()
-
-    whoami = _coroutine(Operations.whoami)
-    create_group = _coroutine(Operations.create_group)
-    create_principal = _coroutine(Operations.create_principal)
-    set_member_role = _coroutine(Operations.set_member_role)
-    remove_member = _coroutine(Operations.remove_member)
-    create_api_key = _coroutine(Operations.create_api_key)
-    revoke_api_key = _coroutine(Operations.revoke_api_key)
-    list_api_keys = _coroutine(Operations.list_api_keys)
-    setting = _coroutine(Operations.setting)
-    set_setting = _coroutine(Operations.set_setting)
-    administered_organisations = _coroutine(Operations.administered_organisations)
-    default_group = _coroutine(Operations.default_group)
-    register_source = _coroutine(Operations.register_source)
-    register_folder = _coroutine(Operations.register_folder)
-    list_sources = _coroutine(Operations.list_sources)
-    find_source = _coroutine(Operations.find_source)
-    source_for_path = _coroutine(Operations.source_for_path)
-    request_ingest = _coroutine(Operations.request_ingest)
-    request_extraction = _coroutine(Operations.request_extraction)
-    read_time_scopes = _coroutine(Operations.read_time_scopes)
-    record_episode = _coroutine(Operations.record_episode)
-    store_chunks = _coroutine(Operations.store_chunks)
-    publish = _coroutine(Operations.publish)
-    declare_predicate = _coroutine(Operations.declare_predicate)
-    pending_reviews = _coroutine(Operations.pending_reviews)
-    review = _coroutine(Operations.review)
-    pending_passages = _coroutine(Operations.pending_passages)
-    review_passage = _coroutine(Operations.review_passage)
-    retract_episode = _coroutine(Operations.retract_episode)
-    erase_episode = _coroutine(Operations.erase_episode)
-    retract_source = _coroutine(Operations.retract_source)
-    erase_source = _coroutine(Operations.erase_source)
-    complete_cleanup = _coroutine(Operations.complete_cleanup)
-    search = _coroutine(Operations.search)
-    feedback = _coroutine(Operations.feedback)
-    search_version = _coroutine(Operations.search_version)
-    calibrate = _coroutine(Operations.calibrate)
-    active_weights = _coroutine(Operations.active_weights)
-    reset_weights = _coroutine(Operations.reset_weights)
-    create_snapshot = _coroutine(Operations.create_snapshot)
-    list_snapshots = _coroutine(Operations.list_snapshots)
-    drop_snapshot = _coroutine(Operations.drop_snapshot)
-    search_snapshot = _coroutine(Operations.search_snapshot)
-    get_fact = _coroutine(Operations.get_fact)
-    get_evidence = _coroutine(Operations.get_evidence)
-    explain_fact = _coroutine(Operations.explain_fact)
-    get_entity = _coroutine(Operations.get_entity)
-    get_source = _coroutine(Operations.get_source)
-    explore = _coroutine(Operations.explore)
-    explore_graph = _coroutine(Operations.explore_graph)
-    changes = _coroutine(Operations.changes)
-    conflicts = _coroutine(Operations.conflicts)
-    propose = _coroutine(Operations.propose)
-    retract_proposal = _coroutine(Operations.retract_proposal)
-    list_proposals = _coroutine(Operations.list_proposals)
-    get_context = _coroutine(Operations.get_context)
-    get_context_pack = _coroutine(Operations.get_context_pack)
-    pack_feedback = _coroutine(Operations.pack_feedback)
-    remember = _coroutine(Operations.remember)

@@ -1,16 +1,18 @@
 """The one path from Python to the SQL API.
 
 Every caller of a SQL function (the client, the worker, the CLI, the test
-helpers) runs a `Call` (calls.py: which named query, which parameters, which
-typed result) through a `Transaction`: one database transaction that first
+helpers) runs a `Call` (vera_client/api/: which named query, which parameters,
+which typed result) through a `Transaction`: one database transaction that first
 authenticates its caller (an API key, a principal a trusted role vouches for,
 or nobody on an operator connection), so row-level security and roles decide
 what it may read and write. Vectors travel in pgvector's binary format.
 
 `Executor` takes connections from a pool (or holds one connection, for a
 process that works through one) and opens such transactions; `AsyncExecutor`
-is the same for asyncio. Both are thin: what a call means lives in calls.py,
-what SQL it runs in queries.sql, what an error means in errors.py.
+is the same for asyncio. Both are thin: what a call means lives in its area's
+module of vera_client/api/, what SQL it runs in the .sql file beside it, what an
+error means in errors.py. The executor adapts the parameters the calls mark
+(Json, Embedding, Period) to psycopg's and pgvector's types.
 
 An optional observer (`observe`) wraps every call: given the call's query
 name, it returns a context manager entered around the SQL (the MCP server's
@@ -26,12 +28,15 @@ from typing import Any, TypeVar
 
 import psycopg
 import psycopg_pool
+from pgvector import Vector
 from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import IsolationLevel
+from psycopg.types.json import Jsonb
+from psycopg.types.range import Range
 
-from vera_client.adapters.postgres.calls import Call
 from vera_client.adapters.postgres.errors import redact, translated_errors
-from vera_client.adapters.postgres.queries import query
+from vera_client.api.call import Call, Embedding, Json, Period
+from vera_client.api.queries import query
 from vera_client.config import PoolSettings
 from vera_client.domain.callers import ApiKey, Caller, Operator, Principal
 from vera_client.domain.errors import DatabaseUnavailableError
@@ -56,6 +61,28 @@ def _authentication(caller: Caller) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def _adapted(value: Any) -> Any:
+    """A parameter as psycopg sends it: the markers of api/call.py become their types."""
+    if isinstance(value, Json):
+        return Jsonb(value.value)
+    if isinstance(value, Embedding):
+        return Vector(value.values)
+    if isinstance(value, Period):
+        return Range(value.start, value.end, "[)")
+    if isinstance(value, list) and value and isinstance(value[0], Embedding):
+        return [_adapted(item) for item in value]
+    return value
+
+
+def parameters(call: Call[Any]) -> dict[str, Any]:
+    """The call's parameters, adapted."""
+    return {name: _adapted(value) for name, value in call.params.items()}
+
+
+def isolation(call: Call[Any]) -> IsolationLevel | None:
+    return IsolationLevel.REPEATABLE_READ if call.repeatable_read else None
+
+
 def _read(call: Call[T], cursor: psycopg.Cursor[Any], rows: list[tuple[Any, ...]]) -> T:
     return call.read([column.name for column in cursor.description or []], rows)
 
@@ -69,7 +96,7 @@ class Transaction:
 
     def run(self, call: Call[T]) -> T:
         with _observed(self.observe, call), translated_errors():
-            cursor = self.conn.execute(query(call.query), call.params)
+            cursor = self.conn.execute(query(call.query), parameters(call))
             rows = cursor.fetchall() if cursor.description is not None else []
         return _read(call, cursor, rows)
 
@@ -83,7 +110,7 @@ class AsyncTransaction:
 
     async def run(self, call: Call[T]) -> T:
         with _observed(self.observe, call), translated_errors():
-            cursor = await self.conn.execute(query(call.query), call.params)
+            cursor = await self.conn.execute(query(call.query), parameters(call))
             rows = await cursor.fetchall() if cursor.description is not None else []
         return call.read([column.name for column in cursor.description or []], rows)
 
@@ -180,7 +207,7 @@ class Executor:
             yield tx
 
     def run(self, caller: Caller, call: Call[T]) -> T:
-        with self.transaction(caller, call.isolation) as tx:
+        with self.transaction(caller, isolation(call)) as tx:
             return tx.run(call)
 
     def close(self) -> None:
@@ -232,7 +259,7 @@ class AsyncExecutor:
                 yield tx
 
     async def run(self, caller: Caller, call: Call[T]) -> T:
-        async with self.transaction(caller, call.isolation) as tx:
+        async with self.transaction(caller, isolation(call)) as tx:
             return await tx.run(call)
 
     async def close(self) -> None:

@@ -1,0 +1,229 @@
+"""Curation: publishing claims, predicates, review of claims and passages, retraction and
+erasure, and an agent's own proposals (sql/functions/130_publish.sql, 140_review.sql,
+150_retract.sql, 160_predicates.sql, 214_proposals.sql; queries in curation.sql; tests in
+pg_tests/curation/)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from vera_client.api.call import Call, Json, record, records, scalar
+from vera_client.api.operation import operation
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PublishedClaim:
+    """What became of one claim: where it landed, its lifecycle and how its subject resolved."""
+
+    claim: int
+    fact_id: UUID
+    fact_group_id: str
+    lifecycle: str
+    subject_entity_id: UUID
+    resolution: str
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingReview:
+    """A tier-3 claim awaiting review, or a proposal made for the group."""
+
+    fact_id: UUID
+    fact_group_id: str
+    lifecycle: str
+    subject: str
+    predicate: str
+    object: str
+    fact_text: str
+    tier: int | None
+    verification: str
+    confidence: float | None
+    proposed_by: UUID | None
+    recorded_at: datetime
+    origin: dict[str, Any] | None
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingPassage:
+    """A passage of a tier-3 source awaiting review, or of a tier-4 source proposed for the group."""
+
+    chunk_id: UUID
+    lifecycle: str
+    heading: str | None
+    text: str
+    ordinal: int
+    tier: int
+    verification: str
+    source_id: UUID
+    source_name: str
+    episode_id: UUID
+    external_id: str
+    version: int
+    title: str | None
+    proposed_by: UUID | None
+    stored_at: datetime
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PassageReviewOutcome:
+    chunk_id: UUID
+    group_id: str
+    lifecycle: str
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewOutcome:
+    fact_id: UUID
+    group_id: str
+    lifecycle: str
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Proposal:
+    """A claim proposed by the caller: where it waits (its u: scope), for which scope, and its evidence."""
+
+    fact_id: UUID
+    group_id: str
+    proposed_for: str
+    lifecycle: str
+    source_id: UUID
+    episode_id: UUID
+    chunk_id: UUID
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProposalState:
+    """One of the caller's proposals: lifecycle proposal (waiting), accepted, rejected or retracted."""
+
+    fact_id: UUID
+    proposed_for: str
+    subject: str
+    predicate: str
+    object: str
+    fact_text: str
+    lifecycle: str
+    evidence: str | None
+    recorded_at: datetime
+    reviewed_at: datetime | None
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetractedProposal:
+    fact_id: UUID
+    lifecycle: str
+
+
+def publish_claims(
+    group: str,
+    episode: UUID | None,
+    claims: Sequence[Mapping[str, Any]],
+    embedding_model: str | None = None,
+) -> Call[list[PublishedClaim]]:
+    """publish_claims: one batch, all or nothing."""
+    params = {"group": group, "episode": episode, "claims": Json([dict(c) for c in claims]),
+              "embedding_model": embedding_model}  # fmt: skip
+    return Call("publish_claims", params, records(PublishedClaim))
+
+
+def declare_predicate(
+    group: str, name: str, cardinality: str = "multi", description: str | None = None
+) -> Call[str]:
+    """Declare a predicate of the group: 'functional' (one value at a time) or 'multi'."""
+    params = {"group": group, "name": name, "cardinality": cardinality, "description": description}
+    return Call("declare_predicate", params, scalar)
+
+
+def pending_reviews(group: str) -> Call[list[PendingReview]]:
+    """Claims awaiting review in group (admins)."""
+    return Call("pending_reviews", {"group": group}, records(PendingReview))
+
+
+def review_claim(group: str, fact: UUID, decision: str, note: str | None = None) -> Call[ReviewOutcome]:
+    """review_claim: 'approve' or 'reject'."""
+    params = {"group": group, "fact": fact, "decision": decision, "note": note}
+    return Call("review_claim", params, record(ReviewOutcome))
+
+
+def pending_passages(group: str) -> Call[list[PendingPassage]]:
+    """Passages of tier-3 sources awaiting review, and of tier-4 ones proposed for the group (admins)."""
+    return Call("pending_passages", {"group": group}, records(PendingPassage))
+
+
+def review_passage(
+    group: str, chunk: UUID, decision: str, note: str | None = None
+) -> Call[PassageReviewOutcome]:
+    """'approve' (searchable by the group, human verified) or 'reject' a waiting passage (admins)."""
+    params = {"group": group, "chunk": chunk, "decision": decision, "note": note}
+    return Call("review_passage", params, record(PassageReviewOutcome))
+
+
+def retract_episode(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
+    """Take an episode's knowledge out of search (admins); the cleanup job's id."""
+    return Call("retract_episode", {"group": group, "id": episode, "reason": reason}, scalar)
+
+
+def erase_episode(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
+    """Retract an episode and delete its text, evidence and raw bytes (admins); the cleanup job's id."""
+    return Call("erase_episode", {"group": group, "id": episode, "reason": reason}, scalar)
+
+
+def retract_source(group: str, source: UUID, reason: str | None = None) -> Call[int]:
+    """Take every episode of a source out of search (admins); the cleanup job's id."""
+    return Call("retract_source", {"group": group, "id": source, "reason": reason}, scalar)
+
+
+def erase_source(group: str, source: UUID, reason: str | None = None) -> Call[int]:
+    """Retract a source and delete its text, evidence and raw bytes (admins); the cleanup job's id."""
+    return Call("erase_source", {"group": group, "id": source, "reason": reason}, scalar)
+
+
+def complete_cleanup(job: int) -> Call[bool]:
+    """Mark a cleanup job's work done (the worker, after deleting what it names)."""
+    return Call("complete_cleanup", {"job": job}, scalar)
+
+
+def propose(subject: str, predicate: str, obj: str, evidence: str, for_group: str) -> Call[Proposal]:
+    """A claim of the caller with its evidence: a proposal in its u: scope, for for_group's review."""
+    params = {"subject": subject, "predicate": predicate, "object": obj, "evidence": evidence,
+              "for_group": for_group}  # fmt: skip
+    return Call("propose", params, record(Proposal))
+
+
+def retract_proposal(fact: UUID) -> Call[RetractedProposal]:
+    """Withdraw one of the caller's own live proposals."""
+    return Call("retract_proposal", {"fact": fact}, record(RetractedProposal))
+
+
+def list_proposals(*, max_rows: int = 100) -> Call[list[ProposalState]]:
+    """The caller's own proposals, newest first, with their state."""
+    return Call("list_proposals", {"max_rows": max_rows}, records(ProposalState))
+
+
+class Curation:
+    """The curation operations of a client face."""
+
+    publish = operation(publish_claims)
+    declare_predicate = operation(declare_predicate)
+    pending_reviews = operation(pending_reviews)
+    review = operation(review_claim)
+    pending_passages = operation(pending_passages)
+    review_passage = operation(review_passage)
+    retract_episode = operation(retract_episode)
+    erase_episode = operation(erase_episode)
+    retract_source = operation(retract_source)
+    erase_source = operation(erase_source)
+    complete_cleanup = operation(complete_cleanup)
+    propose = operation(propose)
+    retract_proposal = operation(retract_proposal)
+    list_proposals = operation(list_proposals)

@@ -1,0 +1,78 @@
+"""Operator work, on an operator connection (no caller: row-level security does not
+apply): tenants, their owners' keys, and the per-group vector indexes that are due
+(sql/functions/050_tenants.sql, 175_vector_indexes.sql; queries in operator.sql; the
+login roles of SQL applications are adapters/postgres/logins.py's)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from vera_client.api.call import Call, Rows, nothing, records, scalar
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Tenant:
+    """An organisation as created by an operator, with its owner's first API key."""
+
+    group_id: str
+    owner_principal_id: UUID
+    api_key: str = field(repr=False)  # a secret: never in a log line or a traceback
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VectorIndexBuild:
+    """A per-group HNSW index that is due, and the statements that build it."""
+
+    group_id: str
+    table_name: str
+    dim: int
+    vector_rows: int
+    index_name: str
+    statements: list[str]
+
+
+def create_tenant(organisation: str, owner: str, email: str | None) -> Call[Tenant]:
+    """A new organisation, its owner and the owner's first API key (shown once)."""
+
+    def read(columns: Sequence[str], rows: Rows) -> Tenant:
+        values = dict(zip(columns, rows[0], strict=True))
+        return Tenant(group_id=values["group_id"], owner_principal_id=values["principal_id"],
+                      api_key=values["api_key"])  # fmt: skip
+
+    return Call("create_tenant", {"organisation": organisation, "owner": owner, "email": email}, read)
+
+
+def find_tenant_owner(organisation: str) -> Call[tuple[str, UUID] | None]:
+    """The oldest organisation of that name and its first owner, if any."""
+
+    def read(columns: Sequence[str], rows: Rows) -> tuple[str, UUID] | None:
+        if not rows:
+            return None
+        values = dict(zip(columns, rows[0], strict=True))
+        return str(values["group_id"]), values["principal_id"]
+
+    return Call("find_tenant_owner", {"organisation": organisation}, read)
+
+
+def revoke_all_keys(principal: UUID) -> Call[None]:
+    """Revokes every live key of a principal."""
+    return Call("revoke_all_keys", {"principal": principal}, nothing)
+
+
+def issue_api_key(principal: UUID, name: str) -> Call[str]:
+    """A new key for a principal, returned once."""
+    return Call("issue_key", {"principal": principal, "name": name}, scalar)
+
+
+def read_path_installed() -> Call[bool]:
+    """Whether the database has the read path's functions yet (a fresh one may not)."""
+    return Call("read_path_installed", {}, scalar)
+
+
+def missing_vector_indexes(min_rows: int) -> Call[list[VectorIndexBuild]]:
+    """The per-group HNSW indexes that are due, with the statements that build them."""
+    return Call("missing_vector_indexes", {"min_rows": min_rows}, records(VectorIndexBuild))

@@ -1,0 +1,401 @@
+"""Search: ranked, cited hits, votes on them, the ranking weights they calibrate, and
+snapshots that keep an answer reproducible (sql/functions/170_ranking.sql, 180_search.sql
+and the files it calls, 190_feedback.sql, 200_snapshots.sql; queries in search.sql; tests
+in pg_tests/search/)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from datetime import date, datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from vera_client.api.call import (
+    Call,
+    Rows,
+    embedding,
+    json_or_none,
+    listed,
+    nothing,
+    period,
+    record,
+    records,
+    scalar,
+)
+from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
+from vera_client.domain.time_scopes import TimeRange, as_period, query_time
+
+ItemKind = Literal["fact", "passage"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Signals:
+    """The seven signals of the blend, each in [0, 1]; period is None when the search asked
+    about no period (docs/time.md)."""
+
+    relevance: float
+    authority: float
+    verification: float
+    recency: float
+    feedback: float
+    confidence: float
+    period: float | None = None
+
+
+
+# the blend's signals in the order vera.search returns them (vera.signal_names())
+SIGNAL_NAMES = tuple(f.name for f in fields(Signals))
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Hit:
+    """One ranked answer of vera.search: a fact or a passage, with its citation."""
+
+    rank: int
+    kind: str
+    item_id: UUID
+    group_id: str
+    text: str
+    score: float
+    signals: Signals
+    citation: dict[str, object]
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    # stage 3, when a reranker ran on this hit: score = (1 - w) * blend_score min-max normalised
+    # over the reranked head + w * rerank_score (vera_client.domain.reranking)
+    blend_score: float | None = None
+    rerank_score: float | None = None
+
+
+
+class Hits(list[Hit]):
+    """A search's hits, best first, and the period it asked about: passed as `during`, or found
+    in the query's words (None: it asked about none)."""
+
+    def __init__(self, hits: Iterable[Hit] = (), during: TimeRange | None = None) -> None:
+        super().__init__(hits)
+        self.during = during
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Vote:
+    """A recorded vote, with the signals the hit had for its query."""
+
+    feedback_id: UUID
+    group_id: str
+    signals: dict[str, float | None]  # period: None when the search asked about no period
+    created: bool
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calibration:
+    """Weights derived from a group's votes; persisted when they became the active set."""
+
+    weight_set_id: UUID | None
+    persisted: bool
+    sample_count: int
+    helpful: int
+    unhelpful: int
+    weights: dict[str, Any] | None
+    separation: dict[str, float | None] | None  # period: None without votes on searches that asked one
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SnapshotTaken:
+    snapshot_id: UUID
+    item_count: int
+    created_at: datetime
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SnapshotInfo:
+    snapshot_id: UUID
+    name: str
+    created_at: datetime
+    sealed: bool
+    item_count: int
+    embedding_model: str | None
+    embedding_dim: int | None
+    search_version: str
+    weights: dict[str, Any]
+
+
+def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
+    """vera.search's and vera.search_snapshot's rows, read by column name."""
+    found = []
+    for row in rows:
+        values = dict(zip(columns, row, strict=True))
+        signals = Signals(**{name: values.pop(name) for name in SIGNAL_NAMES})
+        found.append(Hit(signals=signals, **values))
+    return found
+
+
+hits.row_type = Hit  # type: ignore[attr-defined]  # for the catalog test (with Signals' fields)
+
+
+def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
+    """(embedding_model, embedding_dim) pairs; rows without a model are left out."""
+    return [
+        (values["embedding_model"], values["embedding_dim"])
+        for values in (dict(zip(columns, row, strict=True)) for row in rows)
+        if values["embedding_model"] is not None
+    ]
+
+
+def search_version() -> Call[str]:
+    """The version of the ranking code that answers searches (snapshots pin it)."""
+    return Call("search_version", {}, scalar)
+
+
+def pinned_models(groups: Sequence[str] | None) -> Call[list[tuple[str, int]]]:
+    """The embedding models (and dimensions) pinned by the groups (default: every readable group)."""
+    return Call("pinned_models", {"groups": listed(groups)}, pins)
+
+
+def search_call(
+    text: str | None,
+    *,
+    vector: Sequence[float] | None,
+    embedding_model: str | None,
+    k: int,
+    as_of: datetime | None = None,
+    groups: Sequence[str] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    lexical_weight: float = 1.0,
+    vector_weight: float = 1.0,
+    k_rrf: int = 1,
+    candidates: int | None = None,
+    ef_search: int | None = None,
+    during: TimeRange | None = None,
+) -> Call[list[Hit]]:
+    """vera.search as it is: the query's vector (if any) already computed."""
+    params = {"during": period(during), "query": text, "embedding": embedding(vector),
+              "embedding_model": embedding_model, "k": k, "as_of": as_of, "groups": listed(groups),
+              "weights": json_or_none(dict(weights) if weights is not None else None),
+              "lexical_weight": lexical_weight, "vector_weight": vector_weight, "k_rrf": k_rrf,
+              "candidates": candidates, "ef_search": ef_search}  # fmt: skip
+    return Call("search", params, hits)
+
+
+def record_feedback(
+    kind: str,
+    item: UUID,
+    text: str,
+    vote: str,
+    *,
+    vector: Sequence[float] | None,
+    embedding_model: str | None,
+    as_of: datetime | None,
+    groups: Sequence[str] | None,
+    during: TimeRange | None = None,
+) -> Call[Vote]:
+    params = {"during": period(during), "kind": kind, "item_id": item, "query": text, "vote": vote,
+              "embedding": embedding(vector), "embedding_model": embedding_model, "as_of": as_of,
+              "groups": listed(groups)}  # fmt: skip
+    return Call("record_feedback", params, record(Vote))
+
+
+def calibrate_weights(group: str, min_samples: int | None = None) -> Call[Calibration]:
+    """calibrate_weights from the group's votes."""
+    return Call("calibrate_weights", {"group": group, "min_samples": min_samples}, record(Calibration))
+
+
+def active_weights(group: str) -> Call[dict[str, Any]]:
+    """The weights the group's searches blend with."""
+    return Call("active_weights", {"group": group}, scalar)
+
+
+def reset_weights(group: str) -> Call[None]:
+    """Back to the default weights (admins)."""
+    return Call("reset_weights", {"group": group}, nothing)
+
+
+def create_snapshot(group: str, name: str) -> Call[SnapshotTaken]:
+    """A named, sealed copy of what the group's searches see now (admins)."""
+    # one view of the data for the pins and every copied row
+    return Call("create_snapshot", {"group": group, "name": name}, record(SnapshotTaken), repeatable_read=True)
+
+
+def list_snapshots(group: str) -> Call[list[SnapshotInfo]]:
+    """The group's snapshots."""
+    return Call("list_snapshots", {"group": group}, records(SnapshotInfo))
+
+
+def drop_snapshot(group: str, name: str) -> Call[None]:
+    """Drop one of the group's snapshots (admins)."""
+    return Call("drop_snapshot", {"group": group, "name": name}, nothing)
+
+
+def snapshot_pin(group: str, name: str) -> Call[list[tuple[str, int]]]:
+    """The snapshot's embedding pin ([] without vectors, or for a snapshot the caller cannot see)."""
+    return Call("snapshot_pin", {"group": group, "name": name}, pins)
+
+
+def search_snapshot_call(
+    group: str,
+    name: str,
+    text: str | None,
+    *,
+    vector: Sequence[float] | None,
+    embedding_model: str | None,
+    k: int,
+    k_rrf: int,
+    candidates: int | None,
+    during: TimeRange | None = None,
+) -> Call[list[Hit]]:
+    params = {"during": period(during), "group": group, "name": name, "query": text,
+              "embedding": embedding(vector), "embedding_model": embedding_model, "k": k,
+              "k_rrf": k_rrf, "candidates": candidates}  # fmt: skip
+    return Call("search_snapshot", params, hits)
+
+
+# --- plans
+
+
+def asked_period(
+    text: str | None, during: TimeRange | tuple[date | None, date | None] | None, detect: bool
+) -> TimeRange | None:
+    """The period a search asks about: the one passed, else the one its words state."""
+    if during is not None:
+        return as_period(during)
+    return query_time(text) if detect and text else None
+
+
+def query_vector(
+    session: Session, text: str | None, groups: Sequence[str] | None
+) -> Plan[tuple[list[float] | None, str | None]]:
+    """The query's vector by the embedder of the first pinned model that runs here and reads its
+    language; (None, None) searches by words alone."""
+    if not text or not text.strip():
+        return None, None
+    services = session.services
+    known = services.known_pins(session.caller, groups)
+    if known is None:
+        known = yield from ask(pinned_models(groups))
+        services.remember_pins(session.caller, groups, known)
+    chosen = services.embedder_for(known, text)
+    if chosen is None:
+        return None, None
+    embedder, model = chosen
+    vectors = yield from ask(Work(lambda: embedder.embed([text])))
+    return vectors[0], model
+
+
+def search(
+    session: Session,
+    text: str,
+    *,
+    k: int = 10,
+    as_of: datetime | None = None,
+    groups: Sequence[str] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    lexical_weight: float = 1.0,
+    vector_weight: float = 1.0,
+    k_rrf: int = 1,
+    candidates: int | None = None,
+    ef_search: int | None = None,
+    rerank: bool = True,
+    during: TimeRange | tuple[date | None, date | None] | None = None,
+    detect_time: bool = True,
+) -> Plan[Hits]:
+    """Ranked, cited hits: hybrid when a searched group's model runs here and reads the query's
+    language (else by words alone), reranked when configured.
+
+    k_rrf, candidates and ef_search go to vera.search as they are, with its defaults
+    (None: 4 x the hits asked of it per half, at least 40; max(100, candidates), at most 1000), and it
+    checks them (InvalidArgumentError). With a reranker, SQL is asked for max(k, top_n)
+    hits so that the reranker sees its whole head, and the default candidates follows.
+
+    during: the period the query asks about ((start, end) days, end exclusive, None where
+    open); without it, the period the query's own words state ("from 1811 to 1827", "năm
+    2020") unless detect_time is False. The hits' `during` says which was used; their
+    period signal compares each hit's time with it (docs/time.md)."""
+    check_k(k)
+    asked = asked_period(text, during, detect_time)
+    services = session.services
+    reranking = services.reranking(rerank)
+    vector, model = yield from query_vector(session, text, groups)
+    call = search_call(
+        text, vector=vector, embedding_model=model, k=max(k, services.rerank_top_n) if reranking else k,
+        as_of=as_of, groups=groups, weights=weights, lexical_weight=lexical_weight,
+        vector_weight=vector_weight, k_rrf=k_rrf, candidates=candidates, ef_search=ef_search, during=asked,
+    )  # fmt: skip
+    blended = yield from ask(call)
+    if not (reranking and blended):
+        return Hits(blended[:k], asked)
+    reranked = yield from ask(Work(lambda: services.rerank(text, blended)))
+    return Hits(reranked[:k], asked)
+
+
+def feedback(
+    session: Session,
+    kind: ItemKind,
+    item: UUID,
+    text: str,
+    vote: str,
+    *,
+    as_of: datetime | None = None,
+    groups: Sequence[str] | None = None,
+    during: TimeRange | tuple[date | None, date | None] | None = None,
+    detect_time: bool = True,
+) -> Plan[Vote]:
+    """record_feedback: 'up' or 'down' on a hit of a query (embedded, and its period found, as
+    search embeds it and finds it)."""
+    asked = asked_period(text, during, detect_time)
+    vector, model = yield from query_vector(session, text, groups)
+    call = record_feedback(
+        kind, item, text, vote, vector=vector, embedding_model=model, as_of=as_of, groups=groups,
+        during=asked,
+    )  # fmt: skip
+    return (yield from ask(call))
+
+
+def search_snapshot(
+    session: Session,
+    group: str,
+    name: str,
+    text: str,
+    *,
+    k: int = 10,
+    k_rrf: int = 1,
+    candidates: int | None = None,
+    during: TimeRange | tuple[date | None, date | None] | None = None,
+    detect_time: bool = True,
+) -> Plan[Hits]:
+    """The snapshot's answer, as search gave it when it was taken (with the same k_rrf,
+    candidates and period; vera.search_snapshot's defaults and checks, as in search)."""
+    check_k(k)
+    asked = asked_period(text, during, detect_time)
+    pinned = yield from ask(snapshot_pin(group, name))
+    vector, model = None, None
+    chosen = session.services.embedder_for(pinned, text) if text.strip() else None
+    if chosen is not None:
+        embedder, model = chosen
+        vector = (yield from ask(Work(lambda: embedder.embed([text]))))[0]
+    call = search_snapshot_call(
+        group, name, text, vector=vector, embedding_model=model, k=k, k_rrf=k_rrf,
+        candidates=candidates, during=asked,
+    )  # fmt: skip
+    return Hits((yield from ask(call)), asked)
+
+
+class Search:
+    """The search operations of a client face."""
+
+    search = plan(search)
+    feedback = plan(feedback)
+    search_version = operation(search_version)
+    calibrate = operation(calibrate_weights)
+    active_weights = operation(active_weights)
+    reset_weights = operation(reset_weights)
+    create_snapshot = operation(create_snapshot)
+    list_snapshots = operation(list_snapshots)
+    drop_snapshot = operation(drop_snapshot)
+    search_snapshot = plan(search_snapshot)

@@ -1,0 +1,58 @@
+-- Named queries of vera_client.api.search: search, feedback, ranking weights, snapshots.
+-- Each starts with "-- name: NAME" and a one-line description (api/queries.py loads them).
+
+-- name: pinned_models
+-- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
+select embedding_model, embedding_dim from vera.pinned_models(%(groups)s::text[]);
+
+-- name: calibrate_weights
+-- Weights derived from a group's votes; kept as the active set above the minimum sample count.
+select weight_set_id, persisted, sample_count, helpful, unhelpful, weights, separation
+from vera.calibrate_weights(%(group)s, %(min_samples)s);
+
+-- name: search_version
+-- The version of the ranking code (snapshots pin it); needs no caller.
+select vera.search_version();
+
+-- name: search
+select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
+       relevance, authority, verification, recency, feedback, confidence, period, citation
+from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
+                 as_of => %(as_of)s, groups => %(groups)s, weights => %(weights)s,
+                 k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
+                 embedding_model => %(embedding_model)s, lexical_weight => %(lexical_weight)s,
+                 vector_weight => %(vector_weight)s, ef_search => %(ef_search)s::integer,
+                 during => %(during)s::tstzrange);
+
+-- name: record_feedback
+select feedback_id, group_id, signals, created
+from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
+                          %(embedding)s::vector, %(as_of)s, %(groups)s, %(embedding_model)s,
+                          %(during)s::tstzrange);
+
+-- name: active_weights
+select vera.active_weights(%(group)s);
+
+-- name: reset_weights
+select vera.reset_weights(%(group)s);
+
+-- name: create_snapshot
+select snapshot_id, item_count, created_at from vera.create_snapshot(%(group)s, %(name)s);
+
+-- name: list_snapshots
+select snapshot_id, name, created_at, sealed, item_count, embedding_model, embedding_dim, search_version, weights
+from vera.list_snapshots(%(group)s);
+
+-- name: drop_snapshot
+select vera.drop_snapshot(%(group)s, %(name)s);
+
+-- name: search_snapshot
+select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
+       relevance, authority, verification, recency, feedback, confidence, period, citation
+from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector, %(k)s,
+                          k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
+                          embedding_model => %(embedding_model)s, during => %(during)s::tstzrange);
+
+-- name: snapshot_pin
+-- The embedding model a snapshot was taken with (its query must use it).
+select embedding_model, embedding_dim from vera.list_snapshots(%(group)s) where name = btrim(%(name)s);

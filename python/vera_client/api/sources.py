@@ -1,0 +1,212 @@
+"""Sources and ingestion: registering sources, the episodes (versions of a source's
+records) and passages they bring, requests for the worker to ingest or extract, and
+each source's incremental cursor (sql/functions/110_sources.sql, 115_ingestion.sql,
+240_extraction.sql; queries in sources.sql; tests in pg_tests/sources/)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from vera_client.api.call import Call, Json, Rows, record, records, scalar
+from vera_client.api.jobs import passages_to_time_scope, set_time_scopes
+from vera_client.api.operation import Plan, Session, ask, operation, plan
+from vera_client.domain.errors import InvalidArgumentError, NotFoundError
+from vera_client.domain.sources import pick_source
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Source:
+    """A registered source: where knowledge comes from and how far it is trusted."""
+
+    group_id: str
+    source_id: UUID
+    kind: str
+    name: str
+    uri: str | None
+    trust_tier: int
+    config: dict[str, object]
+    created_at: datetime
+    retracted_at: datetime | None
+    tracked_records: int
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EpisodeVersion:
+    """What record_episode made of a record: created is False when its content was unchanged."""
+
+    episode_id: UUID
+    version: int
+    created: bool
+
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredChunk:
+    ordinal: int
+    chunk_id: UUID
+
+
+def register_source(
+    group: str,
+    kind: str,
+    name: str,
+    tier: int,
+    *,
+    token_env: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    uri: str | None = None,
+) -> Call[UUID]:
+    """Register (or update, by name) a source with its trust tier 1-4 (admins); its id."""
+    params = {"group": group, "kind": kind, "name": name, "tier": tier, "token_env": token_env,
+              "config": Json(dict(config or {})), "uri": uri}  # fmt: skip
+    return Call("register_source", params, scalar)
+
+
+def list_sources(group: str | None = None) -> Call[list[Source]]:
+    """The sources of a group (or of every readable group), by name."""
+    return Call("list_sources", {"group": group}, records(Source))
+
+
+def request_ingest(group: str, source: UUID, path: str | None = None) -> Call[int]:
+    """Queue an ingestion run of a source for the worker, on behalf of the caller; the job id."""
+    return Call("request_ingest", {"group": group, "source": source, "path": path}, scalar)
+
+
+def request_extraction(group: str, *, redo: bool = False) -> Call[int]:
+    """Queue an extract job over the group's passages for the worker, on behalf of the caller; the
+    job id. redo: also passages an earlier model or prompt version extracted (`vera reprocess`)."""
+    return Call("request_extraction", {"group": group, "redo": redo}, scalar)
+
+
+def source_cursor(group: str, source: UUID) -> Call[dict[str, Any]]:
+    """A source's incremental cursor ({} before the first run)."""
+
+    def read(columns: Sequence[str], rows: Rows) -> dict[str, Any]:
+        value = scalar(columns, rows)
+        return dict(value) if value else {}
+
+    return Call("source_cursor", {"group": group, "source": source}, read)
+
+
+def advance_source_cursor(group: str, source: UUID, changes: Mapping[str, Any]) -> Call[int]:
+    """Merges per-record cursor entries (None removes one); how many records are tracked."""
+    params = {"group": group, "source": source, "changes": Json(dict(changes))}
+    return Call("advance_source_cursor", params, scalar)
+
+
+def record_episode(
+    group: str,
+    source: UUID,
+    external_id: str,
+    sha256: bytes,
+    *,
+    object_key: str | None = None,
+    mime: str | None = None,
+    observed_at: datetime | str | None = None,  # a string is parsed by PostgreSQL
+    title: str | None = None,
+    uri: str | None = None,
+) -> Call[EpisodeVersion]:
+    """One version of a source record; created is False when its content is unchanged."""
+    params = {"group": group, "source": source, "external_id": external_id, "sha256": sha256,
+              "object_key": object_key, "mime": mime, "observed_at": observed_at, "title": title,
+              "uri": uri}  # fmt: skip
+    return Call("record_episode", params, record(EpisodeVersion))
+
+
+def store_chunks(
+    group: str, episode: UUID, chunks: Sequence[Mapping[str, Any]], embedding_model: str | None = None
+) -> Call[list[StoredChunk]]:
+    """An episode's passages, in order (graded by the source's tier like its claims)."""
+    params = {"group": group, "episode": episode, "chunks": Json([dict(c) for c in chunks]),
+              "embedding_model": embedding_model}  # fmt: skip
+    return Call("store_chunks", params, records(StoredChunk))
+
+
+def register_folder(
+    session: Session,
+    group: str,
+    name: str,
+    folder: Path,
+    *,
+    tier: int,
+    kind: str = "markdown",
+    uri: str | None = None,
+    functional: Sequence[str] = (),
+) -> Plan[Source]:
+    """Register (or update, by name) a folder of Markdown/CSV/text files as a source (admins)."""
+    root = folder.expanduser().resolve()
+    if not root.is_dir():
+        raise InvalidArgumentError(f"{folder} is not a folder")
+    config: dict[str, Any] = {"root": str(root)}
+    if functional:
+        config["functional"] = list(functional)
+    source_id = yield from ask(register_source(group, kind, name, tier, config=config, uri=uri))
+    found = yield from ask(list_sources(group))
+    return next(s for s in found if s.source_id == source_id)
+
+
+def find_source(session: Session, name_or_id: str, group: str | None = None) -> Plan[Source]:
+    """A source by name or id (NotFoundError; InvalidArgumentError when the name is in several groups)."""
+    found = yield from ask(list_sources(group))
+    return pick_source(found, name_or_id, group)
+
+
+def source_for_path(session: Session, path: Path, group: str | None = None) -> Plan[tuple[Source, str | None]]:
+    """The folder source whose root holds path, and path relative to that root (None for the root)."""
+    target = path.expanduser().resolve()
+    best: tuple[Source, str | None] | None = None
+    for source in (yield from ask(list_sources(group))):
+        root = source.config.get("root")
+        if not isinstance(root, str) or source.retracted_at is not None:
+            continue
+        folder = Path(root)
+        if target == folder or folder in target.parents:
+            relative = None if target == folder else target.relative_to(folder).as_posix()
+            if best is None or len(root) > len(str(best[0].config["root"])):
+                best = (source, relative)
+    if best is None:
+        raise NotFoundError(f"no registered source holds {path}: register its folder with `vera source add`")
+    return best
+
+
+def read_time_scopes(session: Session, group: str, *, batch: int = 500) -> Plan[int]:
+    """Read the time scopes of the group's passages that VERA's reader has not read, or read
+    with an older version (`vera reprocess --time-scopes`), batch by batch, each batch in a
+    transaction of its own; how many were read. A scope its caller or its front matter
+    stated stays. Admins of the group only."""
+    read = 0
+    after: UUID | None = None
+    while True:
+        passages = yield from ask(passages_to_time_scope(group, EXTRACTION_VERSION, after, batch))
+        if not passages:
+            return read
+        scopes = [
+            {"chunk_id": str(p.chunk_id), "time_scope": time_scope(p.text, p.heading),
+             "time_scope_version": EXTRACTION_VERSION}
+            for p in passages
+        ]  # fmt: skip
+        read += yield from ask(set_time_scopes(group, scopes))
+        after = passages[-1].chunk_id
+
+
+class Sources:
+    """The source and ingestion operations of a client face."""
+
+    register_source = operation(register_source)
+    register_folder = plan(register_folder)
+    list_sources = operation(list_sources)
+    find_source = plan(find_source)
+    source_for_path = plan(source_for_path)
+    request_ingest = operation(request_ingest)
+    request_extraction = operation(request_extraction)
+    read_time_scopes = plan(read_time_scopes)
+    record_episode = operation(record_episode)
+    store_chunks = operation(store_chunks)

@@ -1,0 +1,39 @@
+-- Named queries of vera_client.api.sources: sources, their episodes and passages, ingestion and extraction requests, cursors.
+-- Each starts with "-- name: NAME" and a one-line description (api/queries.py loads them).
+
+-- name: list_sources
+-- The sources of a group (or of every readable group), by name.
+select group_id, source_id, kind, name, uri, trust_tier, config, created_at, retracted_at, tracked_records
+from vera.list_sources(%(group)s);
+
+-- name: source_cursor
+-- A source's incremental cursor ({} before the first run).
+select vera.source_cursor(%(group)s, %(source)s);
+
+-- name: advance_source_cursor
+-- Merges per-record cursor entries (null removes one); returns how many records are tracked.
+select vera.advance_source_cursor(%(group)s, %(source)s, %(changes)s);
+
+-- name: request_ingest
+-- Defers an ingestion run of a source for the worker, on behalf of the caller.
+select vera.request_ingest(%(group)s, %(source)s, %(path)s);
+
+-- ---------------------------------------------------------------------------
+-- The typed client's calls (vera_client.client): one per SQL API function,
+-- columns named as the result dataclasses' fields.
+
+-- name: register_source
+select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, %(token_env)s, %(config)s, %(uri)s);
+
+-- name: record_episode
+-- One version of a source record; created is false when the content is unchanged.
+select episode_id, version, created
+from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
+                         %(observed_at)s, %(title)s, %(uri)s);
+
+-- name: store_chunks
+select ordinal, chunk_id from vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s);
+
+-- name: request_extraction
+-- Defers an extract job over the group's passages (redo: those the current model version has not seen).
+select vera.request_extraction(%(group)s, %(redo)s);
