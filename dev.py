@@ -48,7 +48,7 @@ def setup() -> None:
 # the first build downloads ~170 MB into ~/.m2, later ones run offline or not at all.
 BUILD_NEO4J_LAUNCHER = """
 import sys
-from vera_client.adapters.graph.neo4j_server import build_launcher
+from vera_worker.graph.servers.neo4j import build_launcher
 from vera_client.domain.errors import GraphServerError
 try:
     build_launcher()

@@ -131,12 +131,6 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
-from vera_client.adapters.graph.graphiti_model import graph_group_id
-from vera_client.adapters.graph.graphiti_search import open_graphiti
-from vera_client.adapters.graph.local_server import LocalServer
-from vera_client.adapters.graph.neo4j_server import Neo4jLauncher
-from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
@@ -145,8 +139,14 @@ from vera_client.adapters.postgres.provisioning import build_missing_vector_inde
 from vera_client.client import VeraClient
 from vera_client.domain.callers import Operator
 from vera_client.domain.ports import GraphStore
-from vera_worker.adapters.graph_projection import JOB_PAGE, GraphProjection, graph_piece
 from vera_worker.adapters.queue import build_app
+from vera_worker.graph.graphiti_model import graph_group_id
+from vera_worker.graph.graphiti_search import open_graphiti
+from vera_worker.graph.projection import JOB_PAGE, GraphProjection, graph_piece
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
+from vera_worker.graph.servers.local import LocalServer
+from vera_worker.graph.servers.neo4j import Neo4jLauncher
+from vera_worker.graph.stores import open_graph_store
 
 TEMPLATE = "vera_bench_graph"
 DIM = 384

@@ -35,13 +35,13 @@ from pathlib import Path
 import numpy as np
 
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
-from vera_client.adapters.graph.graphiti_model import graph_group_id
-from vera_client.adapters.graph.graphiti_search import open_graphiti
-from vera_client.adapters.graph.neo4j_server import Neo4jLauncher
-from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.domain.graph import GraphEdge, GraphNode
 from vera_client.domain.ports import GraphStore
+from vera_worker.graph.graphiti_model import graph_group_id
+from vera_worker.graph.graphiti_search import open_graphiti
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
+from vera_worker.graph.servers.neo4j import Neo4jLauncher
+from vera_worker.graph.stores import open_graph_store
 
 DIM = 384
 GROUP = "o:graph-bench"

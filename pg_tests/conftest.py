@@ -26,8 +26,8 @@ from pg_tests.databases import (
 )
 from pg_tests.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
 from pg_tests.seed import World, seed_world
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
 
 __all__ = ["ROOT", "Database"]
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
-from vera_client.adapters.graph.neo4j_server import Neo4jLauncher
 from vera_client.domain.errors import GraphServerError
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
+from vera_worker.graph.servers.neo4j import Neo4jLauncher
 
 __all__ = [
     "falkordb_url",

@@ -18,9 +18,9 @@ from click.testing import CliRunner, Result
 from pg_tests.catalogs import pre_baseline
 from pg_tests.databases import APP_LOGIN, Database
 from vera_cli.main import main
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
 from vera_client.adapters.postgres import deployment
 from vera_client.adapters.postgres.embedded import APP_ROLE, EmbeddedPostgres
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
 
 KEY = re.compile(r"vera_[0-9a-f]{12}_[A-Za-z0-9_-]{43}")
 

@@ -16,9 +16,6 @@ import neo4j
 import pytest
 
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
-from vera_client.adapters.graph.graphiti_model import graph_group_id
-from vera_client.adapters.graph.graphiti_search import open_graphiti
-from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.graph import (
     EdgeState,
@@ -28,6 +25,9 @@ from vera_client.domain.graph import (
     literal_node_id,
 )
 from vera_client.domain.ports import GraphStore
+from vera_worker.graph.graphiti_model import graph_group_id
+from vera_worker.graph.graphiti_search import open_graphiti
+from vera_worker.graph.stores import open_graph_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAY = timedelta(days=1)

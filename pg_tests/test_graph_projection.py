@@ -23,8 +23,6 @@ from click.testing import CliRunner
 from pg_tests.databases import APP_LOGIN, APP_LOGIN_LIMITS
 from pg_tests.seed import World, caller
 from vera_cli.main import main
-from vera_client.adapters.graph.graphiti_model import graph_group_id
-from vera_client.adapters.graph.stores import open_graph_store
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.embedded import APP_ROLE
 from vera_client.adapters.postgres.logins import create_app_login
@@ -32,7 +30,6 @@ from vera_client.client import VeraClient
 from vera_client.domain.graph import EdgeState
 from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
-from vera_worker.adapters.graph_projection import GraphProjection
 from vera_worker.adapters.queue import (
     GRAPH_CHECK_QUEUE,
     GRAPH_CHECK_TASK,
@@ -42,6 +39,9 @@ from vera_worker.adapters.queue import (
 )
 from vera_worker.adapters.queue_metrics import BacklogMonitor, database_graph_health
 from vera_worker.domain.jobs import ProjectJob
+from vera_worker.graph.graphiti_model import graph_group_id
+from vera_worker.graph.projection import GraphProjection
+from vera_worker.graph.stores import open_graph_store
 
 WORKER = "vera_worker"
 

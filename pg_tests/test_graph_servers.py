@@ -16,10 +16,10 @@ import pytest
 from falkordb import FalkorDB
 from neo4j import GraphDatabase
 
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB
-from vera_client.adapters.graph.local_server import HOST, GraphServerStatus
-from vera_client.adapters.graph.neo4j_server import Neo4jLauncher
 from vera_client.domain.errors import GraphServerError, PortInUseError
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
+from vera_worker.graph.servers.local import HOST, GraphServerStatus
+from vera_worker.graph.servers.neo4j import Neo4jLauncher
 
 
 def _listening_addresses(pid: int) -> set[str]:

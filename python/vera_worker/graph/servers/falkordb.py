@@ -21,8 +21,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from vera_client.adapters.graph.local_server import HOST, LocalServer
 from vera_client.domain.errors import GraphServerError, GraphServerMissingError
+from vera_worker.graph.servers.local import HOST, LocalServer
 
 START_TIMEOUT_SECONDS = 30.0
 CONFIG_FILE = "falkordb.conf"

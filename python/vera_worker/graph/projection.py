@@ -26,7 +26,6 @@ from uuid import UUID
 import psycopg
 import psycopg_pool
 
-from vera_client.adapters.graph.ahead import ahead, chained
 from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
@@ -35,6 +34,7 @@ from vera_client.domain.graph import GraphEdge, GraphNode, edge_digest, literal_
 from vera_client.domain.models import GraphCheckResult, GraphFactRow
 from vera_client.domain.ports import GraphStore
 from vera_worker.domain.jobs import ProjectJob
+from vera_worker.graph.ahead import ahead, chained
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class GraphProjection:
         """Bring the graph's edges of the job's facts to their state in PostgreSQL. Idempotent.
 
         The facts are read in pages, the next page from PostgreSQL while the graph server
-        writes this one (adapters/graph/ahead.py). Every page is read after the job began,
+        writes this one (vera_worker/graph/ahead.py). Every page is read after the job began,
         so what the graph ends with is still what held when the job ran; the writes keep
         their order."""
         if not job.fact_ids:

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore
 from vera_client.adapters.optional import require
 from vera_client.config import MemorySettings
 from vera_client.domain.errors import ConfigurationError
 from vera_client.domain.ports import GraphStore
+from vera_worker.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore
 
 
 def open_graph_store(
@@ -27,7 +27,7 @@ def open_graph_store(
     store: CypherGraphStore
     if backend == "neo4j":
         require("neo4j", extra="graph", needed_for="the graph projection on Neo4j")
-        from vera_client.adapters.graph.neo4j_store import Neo4jGraphStore  # noqa: PLC0415 (one driver loaded)
+        from vera_worker.graph.neo4j_store import Neo4jGraphStore  # noqa: PLC0415 (one driver loaded)
 
         store = Neo4jGraphStore(
             url,
@@ -39,7 +39,7 @@ def open_graph_store(
         )
     elif backend == "falkordb":
         require("falkordb", extra="graph", needed_for="the graph projection on FalkorDB")
-        from vera_client.adapters.graph.falkordb_store import FalkorDBGraphStore  # noqa: PLC0415
+        from vera_worker.graph.falkordb_store import FalkorDBGraphStore  # noqa: PLC0415
 
         store = FalkorDBGraphStore(
             url, username=user, password=password, batch_size=batch_size, timeout_seconds=timeout_seconds

@@ -11,9 +11,9 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from vera_client.adapters.graph.graphiti_embedder import GraphitiEmbedder
 from vera_client.domain.errors import ConfigurationError, ProviderError
 from vera_client.domain.ports import Embedder
+from vera_worker.graph.graphiti_embedder import GraphitiEmbedder
 
 if TYPE_CHECKING:
     from graphiti_core import Graphiti

@@ -15,10 +15,10 @@ import neo4j
 import neo4j.exceptions
 import neo4j.time
 
-from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
-from vera_client.adapters.graph.graphiti_schema import graphiti_fulltext_indexes
 from vera_client.domain.errors import ProviderError, ProviderUnavailableError
 from vera_client.domain.graph import GraphBackendName
+from vera_worker.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
+from vera_worker.graph.graphiti_schema import graphiti_fulltext_indexes
 
 _T = TypeVar("_T")
 

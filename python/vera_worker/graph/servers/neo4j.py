@@ -22,10 +22,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from vera_client.adapters.graph.local_server import HOST, LocalServer, accepts_connections
 from vera_client.domain.errors import GraphServerError, GraphServerMissingError
+from vera_worker.graph.servers.local import HOST, LocalServer, accepts_connections
 
-# java/neo4j-launcher of the source checkout this module sits in (python/vera_client/adapters/graph/)
+# java/neo4j-launcher of the source checkout this module sits in (python/vera_worker/graph/servers/)
 LAUNCHER_DIR = Path(__file__).resolve().parents[4] / "java" / "neo4j-launcher"
 JAR_NAME = "neo4j-launcher.jar"
 # Printed by the launcher (Launcher.java): ready means a ready line after the last starting line.

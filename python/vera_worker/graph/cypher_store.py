@@ -13,12 +13,12 @@ from functools import partial
 from typing import Any, TypeVar
 from uuid import UUID
 
-from vera_client.adapters.graph.ahead import ahead
-from vera_client.adapters.graph.cypher import cypher
-from vera_client.adapters.graph.graphiti_model import aware_utc, edge_row, graph_group_id, node_row
-from vera_client.adapters.graph.written_nodes import WrittenNodes
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.graph import EdgeState, ExploreStep, GraphBackendName, GraphEdge, GraphNode
+from vera_worker.graph.ahead import ahead
+from vera_worker.graph.cypher import cypher
+from vera_worker.graph.graphiti_model import aware_utc, edge_row, graph_group_id, node_row
+from vera_worker.graph.written_nodes import WrittenNodes
 
 MIN_DEPTH = 1
 MAX_DEPTH = 5

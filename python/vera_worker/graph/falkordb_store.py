@@ -16,11 +16,11 @@ import redis.exceptions
 from falkordb import FalkorDB
 from falkordb.helpers import stringify_param_value
 
-from vera_client.adapters.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
-from vera_client.adapters.graph.graphiti_schema import graphiti_fulltext_indexes
 from vera_client.adapters.graph.vectors import SpelledVector
 from vera_client.domain.errors import ProviderError, ProviderUnavailableError
 from vera_client.domain.graph import GraphBackendName
+from vera_worker.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
+from vera_worker.graph.graphiti_schema import graphiti_fulltext_indexes
 
 # The range indexes of a group's graph: lookups by uuid and group_id (FalkorDB indexes each
 # property of a label separately). Not Graphiti's longer list (get_range_indices), which also
