@@ -132,10 +132,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
+from vera_client.api import jobs as jobs_api
 from vera_client.client import VeraClient
 from vera_client.domain.callers import Operator
 from vera_client.domain.ports import GraphStore
@@ -444,7 +444,7 @@ def warm_up_server(store: GraphStore, dsn: str, group: str, facts: int) -> None:
             throwaway, after, before = f"{group}-warm-up-{attempt}", None, written
             while written < facts:
                 with begin(conn, Operator()) as tx:
-                    rows = tx.run(calls.graph_group_facts(group, after, min(JOB_PAGE, facts - written)))
+                    rows = tx.run(jobs_api.graph_group_facts(group, after, min(JOB_PAGE, facts - written)))
                 if not rows:
                     break
                 after = rows[-1].fact_id

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.api.sources import Source
 from vera_client.client import VeraClient
-from vera_client.domain.models import Source
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.ingestion import IngestReport, SourceIngestion
 from vera_worker.adapters.queue import build_app, drain

@@ -56,9 +56,10 @@ from _harness import Bench, start
 from vera_client.adapters.embedders import model_languages
 from vera_client.adapters.embedders.local_minilm import MAX_TOKENS, LocalMiniLMEmbedder
 from vera_client.adapters.embedders.local_minilm import MODEL as MINILM_MODEL
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
+from vera_client.api import call
+from vera_client.api import sources as sources_api
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.languages import model_reads
 from vera_client.domain.time_scopes import EXTRACTION_VERSION, query_time, time_scope
@@ -204,14 +205,14 @@ def load(
     with prepare(psycopg.connect(bench.server.app_url(bench.database))) as conn:
         with begin(conn, caller) as tx:
             source = tx.run(
-                calls.register_source(group, "dataset", "eval", 2, token_env=None, config={}, uri=None)
+                sources_api.register_source(group, "dataset", "eval", 2, token_env=None, config={}, uri=None)
             )
         started = time.perf_counter()
         for first in range(0, len(passages), BATCH):
             with begin(conn, caller) as tx:
                 for i in range(first, min(first + BATCH, len(passages))):
                     passage = passages[i]
-                    episode = tx.run(calls.record_episode(
+                    episode = tx.run(sources_api.record_episode(
                         group, source, passage.external_id,
                         hashlib.sha256(passage.embedded_text.encode()).digest(),
                         object_key=None, mime="text/plain", observed_at=observed_at,
@@ -225,7 +226,7 @@ def load(
                     # what every ingestion path stores: the periods the passage states (docs/time.md)
                     chunk["time_scope"] = time_scope(passage.text, passage.heading)
                     chunk["time_scope_version"] = EXTRACTION_VERSION
-                    tx.run(calls.store_chunks(group, episode.episode_id, [chunk], model))
+                    tx.run(sources_api.store_chunks(group, episode.episode_id, [chunk], model))
         return time.perf_counter() - started
 
 
@@ -265,7 +266,7 @@ def search(
                 "embedding": vector if embedded else None,
                 "model": MINILM_MODEL if embedded else None,
                 "k": k, "groups": list(groups), "candidates": CANDIDATES,
-                "during": calls.period_range(asked),
+                "during": call.period(asked),
                 "weights": None if period_weight is None else json.dumps(_period_weights(period_weight)),
             }  # fmt: skip
             began = time.perf_counter()

@@ -36,7 +36,7 @@ from psycopg import sql
 from vera_client.adapters.postgres import provisioning
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.migrations import MigrationRunner
-from vera_client.domain.models import LoginLimits
+from vera_client.domain.deployment import LoginLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = "vera_template"

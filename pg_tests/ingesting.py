@@ -11,8 +11,8 @@ from pathlib import Path
 from pg_tests.databases import APP_LOGIN, Database
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.api.sources import Source
 from vera_client.client import VeraClient
-from vera_client.domain.models import Source
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion
 from vera_worker.adapters.manifest_sources import register_manifest, request_all

@@ -3,7 +3,7 @@ words, so that texts sharing words are close) and search calls that return
 dictionaries. These tests are of vera.search's own SQL arguments (k_rrf,
 candidates, weights, every bad value), so `search` sends SQL with whatever
 named arguments a test gives; Python programs call it through the client's
-one mapping (vera_client.adapters.postgres.calls.search)."""
+one mapping (vera_client.api.search.search_call)."""
 
 from __future__ import annotations
 

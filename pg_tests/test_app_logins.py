@@ -22,8 +22,8 @@ from pg_tests.databases import Database
 from pg_tests.seed import World
 from vera_cli.main import main
 from vera_client.adapters.postgres import logins, provisioning
+from vera_client.domain.deployment import LoginLimits
 from vera_client.domain.errors import AppLoginExistsError, AppLoginNotFoundError, InvalidAppLoginError
-from vera_client.domain.models import LoginLimits
 
 # roles belong to the cluster: names of this module's own, unlikely to meet another session's
 SUFFIX = uuid.uuid4().hex[:8]

@@ -19,10 +19,10 @@ import pytest
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
+from vera_client.api.reads import ExploredFact
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.domain.context import ASSEMBLER_VERSION, ContextPack
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_client.domain.models import ExploredFact
 
 SIGNALS = {
     "relevance": 1,

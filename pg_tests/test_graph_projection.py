@@ -26,9 +26,9 @@ from vera_cli.main import main
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.embedded import APP_ROLE
 from vera_client.adapters.postgres.logins import create_app_login
+from vera_client.api.reads import ExploredFact
 from vera_client.client import VeraClient
 from vera_client.domain.graph import EdgeState
-from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
 from vera_worker.adapters.queue import (
     GRAPH_CHECK_QUEUE,

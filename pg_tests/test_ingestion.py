@@ -19,6 +19,7 @@ from pg_tests.ingesting import run_worker
 from pg_tests.seed import World, caller, create_project
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.errors import (
     PermissionDeniedError,
@@ -26,7 +27,6 @@ from vera_client.domain.errors import (
     ProviderUnavailableError,
     SourceUnavailableError,
 )
-from vera_client.domain.models import Source
 from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
 from vera_worker.adapters.queue import build_app, drain
 

@@ -15,10 +15,10 @@ from llama_index.core.schema import NodeWithScore
 from pg_tests.databases import APP_LOGIN, Database
 from pg_tests.lumen import Lumen, load_lumen
 from vera_client import AsyncVeraClient, VeraClient
+from vera_client.api.search import Hit
 from vera_client.bootstrap import Providers, build_providers
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, InvalidArgumentError, PermissionDeniedError
-from vera_client.domain.models import Hit
 from vera_client.integrations.langchain import VeraRetriever
 from vera_client.integrations.llama_index import VeraLlamaRetriever
 

@@ -18,7 +18,8 @@ import pytest
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World, caller
 from pg_tests.writes import register_source
-from vera_client.adapters.postgres import calls, identities
+from vera_client.api import access as access_api
+from vera_client.api import context as context_api
 from vera_client.bootstrap import build_providers
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.config import DbSettings, EmbedderSettings, ObjectStoreSettings, VeraSettings
@@ -270,7 +271,7 @@ def test_the_personal_memory_recipe(world: World) -> None:
         for user_id, memory in app_users.items():
             principals[user_id] = server.executor.run(
                 Operator(),
-                identities.provision_identity(
+                access_api.provision_identity(
                     "https://app.example", f"{user_id}-{uuid4()}", display_name=user_id, email=None,
                     group_id=world.a.organisation, role="viewer",
                 ),
@@ -307,7 +308,7 @@ def test_with_an_embedder_the_passages_get_vectors_of_the_groups_pin(world: Worl
                               {"role": "assistant", "content": "The blue shed, noted."}])  # fmt: skip
         preview = vera.executor.run(
             vera.caller,  # type: ignore[arg-type]
-            calls.remember_passages(content="Another memory.", messages=None, group=None),
+            context_api.remember_passages(content="Another memory.", messages=None, group=None),
         )
         hits = vera.search("bike shed", k=3)
     with world.db.admin() as conn:

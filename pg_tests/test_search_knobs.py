@@ -18,10 +18,10 @@ import pytest
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World
+from vera_client.api.search import Hit
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.core import Operations
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import Hit
 from vera_client.entrypoints.cli import search_command
 
 # three passages that match "ledger" once, twice and four times: lexical ranks 3, 2, 1

@@ -12,8 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.executor import AsyncExecutor, Executor
+from vera_client.api import access as access_api
+from vera_client.api import search as search_api
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.errors import AuthenticationError
 from vera_mcp.adapters.tracing import TracingSettings, configure_tracing, tracing_to
@@ -25,11 +26,11 @@ def test_a_tool_span_has_a_child_span_per_sql_call(world: World) -> None:
     executor = Executor.connect(world.db.dsn(APP_LOGIN), observe=tracing.sql_observer)
     try:
         with tracing.tool_span("whoami") as tool:
-            memberships = executor.run(ApiKey(world.a.owner_key), calls.whoami())
+            memberships = executor.run(ApiKey(world.a.owner_key), access_api.whoami())
             with executor.transaction(ApiKey(world.a.owner_key)) as tx:
                 tx.run(
-                    calls.search(
-                        "runbook", embedding=None, embedding_model=None, k=3, as_of=None, groups=None,
+                    search_api.search_call(
+                        "runbook", vector=None, embedding_model=None, k=3, as_of=None, groups=None,
                         weights=None, lexical_weight=1.0, vector_weight=1.0, k_rrf=1, candidates=None,
                         ef_search=None,
                     )
@@ -55,7 +56,7 @@ def test_an_async_executor_traces_too(world: World) -> None:
         executor = await AsyncExecutor.connect(world.db.dsn(APP_LOGIN), observe=tracing.sql_observer)
         try:
             with tracing.tool_span("search"):
-                await executor.run(ApiKey(world.a.owner_key), calls.whoami())
+                await executor.run(ApiKey(world.a.owner_key), access_api.whoami())
         finally:
             await executor.close()
 
@@ -69,8 +70,8 @@ def test_without_tracing_the_executor_runs_calls_unobserved(world: World) -> Non
     executor = Executor.connect(world.db.dsn(APP_LOGIN), observe=tracing.sql_observer)
     try:
         assert executor.observe is None
-        assert executor.run(ApiKey(world.a.owner_key), calls.whoami())
+        assert executor.run(ApiKey(world.a.owner_key), access_api.whoami())
         with pytest.raises(AuthenticationError):
-            executor.run(ApiKey("vera_nope00_notakeyatall"), calls.whoami())
+            executor.run(ApiKey("vera_nope00_notakeyatall"), access_api.whoami())
     finally:
         executor.close()

@@ -11,8 +11,9 @@ from uuid import UUID
 
 import psycopg
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.executor import Transaction
+from vera_client.api import curation as curation_api
+from vera_client.api import sources as sources_api
 from vera_client.domain.errors import VeraError
 
 # What a refused call raises: raw SQL, psycopg's error; a helper's call, the VeraError the
@@ -32,7 +33,7 @@ def register_source(
     conn: psycopg.Connection, group: str, name: str, tier: int, kind: str = "markdown"
 ) -> UUID:
     return Transaction(conn).run(
-        calls.register_source(group, kind, name, tier, token_env=None, config={}, uri=None)
+        sources_api.register_source(group, kind, name, tier, token_env=None, config={}, uri=None)
     )
 
 
@@ -40,7 +41,7 @@ def record_episode(
     conn: psycopg.Connection, group: str, source: UUID, external_id: str, content: str, **extra: Any
 ) -> tuple[UUID, int, bool]:
     episode = Transaction(conn).run(
-        calls.record_episode(
+        sources_api.record_episode(
             group,
             source,
             external_id,
@@ -62,7 +63,7 @@ def publish(
     claims: list[dict[str, Any]],
     model: str | None = None,
 ) -> list[dict[str, Any]]:
-    published = Transaction(conn).run(calls.publish_claims(group, episode, claims, model))
+    published = Transaction(conn).run(curation_api.publish_claims(group, episode, claims, model))
     return [dataclasses.asdict(claim) for claim in published]
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from vera_client.adapters.postgres import bundle
-from vera_client.adapters.postgres.queries import _load, migration_query, query
+from vera_client.adapters.postgres.queries import migration_query
+from vera_client.api.queries import all_queries, named_queries, query
 from vera_client.domain.errors import MigrationError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +66,8 @@ def test_a_migration_creates_a_function_only_to_replace_a_signature_it_drops() -
 
 
 def test_every_named_query_loads() -> None:
-    queries = _load(Path(bundle.__file__).with_name("queries.sql"))
-    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    queries = all_queries()
+    runner_queries = named_queries(Path(bundle.__file__).with_name("migration_queries.sql"))
     assert "create_tenant" in queries and {"applied_migrations", "record_migration"} <= set(runner_queries)
     assert all(body.strip() for body in [*queries.values(), *runner_queries.values()])
     assert "select current_setting" in migration_query("server_version")
@@ -74,9 +75,9 @@ def test_every_named_query_loads() -> None:
 
 
 def test_the_runner_s_queries_live_apart_from_the_client_s() -> None:
-    """queries.sql is the client's; the migration runner's are in migration_queries.sql."""
-    queries = _load(Path(bundle.__file__).with_name("queries.sql"))
-    runner_queries = _load(Path(bundle.__file__).with_name("migration_queries.sql"))
+    """api/*.sql are the client's; the migration runner's are in migration_queries.sql."""
+    queries = all_queries()
+    runner_queries = named_queries(Path(bundle.__file__).with_name("migration_queries.sql"))
     assert set(queries) & set(runner_queries) == set()
     assert not any("vera_meta." in body for body in queries.values())
 

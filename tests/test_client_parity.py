@@ -14,8 +14,10 @@ import pytest
 
 import vera_client
 from vera_client import client as client_module
+from vera_client.api.access import NewApiKey
+from vera_client.api.operation import Operation
+from vera_client.api.operator import Tenant
 from vera_client.config import VeraSettings
-from vera_client.domain.models import NewApiKey, Tenant
 
 SECRET = "vera_0123456789ab_" + "S" * 43
 
@@ -27,7 +29,16 @@ ONLY_ASYNC = {"connect"}
 
 
 def _public(face: type) -> dict[str, object]:
-    return {name: inspect.getattr_static(face, name) for name in dir(face) if not name.startswith("_")}
+    """The face's public attributes; an operation (a descriptor both faces inherit) as the method
+    a caller gets from an instance."""
+    instance = object.__new__(face)
+    found = {}
+    for name in dir(face):
+        if name.startswith("_"):
+            continue
+        attribute = inspect.getattr_static(face, name)
+        found[name] = attribute.__get__(instance, face) if isinstance(attribute, Operation) else attribute
+    return found
 
 
 def _callable(attribute: object) -> object:
@@ -38,7 +49,8 @@ def _parameters(attribute: object) -> list[inspect.Parameter]:
     """The parameters a caller passes (no self or cls), with names, kinds, defaults and types."""
     function = _callable(attribute)
     assert callable(function)
-    return list(inspect.signature(function).parameters.values())[1:]
+    parameters = list(inspect.signature(function).parameters.values())
+    return parameters[1:] if parameters and parameters[0].name in {"self", "cls"} else parameters
 
 
 def test_the_clients_are_importable_from_the_package() -> None:

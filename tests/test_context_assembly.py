@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from vera_client.adapters.tokenizers.minilm import MiniLMTokenCounter
+from vera_client.api.reads import ConflictValue
+from vera_client.api.search import Hit, Signals
 from vera_client.domain.context import (
     ABOVE_MAX_TIER,
     BELOW_MIN_AUTHORITY,
@@ -28,7 +30,6 @@ from vera_client.domain.context import (
     warnings_json,
 )
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import ConflictValue, Hit, Signals
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 GROUP = "o:0000000000000001"

@@ -8,9 +8,9 @@ from uuid import uuid4
 
 import pytest
 
+from vera_client.api.search import Hit, Signals
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.golden import GoldenQuery, GoldenSet, evaluate, load_golden_set, score_query
-from vera_client.domain.models import Hit, Signals
 
 SIGNALS = Signals(relevance=1, authority=1, verification=1, recency=1, feedback=0.5, confidence=1)
 

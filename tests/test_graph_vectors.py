@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from vera_client.adapters.graph.vectors import SpelledVector, from_pgvector
 from vera_client.domain.errors import InvalidArgumentError
+from vera_client.domain.vectors import SpelledVector, from_pgvector
 from vera_worker.graph.falkordb_store import _CypherFloats
 from vera_worker.graph.graphiti_model import _vector
 

@@ -6,7 +6,7 @@ from uuid import uuid4
 
 import pytest
 
-from vera_client.domain.models import Membership
+from vera_client.api.access import Membership
 from vera_mcp.domain.scoping import AmbiguousScopeError, UnknownScopeError, resolve_scope, resolve_scopes
 
 ME = uuid4()

@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from vera_client.adapters.postgres.calls import Call
+from vera_client.api.call import Call
+from vera_client.api.operation import Session
+from vera_client.api.search import search
 from vera_client.bootstrap import build_providers
 from vera_client.config import (
     DbSettings,
@@ -18,13 +20,13 @@ from vera_client.config import (
     RerankerSettings,
     VeraSettings,
 )
-from vera_client.core import Operations, Shared
+from vera_client.core import Shared
 from vera_client.domain.callers import ApiKey
 
 
-def _search_call(operations: Operations, **kwargs: Any) -> Call[Any]:
+def _search_call(session: Session, **kwargs: Any) -> Call[Any]:
     """The search call the plan yields (the groups pinned no model: words alone)."""
-    plan = operations.search("who owns ledger-db?", **kwargs)
+    plan = search(session, "who owns ledger-db?", **kwargs)
     step = next(plan)
     while isinstance(step, Call) and step.query == "pinned_models":
         step = plan.send([])
@@ -32,18 +34,18 @@ def _search_call(operations: Operations, **kwargs: Any) -> Call[Any]:
     return step
 
 
-def _reranking(tmp_path: Path, top_n: int) -> Operations:
+def _reranking(tmp_path: Path, top_n: int) -> Session:
     settings = VeraSettings(
         db=DbSettings(data_dir=tmp_path / "pg"),
         embedder=EmbedderSettings(provider="deterministic"),
         reranker=RerankerSettings(provider="voyage", api_key=SecretStr("test"), top_n=top_n),
         objects=ObjectStoreSettings(root=tmp_path / "objects"),
     )
-    return Operations(Shared(build_providers(settings)), ApiKey("vera_test"))
+    return Session(Shared(build_providers(settings)), ApiKey("vera_test"))
 
 
 def test_the_knobs_reach_the_call_unchanged_and_default_to_sql_s_defaults() -> None:
-    operations = Operations(Shared(None), ApiKey("vera_test"))
+    operations = Session(Shared(None), ApiKey("vera_test"))
     defaults = _search_call(operations, k=3).params
     assert (defaults["k"], defaults["k_rrf"], defaults["candidates"], defaults["ef_search"]) == (
         3,

@@ -134,7 +134,6 @@ class VeraClient(Operations, Blocking):
         return self._shared.usage()
 
 
-
 class AsyncVeraClient(Operations, Asynchronous):
     """The same client for asyncio: `async with await AsyncVeraClient.connect(...) as vera`."""
 

@@ -63,7 +63,9 @@ class Shared:
             entry = self._pins.get(self._key(caller, groups))
         return entry[1] if entry is not None and entry[0] > time.monotonic() else None
 
-    def remember_pins(self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]) -> None:
+    def remember_pins(
+        self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]
+    ) -> None:
         now = time.monotonic()
         ttl = self.PINS_TTL_SECONDS if pins else self.NO_PINS_TTL_SECONDS
         with self._lock:

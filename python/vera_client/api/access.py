@@ -14,7 +14,6 @@ from vera_client.api.operation import Plan, Session, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError, PermissionDeniedError
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Membership:
     """One group the caller reaches, with the role it has there (vera.whoami)."""
@@ -29,7 +28,6 @@ class Membership:
     role: str
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NewApiKey:
     """A key as created: the secret is shown this once, as `api_key`; repr and str show only
@@ -38,7 +36,6 @@ class NewApiKey:
     key_id: UUID
     prefix: str
     api_key: str = field(repr=False)
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -64,7 +61,9 @@ def create_group(parent: str, kind: str, name: str) -> Call[str]:
     return Call("create_group", {"parent": parent, "kind": kind, "name": name}, scalar)
 
 
-def create_principal(group: str, kind: str, name: str, role: str = "member", email: str | None = None) -> Call[UUID]:
+def create_principal(
+    group: str, kind: str, name: str, role: str = "member", email: str | None = None
+) -> Call[UUID]:
     """A person, agent or service in group with role (admins)."""
     params = {"group": group, "kind": kind, "name": name, "role": role, "email": email}
     return Call("create_principal", params, scalar)
@@ -80,7 +79,9 @@ def remove_member(group: str, principal: UUID) -> Call[bool]:
     return Call("remove_member", {"group": group, "principal": principal}, scalar)
 
 
-def create_api_key(name: str, expires_at: datetime | None = None, principal: UUID | None = None) -> Call[NewApiKey]:
+def create_api_key(
+    name: str, expires_at: datetime | None = None, principal: UUID | None = None
+) -> Call[NewApiKey]:
     """A new key (for the caller, or for a principal it manages); the secret is shown once."""
     params = {"name": name, "expires_at": expires_at, "principal": principal}
     return Call("create_api_key", params, record(NewApiKey))

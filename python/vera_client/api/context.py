@@ -30,7 +30,6 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.time_scopes import EXTRACTION_VERSION, TimeRange, time_scope
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Remembered:
     """What vera.remember recorded: one episode of a source in group_id.
@@ -50,7 +49,6 @@ class Remembered:
     claims_recorded: int
     claims_published: int
     lifecycle: str | None
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,7 +107,8 @@ def remember_call(
               "group": group, "claims": Json(list(claims)),
               "embeddings": Json([list(v) for v in embeddings]) if embeddings is not None else None,
               "embedding_model": embedding_model,
-              "time_scopes": Json([dict(t) for t in time_scopes]) if time_scopes is not None else None}  # fmt: skip
+              "time_scopes": Json([dict(t) for t in time_scopes]) if time_scopes is not None else None,
+              }  # fmt: skip
     return Call("remember", params, record(Remembered))
 
 
@@ -147,7 +146,9 @@ def get_context(
     in its request and says it (`during`, None when it asked about none)."""
     check_request(query, token_budget, min_authority, max_tier)
     check_k(k)
-    hits = yield from search(session, query, k=k, as_of=as_of, groups=groups, during=during, detect_time=detect_time)
+    hits = yield from search(
+        session, query, k=k, as_of=as_of, groups=groups, during=during, detect_time=detect_time
+    )
     competing: list[ConflictValue] = []
     if any(hit.kind == "fact" for hit in hits):
         competing = yield from ask(conflicts(max_rows=1000, groups=groups))
@@ -155,10 +156,16 @@ def get_context(
     pack = yield from ask(
         Work(
             lambda: assemble(
-                query=query, hits=hits, conflicts=competing, count_tokens=count_tokens,
-                token_budget=token_budget, as_of=as_of, groups=groups, min_authority=min_authority,
+                query=query,
+                hits=hits,
+                conflicts=competing,
+                count_tokens=count_tokens,
+                token_budget=token_budget,
+                as_of=as_of,
+                groups=groups,
+                min_authority=min_authority,
                 max_tier=max_tier,
-            )  # fmt: skip
+            )
         )
     )
     weights = {}

@@ -15,7 +15,6 @@ from vera_client.api.call import Call, Json, record, records, scalar
 from vera_client.api.operation import operation
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PublishedClaim:
     """What became of one claim: where it landed, its lifecycle and how its subject resolved."""
@@ -26,7 +25,6 @@ class PublishedClaim:
     lifecycle: str
     subject_entity_id: UUID
     resolution: str
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,7 +44,6 @@ class PendingReview:
     proposed_by: UUID | None
     recorded_at: datetime
     origin: dict[str, Any] | None
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,7 +67,6 @@ class PendingPassage:
     stored_at: datetime
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PassageReviewOutcome:
     chunk_id: UUID
@@ -78,13 +74,11 @@ class PassageReviewOutcome:
     lifecycle: str
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReviewOutcome:
     fact_id: UUID
     group_id: str
     lifecycle: str
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,7 +92,6 @@ class Proposal:
     source_id: UUID
     episode_id: UUID
     chunk_id: UUID
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,7 +108,6 @@ class ProposalState:
     evidence: str | None
     recorded_at: datetime
     reviewed_at: datetime | None
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,10 +12,20 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from vera_client.api.call import Call, Json, Rows, column, embedding, nothing, optional_record, record, records, scalar
+from vera_client.api.call import (
+    Call,
+    Json,
+    Rows,
+    column,
+    embedding,
+    nothing,
+    optional_record,
+    record,
+    records,
+    scalar,
+)
 from vera_client.domain.graph import EdgeState
 from vera_client.domain.vectors import from_pgvector
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,7 +56,6 @@ class GraphFactRow:
     belongs: bool
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GraphCheckResult:
     """The last check of one group's graph against PostgreSQL; drift None means none."""
@@ -61,7 +70,6 @@ class GraphCheckResult:
     drift: str | None
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QueueLag:
     """How far one queue (None: every queue) is behind: jobs due, when the oldest fell due, its age."""
@@ -72,7 +80,6 @@ class QueueLag:
     lag_seconds: float
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PassageToTimeScope:
     """A passage whose time scope VERA's reader has not read, or read with an older version."""
@@ -80,7 +87,6 @@ class PassageToTimeScope:
     chunk_id: UUID
     heading: str | None
     text: str
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,7 +100,6 @@ class PassageToExtract:
     content_sha256: bytes
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExtractionRun:
     """The validated claims a model version extracted from one passage text."""
@@ -102,7 +107,6 @@ class ExtractionRun:
     model_version: str
     outcome: str
     claims: list[dict[str, Any]]
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -199,7 +203,9 @@ def queue_lag() -> Call[list[QueueLag]]:
 # --- extraction and the judges: the LLM worker's calls, as its principal (240_extraction.sql)
 
 
-def passages_to_extract(group: str, model_version: str, redo: bool, max_rows: int) -> Call[list[PassageToExtract]]:
+def passages_to_extract(
+    group: str, model_version: str, redo: bool, max_rows: int
+) -> Call[list[PassageToExtract]]:
     params = {"group": group, "model_version": model_version, "redo": redo, "max_rows": max_rows}
     return Call("passages_to_extract", params, records(PassageToExtract))
 
@@ -209,7 +215,9 @@ def take_passage(group: str, chunk: UUID, model_version: str, redo: bool) -> Cal
     return Call("take_passage", params, scalar)
 
 
-def extraction_run(group: str, sha256: bytes, model_version: str, any_model: bool) -> Call[ExtractionRun | None]:
+def extraction_run(
+    group: str, sha256: bytes, model_version: str, any_model: bool
+) -> Call[ExtractionRun | None]:
     params = {"group": group, "sha256": sha256, "model_version": model_version, "any_model": any_model}
     return Call("extraction_run", params, optional_record(ExtractionRun))
 
@@ -238,7 +246,13 @@ def extraction_context(group: str, passage: str, max_entities: int) -> Call[Extr
 
 
 def judge_verdict(group: str, judge: str, sha256: bytes, model: str, prompt_version: str) -> Call[Any]:
-    params = {"group": group, "judge": judge, "sha256": sha256, "model": model, "prompt_version": prompt_version}
+    params = {
+        "group": group,
+        "judge": judge,
+        "sha256": sha256,
+        "model": model,
+        "prompt_version": prompt_version,
+    }
     return Call("judge_verdict", params, scalar)
 
 

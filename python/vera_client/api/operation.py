@@ -16,6 +16,7 @@ returning the result, from an asynchronous face a coroutine method.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
@@ -58,7 +59,9 @@ class Services(Protocol):
 
     def known_pins(self, caller: Caller, groups: Sequence[str] | None) -> list[tuple[str, int]] | None: ...
 
-    def remember_pins(self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]) -> None: ...
+    def remember_pins(
+        self, caller: Caller, groups: Sequence[str] | None, pins: list[tuple[str, int]]
+    ) -> None: ...
 
     def embedder_for(self, pins: Sequence[tuple[str, int]], text: str) -> tuple[Embedder, str] | None: ...
 
@@ -111,6 +114,9 @@ class Operation(Generic[P, T]):
         self.function = function
         self.call = call
         self.plan = plan
+        # what a caller passes: a plan's session is the face's own
+        parameters = list(inspect.signature(function).parameters.values())
+        self.signature = inspect.Signature(parameters[1:] if plan is not None else parameters)
 
     @overload
     def __get__(self, face: None, owner: type[Any]) -> Operation[P, T]: ...
@@ -124,11 +130,22 @@ class Operation(Generic[P, T]):
     def __get__(self, face: Blocking | Asynchronous | None, owner: type[Any]) -> Any:
         if face is None:
             return self
+        method: Callable[..., Any]
+        if isinstance(face, Asynchronous):
+            asynchronous = face
 
-        @functools.wraps(self.function)
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return face._perform(self, args, kwargs)
+            async def method(*args: Any, **kwargs: Any) -> Any:
+                return await asynchronous._perform(self, args, kwargs)
 
+        else:
+            blocking = face
+
+            def method(*args: Any, **kwargs: Any) -> Any:
+                return blocking._perform(self, args, kwargs)
+
+        functools.update_wrapper(method, self.function)
+        method.__signature__ = self.signature  # type: ignore[union-attr]
+        del method.__wrapped__  # type: ignore[union-attr]  # the signature above is the one to show
         return method
 
 

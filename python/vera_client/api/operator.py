@@ -12,7 +12,6 @@ from uuid import UUID
 from vera_client.api.call import Call, Rows, nothing, records, scalar
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Tenant:
     """An organisation as created by an operator, with its owner's first API key."""
@@ -20,7 +19,6 @@ class Tenant:
     group_id: str
     owner_principal_id: UUID
     api_key: str = field(repr=False)  # a secret: never in a log line or a traceback
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

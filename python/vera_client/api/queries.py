@@ -19,7 +19,8 @@ def named_queries(path: Path) -> dict[str, str]:
 
 
 @cache
-def _all() -> dict[str, str]:
+def all_queries() -> dict[str, str]:
+    """Every area's queries by name; a name is used once across the areas."""
     found: dict[str, str] = {}
     for path in sorted(_AREAS.glob("*.sql")):
         for name, sql in named_queries(path).items():
@@ -35,5 +36,5 @@ def query(name: str) -> LiteralString:
     Typed LiteralString for psycopg: the .sql files ship with the package and are never
     built from user input (values always travel as parameters).
     """
-    sql: LiteralString = _all()[name]
+    sql: LiteralString = all_queries()[name]
     return sql

@@ -19,7 +19,6 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.ports import GraphStore
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fact:
     """One fact as read_facts and search show it, with its citation (source, episode, chunk, evidence)."""
@@ -42,7 +41,6 @@ class Fact:
     citation: dict[str, Any]
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TimelineFact(Fact):
     """A fact of explain_fact's timeline: relation is 'fact', 'supporting', 'superseded' or 'superseding'."""
@@ -50,13 +48,11 @@ class TimelineFact(Fact):
     relation: str
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExploredFact(Fact):
     """A fact explore reached, at hop 1 (it names the starting entity) or later."""
 
     hop: int
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,13 +63,11 @@ class FactChange(Fact):
     at: datetime
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EntityFact(Fact):
     """A fact about an entity: role 'subject' or 'object'."""
 
     role: str
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,7 +80,6 @@ class Entity:
     entity_type: str | None
     aliases: list[str]
     facts: list[EntityFact]
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,7 +108,6 @@ class Evidence:
     evidence_text: str | None
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SourceVersion:
     """One episode of a source: a version of one of its records."""
@@ -128,7 +120,6 @@ class SourceVersion:
     recorded_at: datetime
     status: str
     retracted: bool
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -148,7 +139,6 @@ class SourceDetail:
     last_observed_at: datetime | None
     age_seconds: float | None
     versions: list[SourceVersion]
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -217,7 +207,11 @@ entities.row_type = EntityFact  # type: ignore[attr-defined]  # for the catalog 
 
 
 def get_entity(
-    name_or_id: str, *, groups: Sequence[str] | None = None, as_of: datetime | None = None, max_rows: int = 200
+    name_or_id: str,
+    *,
+    groups: Sequence[str] | None = None,
+    as_of: datetime | None = None,
+    max_rows: int = 200,
 ) -> Call[list[Entity]]:
     """The entity of that name (or id) in each group searched, its aliases and its facts then."""
     params = {"entity": name_or_id, "groups": listed(groups), "as_of": as_of, "max_rows": max_rows}
@@ -259,7 +253,13 @@ def explore(
     max_rows: int = 100,
 ) -> Call[list[ExploredFact]]:
     """Facts reached breadth-first from an entity, 1-5 hops (vera.explore's order)."""
-    params = {"entity": entity, "depth": depth, "as_of": as_of, "groups": listed(groups), "max_rows": max_rows}
+    params = {
+        "entity": entity,
+        "depth": depth,
+        "as_of": as_of,
+        "groups": listed(groups),
+        "max_rows": max_rows,
+    }
     return Call("explore", params, records(ExploredFact))
 
 
@@ -267,7 +267,9 @@ def changes(
     since: datetime, *, max_rows: int = 100, groups: Sequence[str] | None = None
 ) -> Call[list[FactChange]]:
     """Facts published, superseded or retracted after since, newest first."""
-    return Call("changes", {"since": since, "max_rows": max_rows, "groups": listed(groups)}, records(FactChange))
+    return Call(
+        "changes", {"since": since, "max_rows": max_rows, "groups": listed(groups)}, records(FactChange)
+    )
 
 
 def conflicts(*, max_rows: int = 100, groups: Sequence[str] | None = None) -> Call[list[ConflictValue]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
 from vera_client.api.call import (
@@ -26,7 +26,7 @@ from vera_client.api.call import (
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
 from vera_client.domain.time_scopes import TimeRange, as_period, query_time
 
-ItemKind = Literal["fact", "passage"]
+ItemKind = str  # "fact" or "passage"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -43,10 +43,8 @@ class Signals:
     period: float | None = None
 
 
-
 # the blend's signals in the order vera.search returns them (vera.signal_names())
 SIGNAL_NAMES = tuple(f.name for f in fields(Signals))
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,7 +68,6 @@ class Hit:
     rerank_score: float | None = None
 
 
-
 class Hits(list[Hit]):
     """A search's hits, best first, and the period it asked about: passed as `during`, or found
     in the query's words (None: it asked about none)."""
@@ -78,7 +75,6 @@ class Hits(list[Hit]):
     def __init__(self, hits: Iterable[Hit] = (), during: TimeRange | None = None) -> None:
         super().__init__(hits)
         self.during = during
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,7 +85,6 @@ class Vote:
     group_id: str
     signals: dict[str, float | None]  # period: None when the search asked about no period
     created: bool
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,13 +100,11 @@ class Calibration:
     separation: dict[str, float | None] | None  # period: None without votes on searches that asked one
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SnapshotTaken:
     snapshot_id: UUID
     item_count: int
     created_at: datetime
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -220,7 +213,9 @@ def reset_weights(group: str) -> Call[None]:
 def create_snapshot(group: str, name: str) -> Call[SnapshotTaken]:
     """A named, sealed copy of what the group's searches see now (admins)."""
     # one view of the data for the pins and every copied row
-    return Call("create_snapshot", {"group": group, "name": name}, record(SnapshotTaken), repeatable_read=True)
+    return Call(
+        "create_snapshot", {"group": group, "name": name}, record(SnapshotTaken), repeatable_read=True
+    )
 
 
 def list_snapshots(group: str) -> Call[list[SnapshotInfo]]:

@@ -5,7 +5,7 @@ each source's incremental cursor (sql/functions/110_sources.sql, 115_ingestion.s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,9 +16,7 @@ from vera_client.api.call import Call, Json, Rows, record, records, scalar
 from vera_client.api.jobs import passages_to_time_scope, set_time_scopes
 from vera_client.api.operation import Plan, Session, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_client.domain.sources import pick_source
 from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,7 +35,6 @@ class Source:
     tracked_records: int
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class EpisodeVersion:
     """What record_episode made of a record: created is False when its content was unchanged."""
@@ -45,7 +42,6 @@ class EpisodeVersion:
     episode_id: UUID
     version: int
     created: bool
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -153,13 +149,27 @@ def register_folder(
     return next(s for s in found if s.source_id == source_id)
 
 
+def pick_source(candidates: Iterable[Source], name_or_id: str, group_id: str | None = None) -> Source:
+    """The one source named (or with the id) name_or_id: NotFoundError, or InvalidArgumentError
+    when the name is used in several groups."""
+    matches = [s for s in candidates if name_or_id in (s.name, str(s.source_id))]
+    if not matches:
+        raise NotFoundError(f"no source {name_or_id!r}" + (f" in {group_id}" if group_id else ""))
+    if len(matches) > 1:
+        groups = ", ".join(s.group_id for s in matches)
+        raise InvalidArgumentError(f"source {name_or_id!r} exists in several groups ({groups}): pass --group")
+    return matches[0]
+
+
 def find_source(session: Session, name_or_id: str, group: str | None = None) -> Plan[Source]:
     """A source by name or id (NotFoundError; InvalidArgumentError when the name is in several groups)."""
     found = yield from ask(list_sources(group))
     return pick_source(found, name_or_id, group)
 
 
-def source_for_path(session: Session, path: Path, group: str | None = None) -> Plan[tuple[Source, str | None]]:
+def source_for_path(
+    session: Session, path: Path, group: str | None = None
+) -> Plan[tuple[Source, str | None]]:
     """The folder source whose root holds path, and path relative to that root (None for the root)."""
     target = path.expanduser().resolve()
     best: tuple[Source, str | None] | None = None

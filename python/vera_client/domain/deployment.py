@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ServerStatus:
     """State of a PostgreSQL server VERA manages."""
@@ -21,7 +20,6 @@ class ServerStatus:
     log_file: Path | None = None
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Migration:
     """One numbered, run-once SQL file."""
@@ -32,7 +30,6 @@ class Migration:
     sha256: str
     # listed in sql/migrations/RELEASED: frozen, an edit is refused
     released: bool = False
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,7 +45,6 @@ class MigrationState:
         return self.applied and self.applied_sha256 != self.migration.sha256
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LoginLimits:
     """What one SQL application's login may use: connections at once, and how
@@ -58,7 +54,6 @@ class LoginLimits:
     connection_limit: int = 20
     statement_timeout: str = "30s"
     idle_in_transaction_timeout: str = "60s"
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from vera_client.api.search import Hit
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import Hit
 
 METRICS = ("hit_at_k", "mrr", "ndcg_at_10")
 

@@ -8,8 +8,8 @@ from datetime import datetime
 from typing import Protocol
 from uuid import UUID
 
+from vera_client.domain.deployment import ServerStatus
 from vera_client.domain.graph import EdgeState, ExploreStep, GraphBackendName, GraphEdge, GraphNode
-from vera_client.domain.models import ServerStatus
 
 
 class DatabaseServer(Protocol):

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from vera_client.api.search import Hit
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import Hit
 from vera_client.domain.ports import RerankScore
 
 

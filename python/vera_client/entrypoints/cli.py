@@ -18,20 +18,22 @@ from uuid import UUID
 import click
 import pydantic
 
-from vera_client.adapters.postgres import calls, deployment, embedded, provisioning
+from vera_client.adapters.postgres import deployment, embedded, provisioning
 from vera_client.adapters.postgres.errors import connect, redact
 from vera_client.adapters.postgres.executor import begin
+from vera_client.api import jobs as jobs_api
+from vera_client.api.search import Hit
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
 from vera_client.domain.callers import Operator
+from vera_client.domain.deployment import LoginLimits, ServerStatus
 from vera_client.domain.errors import (
     ConfigurationError,
     InvalidArgumentError,
     VeraError,
 )
 from vera_client.domain.golden import evaluate, load_golden_set, score_query
-from vera_client.domain.models import Hit, LoginLimits, ServerStatus
 from vera_client.domain.time_scopes import TimeRange, as_period, query_time
 
 P = ParamSpec("P")
@@ -242,8 +244,8 @@ def status(as_json: bool) -> None:
 def _projection(admin_dsn: str) -> dict[str, Any]:
     """The graph projection's lag (the oldest due project_to_graph job) and its last checks."""
     with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
-        lags = tx.run(calls.queue_lag())
-        checks = tx.run(calls.graph_check_results())
+        lags = tx.run(jobs_api.queue_lag())
+        checks = tx.run(jobs_api.graph_check_results())
     waiting = next((lag for lag in lags if lag.queue == "project_to_graph"), None)
     return {
         "jobs_due": waiting.waiting if waiting else 0,

@@ -8,9 +8,9 @@ from datetime import datetime
 
 import click
 
-from vera_client.adapters.postgres import calls
+from vera_client.api import access as access_api
+from vera_client.api.access import ApiKeyInfo, NewApiKey
 from vera_client.domain.errors import NotFoundError
-from vera_client.domain.models import ApiKeyInfo, NewApiKey
 from vera_client.entrypoints.cli import (
     ISO_INSTANT,
     api_key_option,
@@ -107,11 +107,11 @@ def key_rotate(key_ref: str, as_json: bool, api_key: str) -> None:
     with client_from_env(api_key) as vera:
         assert vera.caller is not None
         with vera.executor.transaction(vera.caller) as tx:
-            old = _find(tx.run(calls.list_api_keys()), key_ref)
+            old = _find(tx.run(access_api.list_api_keys()), key_ref)
             if old.revoked_at is not None:
                 raise NotFoundError(f"key {key_ref} is revoked: create a new one with vera key create")
-            created = tx.run(calls.create_api_key(old.name, old.expires_at, None))
-            tx.run(calls.revoke_api_key(str(old.key_id)))
+            created = tx.run(access_api.create_api_key(old.name, old.expires_at, None))
+            tx.run(access_api.revoke_api_key(str(old.key_id)))
     if not as_json:
         click.echo(f"key {old.prefix} ({old.name!r}) revoked; its replacement:")
     _shown_once(created, as_json)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
+from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.errors import NotFoundError
-from vera_client.domain.models import Source
 from vera_client.entrypoints.cli import (
     api_key_option,
     client_from_env,

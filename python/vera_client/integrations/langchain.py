@@ -24,9 +24,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
+from vera_client.api.search import Hit
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.domain.errors import ConfigurationError
-from vera_client.domain.models import Hit
 from vera_client.integrations.hits import hit_metadata
 
 

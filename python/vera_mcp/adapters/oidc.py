@@ -30,8 +30,8 @@ from joserfc.errors import ClaimError, JoseError
 from joserfc.jwk import ECKey, Key, OKPKey, RSAKey, import_key
 from joserfc.jwt import ClaimsOption
 
-from vera_client.adapters.postgres import identities
 from vera_client.adapters.postgres.executor import AsyncExecutor
+from vera_client.api import access as access_api
 from vera_client.domain.callers import Operator, Principal
 from vera_client.domain.errors import (
     ConfigurationError,
@@ -259,14 +259,14 @@ class PostgresIdentityDirectory:
 
     async def principal_for(self, issuer: str, subject: str) -> UUID | None:
         found: UUID | None = await self._executor.run(
-            Operator(), identities.principal_for_identity(issuer, subject)
+            Operator(), access_api.principal_for_identity(issuer, subject)
         )
         return found
 
     async def provision(
         self, issuer: str, subject: str, profile: Profile, group_id: str, role: ProvisionedRole
     ) -> UUID:
-        call = identities.provision_identity(
+        call = access_api.provision_identity(
             issuer,
             subject,
             display_name=profile.display_name,

@@ -19,9 +19,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
+from vera_client.api.access import Membership
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.errors import VeraError
-from vera_client.domain.models import Membership
 from vera_mcp.adapters.logs import correlated, correlation_id
 from vera_mcp.adapters.metrics import McpMetrics, Outcome
 from vera_mcp.adapters.observability import ToolCallObserver

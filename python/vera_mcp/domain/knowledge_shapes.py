@@ -12,7 +12,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vera_client.domain.models import ConflictValue, TimelineFact
+from vera_client.api.reads import ConflictValue, TimelineFact
 from vera_mcp.domain.shapes import PeriodOut, SignalsOut
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vera_client.api.access import Membership
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_client.domain.models import Membership
 
 
 class UnknownScopeError(NotFoundError):

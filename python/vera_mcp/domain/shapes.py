@@ -9,14 +9,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from vera_client.domain.models import (
-    Hit,
-    Membership,
-    PendingPassage,
-    PendingReview,
-    SnapshotInfo,
-    Vote,
-)
+from vera_client.api.access import Membership
+from vera_client.api.curation import PendingPassage, PendingReview
+from vera_client.api.search import Hit, SnapshotInfo, Vote
 from vera_client.domain.time_scopes import TimeRange
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.api import jobs as jobs_api
+from vera_client.api import search as search_api
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import ProviderUnavailableError
 from vera_client.domain.ports import Embedder
@@ -42,8 +43,8 @@ class FactEmbedding:
         with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
             # read, embed outside any transaction (a hosted model may take seconds), then write
             with begin(conn, caller) as tx:
-                pending = tx.run(calls.facts_to_embed(job.group_id, job.fact_ids))
-                pins = tx.run(calls.pinned_models([job.group_id]))
+                pending = tx.run(jobs_api.facts_to_embed(job.group_id, job.fact_ids))
+                pins = tx.run(search_api.pinned_models([job.group_id]))
             if not pending:
                 return 0
             pinned = pins[0][0] if pins else None
@@ -59,7 +60,9 @@ class FactEmbedding:
                 vectors = embedder.embed([text for _, text in batch])
                 with begin(conn, caller) as tx:
                     ids = [fact_id for fact_id, _ in batch]
-                    written += tx.run(calls.set_fact_embeddings(job.group_id, ids, vectors, embedder.model))
+                    written += tx.run(
+                        jobs_api.set_fact_embeddings(job.group_id, ids, vectors, embedder.model)
+                    )
         logger.info(
             "embed %s: %d of %d facts embedded by %s", job.group_id, written, len(pending), embedder.model
         )

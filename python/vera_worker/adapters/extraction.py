@@ -24,10 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.adapters.providers.chat import ChatModel
+from vera_client.api import curation as curation_api
+from vera_client.api import jobs as jobs_api
+from vera_client.api import search as search_api
+from vera_client.api import sources as sources_api
+from vera_client.api.jobs import ExtractionContext, PassageToExtract
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
     InvalidArgumentError,
@@ -37,7 +41,6 @@ from vera_client.domain.errors import (
     ProviderUnavailableError,
     VeraError,
 )
-from vera_client.domain.models import ExtractionContext, PassageToExtract
 from vera_client.domain.ports import Embedder
 from vera_worker.domain.extracted_claims import validate_extraction
 from vera_worker.domain.prompts import (
@@ -117,7 +120,7 @@ class PassageExtraction:
             prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn,
             begin(conn, Principal(principal_id)) as tx,
         ):
-            return tx.run(calls.request_extraction(group_id, False))
+            return tx.run(sources_api.request_extraction(group_id))
 
     def run(self, job: ExtractJob) -> ExtractionReport:
         """Extract every passage the job covers; idempotent."""
@@ -126,12 +129,12 @@ class PassageExtraction:
         seen: set[UUID] = set()
         with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
             with begin(conn, caller) as tx:
-                pins = tx.run(calls.pinned_models([job.group_id]))
+                pins = tx.run(search_api.pinned_models([job.group_id]))
             embedder = self._embedder_for_model(pins[0][0] if pins else None)
             while True:
                 with begin(conn, caller) as tx:
                     batch = tx.run(
-                        calls.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
+                        jobs_api.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
                     )
                 fresh = [p for p in batch if p.chunk_id not in seen]
                 if not fresh:
@@ -162,7 +165,7 @@ class PassageExtraction:
         group = job.group_id
         with begin(conn, caller) as tx:
             stored = tx.run(
-                calls.extraction_run(
+                jobs_api.extraction_run(
                     group, passage.content_sha256, self.model_version, any_model=not job.redo
                 )
             )
@@ -170,7 +173,7 @@ class PassageExtraction:
             if stored is not None and stored.outcome == "failed" and job.redo:
                 stored = None
             context = None if stored is not None else tx.run(
-                calls.extraction_context(group, passage.text, PROMPT_ENTITIES)
+                jobs_api.extraction_context(group, passage.text, PROMPT_ENTITIES)
             )  # fmt: skip
         if stored is not None:
             report.reused += 1
@@ -192,14 +195,14 @@ class PassageExtraction:
         model = embedder.model if embedder is not None and publishable else None
         try:
             with begin(conn, caller) as tx:
-                if not tx.run(calls.take_passage(group, passage.chunk_id, self.model_version, job.redo)):
+                if not tx.run(jobs_api.take_passage(group, passage.chunk_id, self.model_version, job.redo)):
                     report.skipped += 1  # another job extracted it meanwhile: never publish twice
                     return
                 published = (
-                    tx.run(calls.publish_claims(group, passage.episode_id, publishable, model))
+                    tx.run(curation_api.publish_claims(group, passage.episode_id, publishable, model))
                     if publishable else []
                 )  # fmt: skip
-                tx.run(calls.record_extraction(
+                tx.run(jobs_api.record_extraction(
                     group, passage.chunk_id, passage.content_sha256, version, outcome=outcome, claims=claims,
                     dropped=dropped, detail=detail, facts=len(published),
                 ))  # fmt: skip
@@ -210,7 +213,7 @@ class PassageExtraction:
             report.failed += 1
             logger.warning("extract %s: passage %s: publishing refused: %s", group, passage.chunk_id, exc)
             with begin(conn, caller) as tx:
-                tx.run(calls.record_extraction(
+                tx.run(jobs_api.record_extraction(
                     group, passage.chunk_id, passage.content_sha256, version, outcome="failed", claims=[],
                     dropped=len(claims), detail=f"publish_claims refused: {exc}"[:1000], facts=0,
                 ))  # fmt: skip

@@ -36,9 +36,11 @@ from uuid import UUID
 
 import psycopg
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import Transaction, begin, prepare
+from vera_client.api import curation as curation_api
+from vera_client.api import search as search_api
+from vera_client.api import sources as sources_api
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
     AuthenticationError,
@@ -170,7 +172,7 @@ class _Run:
         return Principal(self.request.principal_id)
 
     def advance(self, tx: Transaction, changes: dict[str, Any]) -> None:
-        tx.run(calls.advance_source_cursor(self.request.group_id, self.request.source_id, changes))
+        tx.run(sources_api.advance_source_cursor(self.request.group_id, self.request.source_id, changes))
 
     def remember(self, key: str, entry: CursorEntry) -> None:
         """A committed file's cursor entry, written with the next batch."""
@@ -291,14 +293,14 @@ class SourceIngestion:
         self, conn: psycopg.Connection, request: IngestRequest
     ) -> tuple[_Source, dict[str, Any]]:
         with begin(conn, Principal(request.principal_id)) as tx:
-            found = tx.run(calls.list_sources(request.group_id))
+            found = tx.run(sources_api.list_sources(request.group_id))
             source = next((s for s in found if s.source_id == request.source_id), None)
             if source is None:
                 raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
             if source.retracted_at is not None:
                 raise NotFoundError(f"source {source.name!r} was retracted")
-            cursor = tx.run(calls.source_cursor(request.group_id, request.source_id))
-            pins = tx.run(calls.pinned_models([request.group_id]))
+            cursor = tx.run(sources_api.source_cursor(request.group_id, request.source_id))
+            pins = tx.run(search_api.pinned_models([request.group_id]))
         pinned = pins[0][0] if pins else None
         return _Source(
             name=source.name, uri=source.uri, config=dict(source.config), pinned_model=pinned
@@ -373,7 +375,7 @@ class SourceIngestion:
         self._objects.put(key, data)
         with begin(run.conn, run.caller) as tx:
             episode = tx.run(
-                calls.record_episode(
+                sources_api.record_episode(
                     request.group_id,
                     request.source_id,
                     state.key,
@@ -386,9 +388,9 @@ class SourceIngestion:
                 )
             )
             if episode.created and passages:
-                tx.run(calls.store_chunks(request.group_id, episode.episode_id, passages, model))
+                tx.run(sources_api.store_chunks(request.group_id, episode.episode_id, passages, model))
             if episode.created and claims:
-                tx.run(calls.publish_claims(request.group_id, episode.episode_id, claims, model))
+                tx.run(curation_api.publish_claims(request.group_id, episode.episode_id, claims, model))
         # known from here on: the episode is committed, its entry goes with the next batch
         run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode.episode_id)))
         return episode.created
@@ -397,9 +399,7 @@ class SourceIngestion:
         try:
             with begin(run.conn, run.caller) as tx:
                 reason = f"{key} was deleted from {run.source.name}"
-                tx.run(
-                    calls.withdraw("retract_episode", run.request.group_id, UUID(entry.episode_id), reason)
-                )
+                tx.run(curation_api.retract_episode(run.request.group_id, UUID(entry.episode_id), reason))
                 run.advance(tx, {key: None})
         except _RUN_STOPPERS:
             raise

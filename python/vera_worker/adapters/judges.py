@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.adapters.providers.chat import ChatModel
+from vera_client.api import jobs as jobs_api
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import InvalidArgumentError, ProviderResponseError
 from vera_worker.domain.prompts import (
@@ -144,7 +144,7 @@ class Judges:
 
     def _settle(self, session: _Session, entity_id: UUID, report: JudgeReport) -> None:
         with begin(session.conn, session.caller) as tx:
-            case = tx.run(calls.equivalence_case(session.group, entity_id))
+            case = tx.run(jobs_api.equivalence_case(session.group, entity_id))
         if case is None:
             return  # no longer provisional (settled, merged) or not the caller's to see
         report.cases += 1
@@ -161,7 +161,7 @@ class Judges:
         reason = str(verdict.get("reason", ""))[:1000]
         with begin(session.conn, session.caller) as tx:
             outcome = tx.run(
-                calls.settle_entity(
+                jobs_api.settle_entity(
                     session.group,
                     entity_id,
                     same_as,
@@ -174,7 +174,7 @@ class Judges:
 
     def _contradict(self, session: _Session, fact_id: UUID, report: JudgeReport) -> None:
         with begin(session.conn, session.caller) as tx:
-            case = tx.run(calls.contradiction_case(session.group, fact_id))
+            case = tx.run(jobs_api.contradiction_case(session.group, fact_id))
         if case is None:
             return  # no longer a published value with others beside it
         report.cases += 1
@@ -189,7 +189,7 @@ class Judges:
         reason = str(verdict.get("reason", ""))[:1000]
         with begin(session.conn, session.caller) as tx:
             count = tx.run(
-                calls.replace_values(
+                jobs_api.replace_values(
                     session.group,
                     fact_id,
                     replaced,
@@ -208,7 +208,7 @@ class Judges:
         model = self._model.model
         version = EQUIVALENCE_PROMPT_VERSION if judge == "equivalence" else CONTRADICTION_PROMPT_VERSION
         with begin(session.conn, session.caller) as tx:
-            stored = tx.run(calls.judge_verdict(session.group, judge, key, model, version))
+            stored = tx.run(jobs_api.judge_verdict(session.group, judge, key, model, version))
         if stored is not None:
             report.reused += 1
             return dict(stored)
@@ -234,7 +234,9 @@ class Judges:
             return None
         with begin(session.conn, session.caller) as tx:
             kept = tx.run(
-                calls.store_verdict(session.group, judge, key, verdict, model=model, prompt_version=version)
+                jobs_api.store_verdict(
+                    session.group, judge, key, verdict, model=model, prompt_version=version
+                )
             )
         return dict(kept)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vera_client.api.sources import Source
 from vera_client.client import VeraClient
-from vera_client.domain.models import Source
 from vera_worker.domain.manifest import read_manifest
 
 

@@ -26,13 +26,13 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
-from vera_client.adapters.postgres import calls
-from vera_client.adapters.postgres.calls import Call, records
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.api import jobs as jobs_api
+from vera_client.api.call import Call, records
+from vera_client.api.jobs import GraphCheckResult, QueueLag
 from vera_client.domain.callers import Operator
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.models import GraphCheckResult, QueueLag
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,9 @@ def database_graph_health(dsn: str, *, connect_timeout: int = 10) -> Callable[[]
 
     def read() -> GraphHealth:
         with prepare(connect(dsn, connect_timeout=connect_timeout)) as conn, begin(conn, Operator()) as tx:
-            return GraphHealth(lags=tx.run(calls.queue_lag()), checks=tx.run(calls.graph_check_results()))
+            return GraphHealth(
+                lags=tx.run(jobs_api.queue_lag()), checks=tx.run(jobs_api.graph_check_results())
+            )
 
     return read
 

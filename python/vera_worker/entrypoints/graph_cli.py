@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 
 import click
 
+from vera_client.api.reads import ExploredFact
 from vera_client.bootstrap import Database
 from vera_client.client import VeraClient
 from vera_client.config import MemorySettings
 from vera_client.domain.errors import ConfigurationError
-from vera_client.domain.models import ExploredFact
 from vera_client.domain.ports import GraphStore
 from vera_client.entrypoints.cli import client_from_env, database_from_env, friendly_errors, start_if_embedded
 from vera_worker.graph.projection import GraphCheck, GraphProjection

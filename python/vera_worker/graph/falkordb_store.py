@@ -16,9 +16,9 @@ import redis.exceptions
 from falkordb import FalkorDB
 from falkordb.helpers import stringify_param_value
 
-from vera_client.adapters.graph.vectors import SpelledVector
 from vera_client.domain.errors import ProviderError, ProviderUnavailableError
 from vera_client.domain.graph import GraphBackendName
+from vera_client.domain.vectors import SpelledVector
 from vera_worker.graph.cypher_store import DEFAULT_BATCH_SIZE, CypherGraphStore, Row
 from vera_worker.graph.graphiti_schema import graphiti_fulltext_indexes
 

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from vera_client.adapters.graph.vectors import SpelledVector
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.graph import GraphEdge, GraphNode
+from vera_client.domain.vectors import SpelledVector
 
 if TYPE_CHECKING:
     from graphiti_core.edges import EntityEdge

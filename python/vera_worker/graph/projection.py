@@ -26,12 +26,12 @@ from uuid import UUID
 import psycopg
 import psycopg_pool
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect
 from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.api import jobs as jobs_api
+from vera_client.api.jobs import GraphCheckResult, GraphFactRow
 from vera_client.domain.callers import Caller, Operator, Principal
 from vera_client.domain.graph import GraphEdge, GraphNode, edge_digest, literal_node_id
-from vera_client.domain.models import GraphCheckResult, GraphFactRow
 from vera_client.domain.ports import GraphStore
 from vera_worker.domain.jobs import ProjectJob
 from vera_worker.graph.ahead import ahead, chained
@@ -219,7 +219,7 @@ class GraphProjection:
 
             def read(named: Sequence[UUID]) -> tuple[list[GraphNode], list[GraphEdge]]:
                 with begin(conn, caller) as tx:
-                    rows = tx.run(calls.graph_facts(job.group_id, named))
+                    rows = tx.run(jobs_api.graph_facts(job.group_id, named))
                 return graph_piece(rows)
 
             for named, (nodes, edges) in ahead(pages, read):
@@ -236,7 +236,7 @@ class GraphProjection:
     def groups(self, only: str | None = None) -> list[str]:
         """The groups a rebuild or check covers: the one named, or every group with facts."""
         with self._connection() as conn, begin(conn, Operator()) as tx:
-            return tx.run(calls.graph_groups(only))
+            return tx.run(jobs_api.graph_groups(only))
 
     def rebuild(self, group: str) -> RebuildReport:
         """Drop a group's graph and project every fact that belongs in it, from PostgreSQL alone.
@@ -249,7 +249,7 @@ class GraphProjection:
 
             def read(after: UUID | None) -> list[GraphFactRow]:
                 with begin(conn, Operator()) as tx:
-                    return tx.run(calls.graph_group_facts(group, after, PAGE))
+                    return tx.run(jobs_api.graph_group_facts(group, after, PAGE))
 
             def following(rows: list[GraphFactRow]) -> UUID | None:
                 return rows[-1].fact_id if len(rows) == PAGE else None
@@ -276,8 +276,8 @@ class GraphProjection:
         started = time.perf_counter()
         with self._connection() as conn:
             with begin(conn, Operator()) as tx:
-                expected = tx.run(calls.graph_edge_states(group))
-                expected_nodes = tx.run(calls.graph_expected_nodes(group))
+                expected = tx.run(jobs_api.graph_edge_states(group))
+                expected_nodes = tx.run(jobs_api.graph_expected_nodes(group))
             held = self.graph.edge_states(group)
             held_nodes = self.graph.node_count(group)
             sql_digest, graph_digest = edge_digest(expected), edge_digest(held)
@@ -300,7 +300,7 @@ class GraphProjection:
             )
             if record:
                 with begin(conn, Operator()) as tx:
-                    tx.run(calls.record_graph_check(result, sql_digest, graph_digest))
+                    tx.run(jobs_api.record_graph_check(result, sql_digest, graph_digest))
         if result.drift is not None:
             logger.warning("graph check %s: drift: %s", group, result.drift)
         return GraphCheck(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from vera_client.adapters.graph.vectors import SpelledVector
+from vera_client.domain.vectors import SpelledVector
 
 # Beyond this many remembered nodes the memory starts afresh (a bound, not a tuning knob:
 # forgetting only costs a rewrite).

@@ -17,8 +17,8 @@ import itertools
 import re
 from pathlib import Path
 
+from vera_client.domain.deployment import Migration
 from vera_client.domain.errors import MigrationError
-from vera_client.domain.models import Migration
 
 DECLARATIVE_PARTS = ("schema", "functions", "rls")
 IDEMPOTENT_PARTS = ("functions", "rls")

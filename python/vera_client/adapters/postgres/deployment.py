@@ -24,8 +24,8 @@ from psycopg import sql as psql_sql
 from vera_client.adapters.postgres import bundle, job_queue
 from vera_client.adapters.postgres.queries import migration_query
 from vera_client.distribution import DISTRIBUTION
+from vera_client.domain.deployment import Migration
 from vera_client.domain.errors import MigrationError
-from vera_client.domain.models import Migration
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 

@@ -23,8 +23,8 @@ from importlib import metadata
 from pathlib import Path
 
 from vera_client.distribution import install_hint
+from vera_client.domain.deployment import LoginLimits, ServerStatus
 from vera_client.domain.errors import EmbeddedServerError
-from vera_client.domain.models import LoginLimits, ServerStatus
 
 SERVER_OS_USER = "vera_postgres"
 SUPERUSER = "postgres"

@@ -66,7 +66,7 @@ def _adapted(value: Any) -> Any:
     if isinstance(value, Json):
         return Jsonb(value.value)
     if isinstance(value, Embedding):
-        return Vector(value.values)
+        return Vector(list(value.values))
     if isinstance(value, Period):
         return Range(value.start, value.end, "[)")
     if isinstance(value, list) and value and isinstance(value[0], Embedding):

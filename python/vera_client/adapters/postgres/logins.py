@@ -20,9 +20,9 @@ import psycopg
 from psycopg import conninfo, sql
 
 from vera_client.adapters.postgres.errors import connect, translated_errors
-from vera_client.adapters.postgres.queries import query
+from vera_client.api.queries import query
+from vera_client.domain.deployment import AppLogin, LoginLimits
 from vera_client.domain.errors import AppLoginExistsError, AppLoginNotFoundError, InvalidAppLoginError
-from vera_client.domain.models import AppLogin, LoginLimits
 
 # The group role holding what SQL applications may do; nobody logs in as it.
 APP_GROUP = "vera_app"

@@ -23,6 +23,7 @@ import psycopg
 from vera_client.adapters.postgres import bundle, deployment, job_queue
 from vera_client.adapters.postgres.errors import connect, first_line, translated_errors
 from vera_client.adapters.postgres.queries import migration_query
+from vera_client.domain.deployment import Migration, MigrationState
 from vera_client.domain.errors import (
     EditedMigrationError,
     JobQueueVersionError,
@@ -30,7 +31,6 @@ from vera_client.domain.errors import (
     MissingExtensionError,
     UnsupportedServerError,
 )
-from vera_client.domain.models import Migration, MigrationState
 
 MIN_SERVER_VERSION = 160000
 

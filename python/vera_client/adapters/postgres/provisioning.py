@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vera_client.adapters.postgres import calls
 from vera_client.adapters.postgres.errors import connect, translated_errors
 from vera_client.adapters.postgres.executor import begin
 from vera_client.adapters.postgres.logins import (
@@ -22,8 +21,9 @@ from vera_client.adapters.postgres.logins import (
     list_app_logins,
     login_dsn,
 )
+from vera_client.api import operator as operator_api
+from vera_client.api.operator import Tenant, VectorIndexBuild
 from vera_client.domain.callers import Operator
-from vera_client.domain.models import Tenant, VectorIndexBuild
 
 # The application logins are made here too (logins.py imports psycopg alone,
 # so that the container image's build stage can render app_login_script).
@@ -47,7 +47,7 @@ __all__ = [
 def create_tenant(admin_dsn: str, organisation: str, owner: str, owner_email: str | None = None) -> Tenant:
     """Create an organisation with its owner; the owner's first key is returned once."""
     with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
-        return tx.run(calls.create_tenant(organisation, owner, owner_email))
+        return tx.run(operator_api.create_tenant(organisation, owner, owner_email))
 
 
 def ensure_tenant(
@@ -60,22 +60,22 @@ def ensure_tenant(
     (`vera demo` passes False and revokes only its own, by name).
     """
     with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
-        found = tx.run(calls.find_tenant_owner(organisation))
+        found = tx.run(operator_api.find_tenant_owner(organisation))
         if found is None:
-            return tx.run(calls.create_tenant(organisation, owner, None))
+            return tx.run(operator_api.create_tenant(organisation, owner, None))
         group_id, principal_id = found
         if revoke_earlier:
-            tx.run(calls.revoke_all_keys(principal_id))
-        key = tx.run(calls.issue_api_key(principal_id, key_name))
+            tx.run(operator_api.revoke_all_keys(principal_id))
+        key = tx.run(operator_api.issue_api_key(principal_id, key_name))
     return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=key)
 
 
 def missing_vector_indexes(admin_dsn: str, min_rows: int = 5000) -> list[VectorIndexBuild]:
     """The per-group HNSW indexes that are due (none before the first migrate)."""
     with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
-        if not tx.run(calls.read_path_installed()):
+        if not tx.run(operator_api.read_path_installed()):
             return []
-        return tx.run(calls.missing_vector_indexes(min_rows))
+        return tx.run(operator_api.missing_vector_indexes(min_rows))
 
 
 def build_missing_vector_indexes(
@@ -88,7 +88,7 @@ def build_missing_vector_indexes(
     built = []
     with connect(admin_dsn) as conn, translated_errors():
         with begin(conn, Operator()) as tx:
-            due = tx.run(calls.missing_vector_indexes(min_rows))
+            due = tx.run(operator_api.missing_vector_indexes(min_rows))
         conn.autocommit = True  # CREATE INDEX CONCURRENTLY refuses to run inside a transaction
         for build in due:
             if on_build is not None:
