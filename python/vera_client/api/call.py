@@ -11,8 +11,8 @@ its own are wrapped in a marker that the executor adapts: `Json` (jsonb),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
@@ -80,7 +80,38 @@ def listed(groups: Sequence[str] | None) -> list[str] | None:
     return list(groups) if groups is not None else None
 
 
-# --- readers: rows -> results
+# --- readers: rows -> results. A reader that reads columns by name says which (`expects`), so
+# that one test (pg_tests/test_api_rows.py) holds every query's result columns, as the catalog
+# describes them, against the rows that read them: a spelling cannot drift.
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """The result columns a reader reads: those it needs, and all it may take."""
+
+    required: frozenset[str]
+    allowed: frozenset[str]
+
+
+def row_columns(cls: type[Any], *, without: Iterable[str] = (), plus: Iterable[str] = ()) -> Columns:
+    """The columns of a row dataclass: its fields without a default are needed; `without` are
+    fields the reader fills itself, `plus` columns it reads into them."""
+    left_out = set(without)
+    kept = [f for f in fields(cls) if f.name not in left_out]
+    required = {f.name for f in kept if f.default is MISSING and f.default_factory is MISSING}
+    return Columns(frozenset(required | set(plus)), frozenset({f.name for f in kept} | set(plus)))
+
+
+def expects(reader: Reader[T], columns: Columns) -> Reader[T]:
+    """The reader, marked with the columns it reads."""
+    reader.columns = columns  # type: ignore[attr-defined]
+    return reader
+
+
+def expected_columns(reader: Reader[Any]) -> Columns | None:
+    """The columns a reader reads by name (None: it reads by position, or reads nothing)."""
+    columns: Columns | None = getattr(reader, "columns", None)
+    return columns
 
 
 def scalar(_columns: Sequence[str], rows: Rows) -> Any:
@@ -101,8 +132,7 @@ def records(cls: type[T]) -> Reader[list[T]]:
     def read(columns: Sequence[str], rows: Rows) -> list[T]:
         return [cls(**dict(zip(columns, row, strict=True))) for row in rows]
 
-    read.row_type = cls  # type: ignore[attr-defined]  # for the catalog test
-    return read
+    return expects(read, row_columns(cls))
 
 
 def record(cls: type[T]) -> Reader[T]:
@@ -112,8 +142,7 @@ def record(cls: type[T]) -> Reader[T]:
     def read(columns: Sequence[str], rows: Rows) -> T:
         return many(columns, rows)[0]
 
-    read.row_type = cls  # type: ignore[attr-defined]
-    return read
+    return expects(read, row_columns(cls))
 
 
 def optional_record(cls: type[T]) -> Reader[T | None]:
@@ -123,5 +152,4 @@ def optional_record(cls: type[T]) -> Reader[T | None]:
     def read(columns: Sequence[str], rows: Rows) -> T | None:
         return many(columns, rows)[0] if rows else None
 
-    read.row_type = cls  # type: ignore[attr-defined]
-    return read
+    return expects(read, row_columns(cls))

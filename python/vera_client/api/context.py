@@ -78,7 +78,6 @@ def get_context_pack(pack: UUID) -> Call[ContextPack]:
     def read(columns: Sequence[str], rows: Rows) -> ContextPack:
         return pack_from_row(dict(zip(columns, rows[0], strict=True)))
 
-    read.row_type = ContextPack  # type: ignore[attr-defined]  # for the catalog test
     return Call("get_context_pack", {"pack": pack}, read)
 
 

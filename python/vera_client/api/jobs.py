@@ -14,14 +14,17 @@ from uuid import UUID
 
 from vera_client.api.call import (
     Call,
+    Columns,
     Json,
     Rows,
     column,
     embedding,
+    expects,
     nothing,
     optional_record,
     record,
     records,
+    row_columns,
     scalar,
 )
 from vera_client.domain.graph import EdgeState
@@ -126,7 +129,9 @@ def facts_to_embed(group: str, fact_ids: Sequence[UUID]) -> Call[list[tuple[UUID
     def read(columns: Sequence[str], rows: Rows) -> list[tuple[UUID, str]]:
         return [(v["fact_id"], v["fact_text"]) for v in (dict(zip(columns, r, strict=True)) for r in rows)]
 
-    return Call("facts_to_embed", {"group": group, "fact_ids": list(fact_ids)}, read)
+    both = frozenset({"fact_id", "fact_text"})
+    params = {"group": group, "fact_ids": list(fact_ids)}
+    return Call("facts_to_embed", params, expects(read, Columns(both, both)))
 
 
 def set_fact_embeddings(
@@ -141,19 +146,22 @@ def set_fact_embeddings(
 # --- the graph projection (sql/functions/230_graph.sql)
 
 
+_VECTORS = ("fact_embedding", "subject_embedding", "object_embedding")
+
+
 def graph_fact_rows(columns: Sequence[str], rows: Rows) -> list[GraphFactRow]:
     """vera.graph_facts' and vera.graph_group_facts' rows, each vector a SpelledVector
     (its floats and its text, domain/vectors.py)."""
     found = []
     for row in rows:
         values = dict(zip(columns, row, strict=True))
-        for name in ("fact_embedding", "subject_embedding", "object_embedding"):
+        for name in _VECTORS:
             values[name] = from_pgvector(values[name], values.pop(f"{name}_text"))
         found.append(GraphFactRow(**values))
     return found
 
 
-graph_fact_rows.row_type = GraphFactRow  # type: ignore[attr-defined]  # for the catalog test
+expects(graph_fact_rows, row_columns(GraphFactRow, plus=[f"{name}_text" for name in _VECTORS]))
 
 
 def graph_facts(group: str, fact_ids: Sequence[UUID]) -> Call[list[GraphFactRow]]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from vera_client.api.call import Call, Rows, nothing, records, scalar
+from vera_client.api.call import Call, Columns, Rows, expects, nothing, records, scalar
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,7 +41,9 @@ def create_tenant(organisation: str, owner: str, email: str | None) -> Call[Tena
         return Tenant(group_id=values["group_id"], owner_principal_id=values["principal_id"],
                       api_key=values["api_key"])  # fmt: skip
 
-    return Call("create_tenant", {"organisation": organisation, "owner": owner, "email": email}, read)
+    columns = frozenset({"group_id", "principal_id", "api_key"})
+    params = {"organisation": organisation, "owner": owner, "email": email}
+    return Call("create_tenant", params, expects(read, Columns(columns, columns)))
 
 
 def find_tenant_owner(organisation: str) -> Call[tuple[str, UUID] | None]:
@@ -53,7 +55,8 @@ def find_tenant_owner(organisation: str) -> Call[tuple[str, UUID] | None]:
         values = dict(zip(columns, rows[0], strict=True))
         return str(values["group_id"]), values["principal_id"]
 
-    return Call("find_tenant_owner", {"organisation": organisation}, read)
+    columns = frozenset({"group_id", "principal_id"})
+    return Call("find_tenant_owner", {"organisation": organisation}, expects(read, Columns(columns, columns)))
 
 
 def revoke_all_keys(principal: UUID) -> Call[None]:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from vera_client.api.call import Call, Rows, listed, record, records
+from vera_client.api.call import Call, Rows, expects, listed, record, records, row_columns
 from vera_client.api.operation import Plan, Session, Work, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.ports import GraphStore
@@ -203,7 +203,7 @@ def entities(columns: Sequence[str], rows: Rows) -> list[Entity]:
     ]
 
 
-entities.row_type = EntityFact  # type: ignore[attr-defined]  # for the catalog test (with _ENTITY_COLUMNS)
+expects(entities, row_columns(EntityFact, plus=_ENTITY_COLUMNS))
 
 
 def get_entity(
@@ -236,7 +236,7 @@ def source_detail(columns: Sequence[str], rows: Rows) -> SourceDetail:
     return SourceDetail(versions=versions, **values)
 
 
-source_detail.row_type = SourceDetail  # type: ignore[attr-defined]  # for the catalog test
+expects(source_detail, row_columns(SourceDetail, without=["versions"], plus=["episodes"]))
 
 
 def get_source(source: UUID, *, max_episodes: int = 100) -> Call[SourceDetail]:

@@ -13,14 +13,17 @@ from uuid import UUID
 
 from vera_client.api.call import (
     Call,
+    Columns,
     Rows,
     embedding,
+    expects,
     json_or_none,
     listed,
     nothing,
     period,
     record,
     records,
+    row_columns,
     scalar,
 )
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
@@ -130,7 +133,12 @@ def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
     return found
 
 
-hits.row_type = Hit  # type: ignore[attr-defined]  # for the catalog test (with Signals' fields)
+_SIGNALS = row_columns(Signals)
+_HIT = row_columns(Hit, without=["signals"])
+expects(hits, Columns(_HIT.required | _SIGNALS.required, _HIT.allowed | _SIGNALS.allowed))
+
+
+_PIN = frozenset({"embedding_model", "embedding_dim"})
 
 
 def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
@@ -140,6 +148,9 @@ def pins(columns: Sequence[str], rows: Rows) -> list[tuple[str, int]]:
         for values in (dict(zip(columns, row, strict=True)) for row in rows)
         if values["embedding_model"] is not None
     ]
+
+
+expects(pins, Columns(_PIN, _PIN))
 
 
 def search_version() -> Call[str]:
