@@ -11,7 +11,7 @@ from datetime import date, datetime
 from typing import Any, cast
 from uuid import UUID
 
-from vera_client.api.call import Call, Json, Rows, embedding, json_or_none, record, scalar
+from vera_client.api.call import Call, Columns, Json, Rows, embedding, expects, json_or_none, record, scalar
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
 from vera_client.api.reads import ConflictValue, conflicts
 from vera_client.api.search import Vote, active_weights, query_vector, search
@@ -72,13 +72,20 @@ def store_context_pack(pack: ContextPack) -> Call[UUID]:
     return Call("store_context_pack", params, scalar)
 
 
+# what pack_from_row reads (domain/context.py)
+_PACK_COLUMNS = frozenset(
+    {"pack_id", "created_at", "searched_groups", "request", "weights", "assembler_version", "items",
+     "omitted", "conflicts", "warnings"}
+)  # fmt: skip
+
+
 def get_context_pack(pack: UUID) -> Call[ContextPack]:
     """One of the caller's context packs (NotFoundError for anyone else's)."""
 
     def read(columns: Sequence[str], rows: Rows) -> ContextPack:
         return pack_from_row(dict(zip(columns, rows[0], strict=True)))
 
-    return Call("get_context_pack", {"pack": pack}, read)
+    return Call("get_context_pack", {"pack": pack}, expects(read, Columns(_PACK_COLUMNS, _PACK_COLUMNS)))
 
 
 def record_pack_feedback(
