@@ -13,8 +13,9 @@ serves many callers holds one client and takes a cheap view per request:
     vera.as_caller(Principal(principal_id)).search(...)   # the gateway vouches for it
 
 Views share the pool, the providers and the caches. The operations are
-written once (core.py); VeraClient drives them with blocking I/O and
-AsyncVeraClient with asyncio, so both faces have the same methods.
+written once, by area (vera_client/api/), and both faces inherit them
+(core.Operations); VeraClient drives them with blocking I/O and
+AsyncVeraClient with asyncio, so both have the same methods.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ select vera.authenticate(%(key)s);
 select vera.authenticate_principal(%(principal)s);
 
 -- name: whoami
-select principal_id, display_name, kind::text as kind, group_id, group_kind::text as group_kind, group_name,
-       parent_group_id, role::text as role
+select *
 from vera.whoami();
 
 -- name: create_group
@@ -28,13 +27,13 @@ select vera.set_member_role(%(group)s, %(principal)s, %(role)s::vera.member_role
 select vera.remove_member(%(group)s, %(principal)s);
 
 -- name: create_api_key
-select key_id, prefix, api_key from vera.create_api_key(%(name)s, %(expires_at)s, %(principal)s);
+select * from vera.create_api_key(%(name)s, %(expires_at)s, %(principal)s);
 
 -- name: revoke_api_key
 select vera.revoke_api_key(%(key)s);
 
 -- name: list_api_keys
-select key_id, prefix, name, created_at, expires_at, revoked_at, last_used_at from vera.list_api_keys();
+select * from vera.list_api_keys();
 
 -- name: setting
 select vera.setting(%(group)s, %(name)s);

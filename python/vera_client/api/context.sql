@@ -9,25 +9,23 @@ select vera.store_context_pack(%(query)s, %(token_budget)s, %(items)s, %(as_of)s
 
 -- name: get_context_pack
 -- One of the caller's context packs.
-select pack_id, created_at, searched_groups, request, weights, assembler_version, items, omitted, conflicts,
-       warnings
+select *
 from vera.get_context_pack(%(pack)s);
 
 -- name: record_pack_feedback
 -- A vote on the item at a position of one of the caller's packs, as on a hit.
-select feedback_id, group_id, signals, created
+select *
 from vera.record_pack_feedback(%(pack)s, %(position)s, %(vote)s, %(embedding)s::vector, %(embedding_model)s);
 
 -- name: remember
 -- A text or chat transcript (and structured claims) as one episode, idempotent by content.
-select group_id, source_id, episode_id, version, created, passages, claims_recorded, claims_published,
-       lifecycle::text as lifecycle
+select *
 from vera.remember(%(content)s, %(messages)s, %(source)s, %(at)s, %(group)s, %(claims)s, %(embeddings)s,
                    %(embedding_model)s, %(time_scopes)s);
 
 -- name: remember_passages
 -- What vera.remember would store: the group, its embedding pin and the passages.
-select group_id, embedding_model, embedding_dim, passages
+select *
 from vera.remember_passages(%(content)s, %(messages)s, %(group)s);
 
 -- ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 -- name: facts_to_embed
 -- The facts among the ids that still have no vector, with the text to embed (the embed job).
-select fact_id, fact_text from vera.facts_to_embed(%(group)s, %(fact_ids)s::uuid[]);
+select * from vera.facts_to_embed(%(group)s, %(fact_ids)s::uuid[]);
 
 -- name: set_fact_embeddings
 -- Stores the vectors of facts that had none, pinning the group's model.
@@ -50,7 +50,7 @@ from vera.graph_group_facts(%(group)s, %(after)s, %(max_rows)s);
 
 -- name: graph_edge_states
 -- The edges a group's graph should hold, with their four times.
-select fact_id, valid_from, valid_to, recorded_at, retired_at from vera.graph_edge_states(%(group)s);
+select * from vera.graph_edge_states(%(group)s);
 
 -- name: graph_expected_nodes
 -- How many nodes a group's graph should hold.
@@ -67,16 +67,16 @@ select vera.record_graph_check(%(group)s, %(backend)s, %(sql_edges)s, %(graph_ed
 
 -- name: graph_check_results
 -- The last graph check of every group, drift first.
-select group_id, backend, checked_at, sql_edges, graph_edges, sql_nodes, graph_nodes, drift
+select *
 from vera.graph_check_results();
 
 -- name: queue_lag
 -- Per queue (and overall, queue null): jobs due, when the oldest fell due, its age in seconds.
-select queue, waiting, oldest_due, lag_seconds from vera.queue_lag();
+select * from vera.queue_lag();
 
 -- name: passages_to_extract
 -- The group's passages still to extract with a model version, with their text's hash.
-select chunk_id, episode_id, ordinal, text, content_sha256
+select *
 from vera.passages_to_extract(%(group)s, %(model_version)s, %(redo)s, %(max_rows)s);
 
 -- name: take_passage
@@ -85,7 +85,7 @@ select vera.take_passage(%(group)s, %(chunk)s, %(model_version)s, %(redo)s);
 
 -- name: extraction_run
 -- The stored extraction of a passage text, for reuse without a model call.
-select model_version, outcome, claims from vera.extraction_run(%(group)s, %(sha256)s, %(model_version)s, %(any_model)s);
+select * from vera.extraction_run(%(group)s, %(sha256)s, %(model_version)s, %(any_model)s);
 
 -- name: record_extraction
 -- Records a passage's extraction by a model version.
@@ -94,7 +94,7 @@ select vera.record_extraction(%(group)s, %(chunk)s, %(sha256)s, %(model_version)
 
 -- name: extraction_context
 -- The group's ontology and most relevant entity names, for the extraction prompt.
-select predicates, entities from vera.extraction_context(%(group)s, %(passage)s, %(max_entities)s);
+select * from vera.extraction_context(%(group)s, %(passage)s, %(max_entities)s);
 
 -- name: judge_verdict
 -- A stored verdict for the same inputs, model and prompt version, or null.
@@ -124,7 +124,7 @@ select vera.replace_values(%(group)s, %(fact)s, %(replaced)s::uuid[], %(reason)s
 
 -- name: passages_to_time_scope
 -- The group's passages whose time scope was not read, or read by an older reader, after a chunk id.
-select chunk_id, heading, text
+select *
 from vera.passages_to_time_scope(%(group)s, %(reader_version)s, %(after)s, %(max_rows)s);
 
 -- name: set_time_scopes

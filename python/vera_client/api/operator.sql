@@ -3,7 +3,7 @@
 
 -- name: create_tenant
 -- Operator: a new organisation, its owner and the owner's first API key.
-select group_id, principal_id, api_key
+select *
 from vera.create_tenant(%(organisation)s, %(owner)s, %(email)s);
 
 -- name: find_tenant_owner
@@ -30,7 +30,7 @@ select to_regprocedure('vera.missing_vector_indexes(integer)') is not null;
 
 -- name: missing_vector_indexes
 -- Per-group HNSW indexes that are due, with the statements that build them.
-select group_id, table_name, dim, vector_rows, index_name, statements
+select *
 from vera.missing_vector_indexes(%(min_rows)s);
 
 -- name: app_login_exists

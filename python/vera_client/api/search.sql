@@ -3,11 +3,11 @@
 
 -- name: pinned_models
 -- The embedding models (and dimensions) pinned by the groups searched (default: all the caller reads).
-select embedding_model, embedding_dim from vera.pinned_models(%(groups)s::text[]);
+select * from vera.pinned_models(%(groups)s::text[]);
 
 -- name: calibrate_weights
 -- Weights derived from a group's votes; kept as the active set above the minimum sample count.
-select weight_set_id, persisted, sample_count, helpful, unhelpful, weights, separation
+select *
 from vera.calibrate_weights(%(group)s, %(min_samples)s);
 
 -- name: search_version
@@ -15,8 +15,7 @@ from vera.calibrate_weights(%(group)s, %(min_samples)s);
 select vera.search_version();
 
 -- name: search
-select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
-       relevance, authority, verification, recency, feedback, confidence, period, citation
+select *
 from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k => %(k)s,
                  as_of => %(as_of)s, groups => %(groups)s, weights => %(weights)s,
                  k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
@@ -25,7 +24,7 @@ from vera.search(query => %(query)s, query_embedding => %(embedding)s::vector, k
                  during => %(during)s::tstzrange);
 
 -- name: record_feedback
-select feedback_id, group_id, signals, created
+select *
 from vera.record_feedback(%(kind)s::vera.item_kind, %(item_id)s, %(query)s, %(vote)s,
                           %(embedding)s::vector, %(as_of)s, %(groups)s, %(embedding_model)s,
                           %(during)s::tstzrange);
@@ -37,18 +36,17 @@ select vera.active_weights(%(group)s);
 select vera.reset_weights(%(group)s);
 
 -- name: create_snapshot
-select snapshot_id, item_count, created_at from vera.create_snapshot(%(group)s, %(name)s);
+select * from vera.create_snapshot(%(group)s, %(name)s);
 
 -- name: list_snapshots
-select snapshot_id, name, created_at, sealed, item_count, embedding_model, embedding_dim, search_version, weights
+select *
 from vera.list_snapshots(%(group)s);
 
 -- name: drop_snapshot
 select vera.drop_snapshot(%(group)s, %(name)s);
 
 -- name: search_snapshot
-select rank, kind::text, item_id, group_id, text, subject, predicate, object, score,
-       relevance, authority, verification, recency, feedback, confidence, period, citation
+select *
 from vera.search_snapshot(%(group)s, %(name)s, %(query)s, %(embedding)s::vector, %(k)s,
                           k_rrf => %(k_rrf)s::integer, candidates => %(candidates)s::integer,
                           embedding_model => %(embedding_model)s, during => %(during)s::tstzrange);

@@ -3,7 +3,7 @@
 
 -- name: list_sources
 -- The sources of a group (or of every readable group), by name.
-select group_id, source_id, kind, name, uri, trust_tier, config, created_at, retracted_at, tracked_records
+select *
 from vera.list_sources(%(group)s);
 
 -- name: source_cursor
@@ -27,12 +27,12 @@ select vera.register_source(%(group)s, %(kind)s, %(name)s, %(tier)s, %(token_env
 
 -- name: record_episode
 -- One version of a source record; created is false when the content is unchanged.
-select episode_id, version, created
+select *
 from vera.record_episode(%(group)s, %(source)s, %(external_id)s, %(sha256)s, %(object_key)s, %(mime)s,
                          %(observed_at)s, %(title)s, %(uri)s);
 
 -- name: store_chunks
-select ordinal, chunk_id from vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s);
+select * from vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_model)s);
 
 -- name: request_extraction
 -- Defers an extract job over the group's passages (redo: those the current model version has not seen).

@@ -1,8 +1,8 @@
 -- Named queries of the migration runner (vera db migrate, vera db status) and
 -- of the psql script that vera db sql prints (rendered there with literal
 -- values, so both run the same statements). Each starts with "-- name: NAME"
--- and a one-line description; queries.py loads them once, as it loads
--- queries.sql (the client's queries).
+-- and a one-line description; queries.py loads them once (the client's
+-- queries are vera_client/api/*.sql).
 
 -- name: server_version
 -- The server's version as an integer (180001 for 18.1).
