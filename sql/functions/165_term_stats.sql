@@ -1,4 +1,4 @@
--- Term statistics for BM25 (the lexical half of search, 180_search.sql),
+-- Term statistics for BM25 (the lexical half of search, 177_lexical_candidates.sql),
 -- kept exact under every write by triggers on the tables themselves, so no
 -- write path (publish, supersession, review, retraction, erasure, the
 -- worker, a bulk load) can forget them.
