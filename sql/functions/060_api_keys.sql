@@ -3,7 +3,7 @@ set role vera_owner;
 
 -- Internal: stores the hash of a fresh key and returns the key once.
 create or replace function vera.issue_api_key(principal uuid, name text, expires_at timestamptz)
-returns table (key_id uuid, prefix text, api_key text)
+returns setof vera.new_api_key
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
@@ -54,7 +54,7 @@ comment on function vera.may_manage_keys_of(uuid) is 'Internal: the caller may i
 create or replace function vera.create_api_key(
     name text, expires_at timestamptz default null, principal_id uuid default null
 )
-returns table (key_id uuid, prefix text, api_key text)
+returns setof vera.new_api_key
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$

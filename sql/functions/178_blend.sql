@@ -89,11 +89,7 @@ comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], dou
 -- twice in one group) fall to their group and item ids.
 create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
                                       reference timestamptz, k integer, during tstzrange)
-returns table (
-    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
-    subject text, predicate text, object text, score real,
-    relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    period real, citation jsonb)
+returns setof vera.search_hit
 language sql stable
 set search_path = vera, pg_temp
 as $$

@@ -37,11 +37,7 @@ create or replace function vera.search(
     vector_weight double precision default 1,
     ef_search integer default null,
     during tstzrange default null)
-returns table (
-    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
-    subject text, predicate text, object text, score real,
-    relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    period real, citation jsonb)
+returns setof vera.search_hit
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$

@@ -11,7 +11,7 @@ create or replace function vera.record_feedback(
     kind vera.item_kind, item_id uuid, query text, vote text,
     query_embedding public.vector default null, as_of timestamptz default null, groups text[] default null,
     embedding_model text default null, during tstzrange default null)
-returns table (feedback_id uuid, group_id text, signals jsonb, created boolean)
+returns setof vera.recorded_feedback
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$

@@ -270,11 +270,7 @@ create or replace function vera.search_snapshot(
     lexical_weight double precision default 1,
     vector_weight double precision default 1,
     during tstzrange default null)
-returns table (
-    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
-    subject text, predicate text, object text, score real,
-    relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    period real, citation jsonb)
+returns setof vera.search_hit
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$

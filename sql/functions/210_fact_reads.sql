@@ -12,10 +12,7 @@ set role vera_owner;
 -- and evidence live in the proposer's u: scope, which the admin cannot
 -- read) shows the names its origin carries and a citation without source.
 create or replace function vera.fact_details(ids uuid[])
-returns table (fact_id uuid, group_id text, subject text, predicate text, object text, fact_text text,
-               lifecycle vera.fact_lifecycle, tier smallint, authority real, verification vera.verification,
-               confidence real, valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz,
-               proposed_for text, citation jsonb)
+returns setof vera.fact_row
 language sql stable
 set search_path = vera, pg_temp
 as $$
@@ -76,10 +73,7 @@ comment on function vera.readable_fact(uuid, text[]) is 'Internal: a fact the ca
 -- retracted fact says so). groups: optional, each readable (42501).
 -- Errors: VN001 (no such fact for the caller), 22023, VA005.
 create or replace function vera.get_fact(of_fact uuid, groups text[] default null)
-returns table (fact_id uuid, group_id text, subject text, predicate text, object text, fact_text text,
-               lifecycle vera.fact_lifecycle, tier smallint, authority real, verification vera.verification,
-               confidence real, valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz,
-               proposed_for text, citation jsonb)
+returns setof vera.fact_row
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$

@@ -300,7 +300,7 @@ comment on function vera.get_context_pack(uuid) is 'A context pack, for the prin
 create or replace function vera.record_pack_feedback(
     of_pack uuid, item_position integer, vote text, query_embedding public.vector default null,
     embedding_model text default null)
-returns table (feedback_id uuid, group_id text, signals jsonb, created boolean)
+returns setof vera.recorded_feedback
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$

@@ -54,11 +54,7 @@ comment on function vera.require_graph_access(text) is
 -- Internal: the graph's view of some facts of one group, with whether each belongs.
 create or replace function vera.graph_rows(target_group text, fact_ids uuid[], after_fact uuid, max_rows integer,
                                            only_belonging boolean)
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language sql stable
 set search_path = vera, public, pg_temp
 as $$
@@ -93,11 +89,7 @@ comment on function vera.graph_rows(text, uuid[], uuid, integer, boolean) is
 -- Callers: vera_worker (a member of the group when acting for a principal), vera_operator.
 -- Errors: 42501, 22023, 54000.
 create or replace function vera.graph_facts(of_group text, fact_ids uuid[])
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -121,11 +113,7 @@ comment on function vera.graph_facts(text, uuid[]) is
 -- Callers and errors as vera.graph_facts.
 create or replace function vera.graph_group_facts(of_group text, after_fact uuid default null,
                                                   max_rows integer default 1000)
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -294,7 +282,7 @@ comment on function vera.queue_lag() is
 -- one per group searched; VN001 when there is none). groups: optional, each
 -- readable (42501). Errors: VN001, 22023, 22001, 42501, VA005.
 create or replace function vera.explore_starts(entity text, groups text[] default null)
-returns table (group_id text, entity_id uuid)
+returns setof vera.entity_ref
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -318,10 +306,7 @@ comment on function vera.explore_starts(text, text[]) is
 create or replace function vera.explore_facts(
     fact_ids uuid[], hops integer[], as_of timestamptz default null, groups text[] default null,
     max_rows integer default 100)
-returns table (hop integer, fact_id uuid, group_id text, subject text, predicate text, object text,
-               fact_text text, lifecycle vera.fact_lifecycle, tier smallint, authority real,
-               verification vera.verification, confidence real, valid_from timestamptz, valid_to timestamptz,
-               recorded_at timestamptz, proposed_for text, citation jsonb)
+returns setof vera.explored_fact
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
