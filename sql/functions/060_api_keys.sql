@@ -74,6 +74,7 @@ end
 $$;
 comment on function vera.create_api_key(text, timestamptz, uuid) is
     'Issues an API key for the caller or a service account it administers; the key is shown once';
+grant execute on function vera.create_api_key(text, timestamptz, uuid) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: revokes a key by id or prefix. Revocation is immediate and final,
 -- and never waits for the key's users (their use is stamped in api_key_usage).
@@ -103,6 +104,7 @@ begin
 end
 $$;
 comment on function vera.revoke_api_key(text) is 'Revokes an API key (by id or prefix) the caller manages';
+grant execute on function vera.revoke_api_key(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: the caller's own keys, without any secret material.
 create or replace function vera.list_api_keys()
@@ -118,5 +120,6 @@ as $$
     order by k.created_at
 $$;
 comment on function vera.list_api_keys() is 'Lists the caller''s API keys (no secrets)';
+grant execute on function vera.list_api_keys() to vera_app, vera_worker, vera_gateway;
 
 reset role;

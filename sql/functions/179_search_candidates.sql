@@ -208,5 +208,9 @@ comment on function vera.search_candidates(text[], text[], text[], public.vector
     'Internal: stage 1, lexical and vector candidates with their ranks (reads past RLS, checks the groups itself)';
 alter function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer)
     owner to vera_searcher;
+-- vera.search (a definer: vera_owner) calls it; vera_searcher owns it
+grant execute on function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer,
+                                                 integer)
+    to vera_owner;
 
 reset role;

@@ -103,6 +103,9 @@ $$;
 comment on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer, text,
                                  double precision, double precision, integer, tstzrange) is
     'Hybrid search (lexical + vector, RRF, seven-signal blend) over the caller''s readable groups, as of an instant';
+grant execute on function vera.search(text, public.vector, integer, timestamptz, text[], jsonb, integer, integer,
+                                      text, double precision, double precision, integer, tstzrange)
+    to vera_app, vera_worker, vera_gateway;
 
 -- Internal: when a search found nothing and its as_of lies before the first
 -- thing VERA recorded in the searched groups, say so (a NOTICE, 01000): an

@@ -86,6 +86,7 @@ begin
 end
 $$;
 comment on function vera.get_fact(uuid, text[]) is 'One fact the caller may read, with its citation';
+grant execute on function vera.get_fact(uuid, text[]) to vera_app, vera_gateway;
 
 -- Contract: the evidence of one fact: its source (name, kind, tier), the
 -- episode it was drawn from (record, version, observed and recorded time),
@@ -127,6 +128,7 @@ begin
 end
 $$;
 comment on function vera.get_evidence(uuid, text[]) is 'The evidence of one fact: source, episode, chunk text and span';
+grant execute on function vera.get_evidence(uuid, text[]) to vera_app, vera_gateway;
 
 -- Contract: the timeline of one fact. Rows, each a fact with its citation
 -- (evidence span and text included) and its relation to the fact asked about:
@@ -197,5 +199,6 @@ end
 $$;
 comment on function vera.explain_fact(uuid, text[]) is
     'A fact''s timeline: supporting statements and the values it superseded or was superseded by';
+grant execute on function vera.explain_fact(uuid, text[]) to vera_app, vera_gateway;
 
 reset role;

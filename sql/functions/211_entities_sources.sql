@@ -119,6 +119,7 @@ end
 $$;
 comment on function vera.get_entity(text, text[], timestamptz, integer) is
     'An entity by name or id: its aliases and the facts that hold with it as subject or object';
+grant execute on function vera.get_entity(text, text[], timestamptz, integer) to vera_app, vera_gateway;
 
 -- Contract: one source the caller may read: kind, name, uri, tier, when it
 -- was registered and retracted; its freshness (when its last episode was
@@ -173,5 +174,6 @@ end
 $$;
 comment on function vera.get_source(uuid, integer) is
     'A source with its freshness and its versions (episodes), newest first';
+grant execute on function vera.get_source(uuid, integer) to vera_app, vera_gateway;
 
 reset role;

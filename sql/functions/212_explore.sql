@@ -95,5 +95,6 @@ end
 $$;
 comment on function vera.explore(text, integer, timestamptz, text[], integer) is
     'Breadth-first multi-hop exploration (1-5 hops) over facts that share entities, with citations';
+grant execute on function vera.explore(text, integer, timestamptz, text[], integer) to vera_app, vera_gateway;
 
 reset role;
