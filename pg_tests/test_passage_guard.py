@@ -1,8 +1,9 @@
 """The contamination guard over passages (sql/functions/110_sources.sql
-store_chunks, 140_review.sql, 180_search.sql, 200_snapshots.sql, rls): text of
-tier 1-2 sources is published, tier-3 text waits for review, tier-4 text is a
-proposal that answers only its proposer until an admin approves it; retraction,
-erasure and snapshots treat such text as they treat the claims of such sources.
+store_chunks, 140_review.sql, 177_lexical_candidates.sql,
+179_search_candidates.sql, 200_snapshots.sql, rls): text of tier 1-2 sources
+is published, tier-3 text waits for review, tier-4 text is a proposal that
+answers only its proposer until an admin approves it; retraction, erasure and
+snapshots treat such text as they treat the claims of such sources.
 
 Each test searches as the organisation's viewer, a member, the member who
 stored the passages (the proposer), an admin and the owner."""

@@ -1,76 +1,25 @@
-"""vera.search (sql/functions/170_ranking.sql, 180_search.sql): one call,
-lexical + vector candidates fused by reciprocal rank, the seven-signal blend,
-valid time, tenancy, and answers to bad input."""
+"""vera.search (sql/functions/180_search.sql, with stage 1 in 179_search_candidates.sql):
+one call, lexical + vector candidates fused by reciprocal rank, valid time, tenancy, the
+vector half's per-group scans, and answers to bad input. The parts have their own modules:
+test_vector_targets.py, test_lexical_candidates.py (and test_bm25.py), test_blend.py."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from pg_tests.search_corpus import RUNBOOK, VIETNAMESE, Corpus, build_corpus, embedded_claim
 from pg_tests.searching import MODEL, embed, search, texts, vector_literal
 from pg_tests.seed import World, caller
-from pg_tests.writes import claim, publish, record_episode, register_source
-
-RUNBOOK = "Billing API runbook: restart the billing pods with kubectl rollout restart after a failed deploy."
-VIETNAMESE = "Dịch vụ thanh toán chạy trên cụm máy chủ ở Hà Nội và do nhóm Payments phụ trách."
-
-
-@dataclass
-class Corpus:
-    group: str
-    personal: str
-
-
-def _fact(subject: str, predicate: str, obj: str, **extra: Any) -> dict[str, Any]:
-    text = f"{subject} {predicate} {obj}"
-    return claim(subject, predicate, obj, fact_text=text, embedding=embed(text), **extra)
+from pg_tests.writes import publish, record_episode, register_source
 
 
 @pytest.fixture(scope="module")
 def corpus(world: World) -> Corpus:
-    with world.db.connect() as conn:
-        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', 'search')", (world.a.organisation,)
-        ).fetchone()[0]  # type: ignore[index]
-        conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group,))
-        cmdb = register_source(conn, group, "cmdb", 1, kind="cmdb")
-        wiki = register_source(conn, group, "wiki", 2, kind="markdown")
-        chat = register_source(conn, group, "chat", 4, kind="slack")
-        forum = register_source(conn, group, "forum", 3, kind="markdown")
-        wrong = register_source(conn, group, "wrong wiki", 2, kind="markdown")
-
-        export, _, _ = record_episode(conn, group, cmdb, "services.csv", "v1", observed_at="2026-01-01")
-        publish(conn, group, export, [
-            _fact("billing-api", "runs on", "k8s-old", valid_from="2026-01-01"),
-            _fact("billing-api", "runs on", "k8s-new", valid_from="2026-09-01"),
-            _fact("billing-api", "owned by", "Payments Team"),
-        ], MODEL)  # fmt: skip
-
-        runbook, _, _ = record_episode(conn, group, wiki, "runbook.md", RUNBOOK, observed_at="2026-02-01")
-        conn.execute(
-            "select vera.store_chunks(%s, %s, %s, %s)",
-            (group, runbook, Jsonb([
-                {"heading": "Restart", "text": RUNBOOK, "embedding": embed(RUNBOOK)},
-                {"heading": "Vận hành", "text": VIETNAMESE, "embedding": embed(VIETNAMESE)},
-            ]), MODEL),
-        )  # fmt: skip
-
-        thread, _, _ = record_episode(conn, group, chat, "thread-1", "chat")
-        publish(conn, group, thread, [_fact("billing-api", "runs on", "heroku")], MODEL)
-        post, _, _ = record_episode(conn, group, forum, "post-1", "forum")
-        publish(conn, group, post, [_fact("billing-api", "deploys with", "jenkins")], MODEL)
-        bad, _, _ = record_episode(conn, group, wrong, "bad.md", "bad")
-        publish(conn, group, bad, [_fact("billing-api", "written in", "cobol")], MODEL)
-        conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, bad))
-        personal = world.a.owner_personal
-        conn.commit()
-    return Corpus(group=group, personal=personal)
+    return build_corpus(world)
 
 
 def _signals(hit: dict[str, Any]) -> dict[str, float]:
@@ -189,13 +138,6 @@ def test_a_proposal_is_visible_in_its_proposers_own_scope(world: World, corpus: 
     assert "heroku" not in [h["object"] for h in shared]
 
 
-def test_a_tier_one_fact_outranks_a_contradicting_tier_four_proposal(world: World, corpus: Corpus) -> None:
-    with caller(world.db, world.a.owner_key) as conn:
-        hits = [h for h in search(conn, "where does billing-api run", k=20, groups=[corpus.group, corpus.personal])
-                if h["predicate"] == "RUNS_ON"]  # fmt: skip
-    assert [h["object"] for h in hits] == ["k8s-new", "heroku"]
-
-
 def test_other_tenants_never_see_the_corpus(world: World, corpus: Corpus) -> None:
     with caller(world.db, world.b.owner_key) as conn:
         assert search(conn, "billing pods restart", k=50) == []
@@ -238,16 +180,6 @@ def test_bad_arguments_get_a_clear_error(
     assert error.value.sqlstate == sqlstate
 
 
-def test_an_embedding_of_the_wrong_dimension_or_model_is_refused(world: World, corpus: Corpus) -> None:
-    with caller(world.db, world.a.viewer_key) as conn:
-        with pytest.raises(psycopg.Error, match="pinned to test-hash-16 \\(16 dimensions\\)") as error:
-            search(conn, embedding=[0.1] * 8, groups=[corpus.group])
-        assert error.value.sqlstate == "VE001"
-    with caller(world.db, world.a.viewer_key) as conn, pytest.raises(psycopg.Error) as error:
-        search(conn, embedding=embed("x"), groups=[corpus.group], embedding_model="another-model")
-    assert error.value.sqlstate == "VE001"
-
-
 def test_many_candidates_keep_the_search_breadth_in_range(world: World, corpus: Corpus) -> None:
     with caller(world.db, world.a.viewer_key) as conn:
         hits = search(
@@ -265,74 +197,6 @@ def test_unknown_words_punctuation_and_distant_instants_give_empty_results(
         assert search(conn, "billing-api", groups=[corpus.group], as_of="1900-01-01") == []
         future = search(conn, "billing-api runs on", groups=[corpus.group], as_of="2400-01-01")
     assert [h["object"] for h in future if h["predicate"] == "RUNS_ON"] == ["k8s-new"]
-
-
-def test_recency_decays_with_the_half_life(world: World, corpus: Corpus) -> None:
-    with caller(world.db, world.a.viewer_key) as conn:
-        hit = next(h for h in search(conn, "billing-api runs on", groups=[corpus.group], as_of="2026-10-01")
-                   if h["object"] == "k8s-new")  # fmt: skip
-        slow = next(h for h in search(conn, "billing-api runs on", groups=[corpus.group], as_of="2026-10-01",
-                                      weights=Jsonb({"relevance": 0.4, "recency": 0.6, "half_life": "60 days"}))
-                    if h["object"] == "k8s-new")  # fmt: skip
-    age_days = 30  # valid from 2026-09-01, seen as of 2026-10-01
-    assert hit["recency"] == pytest.approx(math.exp(-math.log(2) * age_days / 30), abs=1e-4)
-    assert slow["recency"] == pytest.approx(math.exp(-math.log(2) * age_days / 60), abs=1e-4)
-
-
-def test_recency_counts_from_the_last_confirmation_by_the_source(world: World) -> None:
-    """A long-standing value that a fresh export states again has not aged;
-    one last stated long ago has (the ranking rule of search version 2)."""
-    with caller(world.db, world.a.owner_key) as conn:
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', 'confirmation')", (world.a.organisation,)
-        ).fetchone()[0]  # type: ignore[index]
-        cmdb = register_source(conn, group, "cmdb", 1)
-        fresh, _, _ = record_episode(conn, group, cmdb, "today.csv", "fresh")  # observed now
-        stale, _, _ = record_episode(conn, group, cmdb, "old.csv", "stale", observed_at="2025-02-01")
-        publish(conn, group, fresh, [claim("ledger-db", "runs on", "db-cluster-a", valid_from="2025-01-01")])
-        publish(conn, group, stale, [claim("queue-db", "runs on", "db-cluster-b", valid_from="2025-01-01")])
-        now = {h["subject"]: h["recency"] for h in search(conn, "runs on", groups=[group])}
-        then = {
-            h["subject"]: h["recency"] for h in search(conn, "runs on", groups=[group], as_of="2025-01-31")
-        }
-    assert now["ledger-db"] == pytest.approx(1.0, abs=1e-3)
-    assert now["queue-db"] < 1e-5
-    # as of an instant before either confirmation, both count from the instant: the latest word on it
-    assert then == {"ledger-db": pytest.approx(1.0), "queue-db": pytest.approx(1.0)}
-
-
-def test_text_of_informational_and_unverified_sources_awaits_verification(world: World) -> None:
-    """Graded as claims are: text of tier 1-2 sources is verified automatically
-    (0.8); in the proposer's own u: scope tier 3-4 text answers, awaiting
-    verification (0.5). (Who sees tier 3-4 text in a shared scope:
-    test_passage_guard.py.)"""
-    with caller(world.db, world.a.owner_key) as conn:
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', 'passage grading')", (world.a.organisation,)
-        ).fetchone()[0]  # type: ignore[index]
-        graded = {}
-        for scope in (group, world.a.owner_personal):
-            for tier in (1, 2, 3, 4):
-                source = register_source(conn, scope, f"tier {tier}", tier)
-                episode, _, _ = record_episode(conn, scope, source, "page.md", f"tier {tier}")
-                conn.execute("select vera.store_chunks(%s, %s, %s)",
-                             (scope, episode, Jsonb([{"text": f"walrus note of tier {tier}"}])))  # fmt: skip
-            graded[scope] = {
-                h["citation"]["tier"]: (h["verification"], h["citation"]["verification"])
-                for h in search(conn, "walrus", groups=[scope])
-            }
-    # in the shared scope the owner, who stored them, sees its own tier-4 proposal; tier 3 awaits review
-    assert graded[group] == {
-        1: (pytest.approx(0.8), "auto"),
-        2: (pytest.approx(0.8), "auto"),
-        4: (pytest.approx(0.5), "pending"),
-    }
-    assert graded[world.a.owner_personal] == {
-        1: (pytest.approx(0.8), "auto"),
-        2: (pytest.approx(0.8), "auto"),
-        3: (pytest.approx(0.5), "pending"),
-        4: (pytest.approx(0.5), "pending"),
-    }
 
 
 def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world: World) -> None:
@@ -365,7 +229,7 @@ def test_the_vector_half_reads_the_tables_where_a_group_holds_documents(world: W
         ).fetchone()[0]  # type: ignore[index]
         cmdb = register_source(conn, group, "cmdb", 1, kind="cmdb")
         export, _, _ = record_episode(conn, group, cmdb, "hosts.csv", "v1")
-        publish(conn, group, export, [_fact("ledger-db", "runs on", "rack-7")], MODEL)
+        publish(conn, group, export, [embedded_claim("ledger-db", "runs on", "rack-7")], MODEL)
         hits = search(conn, embedding=embed("ledger-db runs on rack-7"), groups=[group])
         assert [(h["kind"], h["text"]) for h in hits] == [("fact", "ledger-db runs on rack-7")]
 
@@ -395,12 +259,12 @@ def bulk(world: World) -> None:
     with caller(world.db, world.b.owner_key) as conn:
         source = register_source(conn, world.b.organisation, "bulk", 1)
         episode, _, _ = record_episode(conn, world.b.organisation, source, "bulk", "bulk")
-        publish(conn, world.b.organisation, episode, [_fact("pod", "runs on", "bulk-0")], MODEL)
+        publish(conn, world.b.organisation, episode, [embedded_claim("pod", "runs on", "bulk-0")], MODEL)
         conn.commit()
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, world.a.workspace, "small", 1)
         episode, _, _ = record_episode(conn, world.a.workspace, source, "small", "small")
-        publish(conn, world.a.workspace, episode, [_fact("pod", "runs on", "small-0")], MODEL)
+        publish(conn, world.a.workspace, episode, [embedded_claim("pod", "runs on", "small-0")], MODEL)
         conn.commit()
     with world.db.admin() as admin:
         # A's rows lie beyond B's first 500 neighbours of the query

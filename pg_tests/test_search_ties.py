@@ -1,5 +1,6 @@
 """The order of equal scores (sql/functions/170_ranking.sql order keys,
-180_search.sql, 200_snapshots.sql): decided by the data, never by random ids,
+177_lexical_candidates.sql, 178_blend.sql, 179_search_candidates.sql,
+200_snapshots.sql): decided by the data, never by random ids,
 so that two databases holding the same data rank it the same, and a snapshot
 answers as live search did."""
 

@@ -1,5 +1,5 @@
 """BM25 term statistics (sql/functions/165_term_stats.sql, 170_ranking.sql,
-180_search.sql, 200_snapshots.sql) against a recount from scratch: exact
+177_lexical_candidates.sql, 200_snapshots.sql) against a recount from scratch: exact
 after every kind of write, concurrent writers included; erasure leaves no
 word behind, snapshots included; one tenant's writes never move another's
 scores; and MaxScore's candidate generation returns the exact BM25 top n of
@@ -483,10 +483,10 @@ def test_another_tenants_writes_move_no_score(world: World) -> None:
 # ---------------------------------------------------------------- 4. MaxScore
 
 
-# The documented rule of candidate generation (sql/functions/180_search.sql), restated: the
-# rarest terms while each is held by at most a tenth of the documents (IDF >= ln 10) or by at
-# most the budget of this kind (vera.lexical_budget), at least the rarest; a document holding
-# none of them is no candidate.
+# The documented rule of candidate generation (sql/functions/177_lexical_candidates.sql),
+# restated: the rarest terms while each is held by at most a tenth of the documents (IDF >= ln 10)
+# or by at most the budget of this kind (vera.lexical_budget), at least the rarest; a document
+# holding none of them is no candidate.
 GENERATING = """vera.any_of(w.terms[1:(select greatest(1, coalesce(min(t.position) - 1, cardinality(w.terms)))
                                          from unnest(w.idfs, w.postings) with ordinality t(idf, postings, position)
                                         where t.idf < ln(10) and t.postings > vera.lexical_budget(%(kind)s))])"""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import psycopg
 
@@ -27,6 +27,15 @@ def functional_project(conn: psycopg.Connection, organisation: str, name: str) -
     assert group is not None
     conn.execute("select vera.declare_predicate(%s, 'runs on', 'functional')", (group[0],))
     return str(group[0])
+
+
+def project_with_source(conn: psycopg.Connection, organisation: str, name: str) -> tuple[str, UUID]:
+    """A new project of the organisation (its name made unique) and a tier-1 source in it."""
+    row = conn.execute(
+        "select vera.create_group(%s, 'project', %s)", (organisation, f"{name} {uuid4().hex[:8]}")
+    ).fetchone()
+    assert row is not None
+    return str(row[0]), register_source(conn, row[0], "notes", 1)
 
 
 def register_source(

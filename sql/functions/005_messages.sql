@@ -18,6 +18,8 @@ comment on function vera.shown(text, integer) is
     'A caller''s value for an error message: at most max_chars (100) characters, then an ellipsis and the length';
 
 grant execute on function vera.shown(text, integer) to public;
+-- by name too for the graph's readers, which run as vera_searcher (230_graph.sql)
+grant execute on function vera.shown(text, integer) to vera_searcher;
 
 -- Refuses a text over its documented limit with 22001, naming the argument.
 create or replace function vera.check_length(value text, what text, max_chars integer)

@@ -20,6 +20,8 @@ as $$
 $$;
 comment on function vera.current_principal() is
     'Principal the current transaction authenticated as, or null';
+-- row-level security's policies call it, as whoever they apply to
+grant execute on function vera.current_principal() to public;
 
 create or replace function vera.readable_groups()
 returns text[]
@@ -34,6 +36,8 @@ as $$
 $$;
 comment on function vera.readable_groups() is
     'Groups the current transaction may read (any role); empty when unauthenticated';
+-- row-level security's policies call it, as whoever they apply to
+grant execute on function vera.readable_groups() to public;
 
 create or replace function vera.writable_groups()
 returns text[]
@@ -48,6 +52,8 @@ as $$
 $$;
 comment on function vera.writable_groups() is
     'Groups the current transaction may write (member or above); empty when unauthenticated';
+-- row-level security's policies call it, as whoever they apply to
+grant execute on function vera.writable_groups() to public;
 
 create or replace function vera.administrable_groups()
 returns text[]
@@ -62,6 +68,8 @@ as $$
 $$;
 comment on function vera.administrable_groups() is
     'Groups the current transaction administers (admin or owner); empty when unauthenticated';
+-- row-level security's policies call it, as whoever they apply to
+grant execute on function vera.administrable_groups() to public;
 
 -- Raise VA005 unless the transaction has authenticated; returns the principal.
 create or replace function vera.require_principal()
@@ -81,6 +89,7 @@ end
 $$;
 comment on function vera.require_principal() is
     'The authenticated principal of this transaction; raises VA005 when there is none';
+grant execute on function vera.require_principal() to vera_app, vera_worker, vera_gateway;
 
 -- Raise 42501 unless the caller holds at least min_role in the group.
 create or replace function vera.require_role(target_group text, min_role vera.member_role)
@@ -103,5 +112,6 @@ end
 $$;
 comment on function vera.require_role(text, vera.member_role) is
     'Raises 42501 unless the authenticated caller holds min_role (or above) in the group';
+grant execute on function vera.require_role(text, vera.member_role) to vera_app, vera_worker, vera_gateway;
 
 reset role;

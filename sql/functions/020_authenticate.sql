@@ -35,6 +35,7 @@ as $$
     select e.role from vera.effective_roles(vera.current_principal()) e where e.group_id = target_group
 $$;
 comment on function vera.role_in(text) is 'Effective role of the authenticated caller in a group, or null';
+grant execute on function vera.role_in(text) to vera_app, vera_worker, vera_gateway;
 
 create or replace function vera.set_auth_context(principal uuid, key uuid)
 returns void
@@ -146,6 +147,7 @@ end
 $$;
 comment on function vera.authenticate(text) is
     'Authenticates an API key for the current transaction; returns the principal id';
+grant execute on function vera.authenticate(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: for trusted server roles only (vera_gateway, vera_worker), which
 -- verified the caller themselves (OAuth token, job payload). Sets the same
@@ -165,5 +167,6 @@ end
 $$;
 comment on function vera.authenticate_principal(uuid) is
     'Trusted server roles only: act as an already verified principal for the current transaction';
+grant execute on function vera.authenticate_principal(uuid) to vera_gateway, vera_worker;
 
 reset role;

@@ -70,6 +70,7 @@ end
 $$;
 comment on function vera.create_tenant(text, text, text) is
     'Operators: creates an organisation with its owner and returns the owner''s first API key once';
+grant execute on function vera.create_tenant(text, text, text) to vera_operator;
 
 -- Contract: creates a workspace (under an organisation) or a project (under an
 -- organisation or workspace). Requires admin in the parent. Returns the new id.
@@ -109,6 +110,7 @@ end
 $$;
 comment on function vera.create_group(text, vera.group_kind, text) is
     'Creates a workspace or project under a group the caller administers';
+grant execute on function vera.create_group(text, vera.group_kind, text) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: the organisation (or personal scope) at the top of a group's tree.
 create or replace function vera.root_group(of_group text)
@@ -212,6 +214,8 @@ end
 $$;
 comment on function vera.create_principal(text, vera.principal_kind, text, vera.member_role, text) is
     'Creates a user or service account as a member of a group the caller administers';
+grant execute on function vera.create_principal(text, vera.principal_kind, text, vera.member_role, text)
+    to vera_app, vera_worker, vera_gateway;
 
 -- Contract: grants (or changes) a principal's role in a group the caller
 -- administers. The principal must already belong to a group the caller reads,
@@ -258,6 +262,7 @@ end
 $$;
 comment on function vera.set_member_role(text, uuid, vera.member_role) is
     'Grants or changes a principal''s role in a group the caller administers';
+grant execute on function vera.set_member_role(text, uuid, vera.member_role) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: removes a principal from a group the caller administers.
 -- An owner can only be removed by an owner; a group keeps at least one owner
@@ -294,6 +299,7 @@ begin
 end
 $$;
 comment on function vera.remove_member(text, uuid) is 'Removes a principal from a group the caller administers';
+grant execute on function vera.remove_member(text, uuid) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: the authenticated caller and every group it reaches, with roles.
 create or replace function vera.whoami()
@@ -311,5 +317,6 @@ as $$
     order by g.group_id
 $$;
 comment on function vera.whoami() is 'The authenticated caller and each group it reaches, with its role';
+grant execute on function vera.whoami() to vera_app, vera_worker, vera_gateway;
 
 reset role;

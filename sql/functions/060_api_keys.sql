@@ -3,7 +3,7 @@ set role vera_owner;
 
 -- Internal: stores the hash of a fresh key and returns the key once.
 create or replace function vera.issue_api_key(principal uuid, name text, expires_at timestamptz)
-returns table (key_id uuid, prefix text, api_key text)
+returns setof vera.new_api_key
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
@@ -54,7 +54,7 @@ comment on function vera.may_manage_keys_of(uuid) is 'Internal: the caller may i
 create or replace function vera.create_api_key(
     name text, expires_at timestamptz default null, principal_id uuid default null
 )
-returns table (key_id uuid, prefix text, api_key text)
+returns setof vera.new_api_key
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
@@ -74,6 +74,7 @@ end
 $$;
 comment on function vera.create_api_key(text, timestamptz, uuid) is
     'Issues an API key for the caller or a service account it administers; the key is shown once';
+grant execute on function vera.create_api_key(text, timestamptz, uuid) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: revokes a key by id or prefix. Revocation is immediate and final,
 -- and never waits for the key's users (their use is stamped in api_key_usage).
@@ -103,6 +104,7 @@ begin
 end
 $$;
 comment on function vera.revoke_api_key(text) is 'Revokes an API key (by id or prefix) the caller manages';
+grant execute on function vera.revoke_api_key(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: the caller's own keys, without any secret material.
 create or replace function vera.list_api_keys()
@@ -118,5 +120,6 @@ as $$
     order by k.created_at
 $$;
 comment on function vera.list_api_keys() is 'Lists the caller''s API keys (no secrets)';
+grant execute on function vera.list_api_keys() to vera_app, vera_worker, vera_gateway;
 
 reset role;

@@ -25,6 +25,7 @@ as $$
     end
 $$;
 comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
+grant execute on function vera.setting_default(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: a setting's value in a group (its override, else the default).
 create or replace function vera.setting(group_id text, name text)
@@ -37,6 +38,7 @@ as $$
         vera.setting_default(setting.name))
 $$;
 comment on function vera.setting(text, text) is 'A setting''s value in a group: its override, else the default';
+grant execute on function vera.setting(text, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: overrides a setting in a group the caller administers (null resets
 -- it to the default). Unknown names and values of the wrong type are refused.
@@ -85,5 +87,6 @@ end
 $$;
 comment on function vera.set_setting(text, text, jsonb) is
     'Overrides (or with null resets) a setting in a group the caller administers';
+grant execute on function vera.set_setting(text, text, jsonb) to vera_app, vera_worker, vera_gateway;
 
 reset role;

@@ -23,6 +23,7 @@ as $$
 $$;
 comment on function vera.normalize_name(text) is
     'Matching form of a name: NFKC, lower case, punctuation and whitespace collapsed, diacritics kept';
+grant execute on function vera.normalize_name(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: a predicate in UPPER_SNAKE ('runs on', 'runsOn', 'RUNS-ON' -> RUNS_ON);
 -- null when nothing usable is left or it does not start with a letter.
@@ -38,5 +39,6 @@ as $$
                  '[^[:alnum:]]+', '_', 'g')), '_') as normalized) p
 $$;
 comment on function vera.normalize_predicate(text) is 'UPPER_SNAKE form of a predicate, or null';
+grant execute on function vera.normalize_predicate(text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

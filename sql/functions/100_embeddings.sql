@@ -111,5 +111,6 @@ as $$
 $$;
 comment on function vera.pinned_models(text[]) is
     'The embedding models and dimensions pinned by the named (default: all readable) groups';
+grant execute on function vera.pinned_models(text[]) to vera_app, vera_worker, vera_gateway;
 
 reset role;

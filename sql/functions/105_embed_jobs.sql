@@ -30,6 +30,7 @@ end
 $$;
 comment on function vera.facts_to_embed(text, uuid[]) is
     'The facts among the ids that have no vector yet, with their text (members)';
+grant execute on function vera.facts_to_embed(text, uuid[]) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: stores one vector per fact (same order), all of one dimension,
 -- computed by embedding_model; pins the group's model at its first vector and
@@ -94,5 +95,7 @@ end
 $$;
 comment on function vera.set_fact_embeddings(text, uuid[], public.vector[], text) is
     'Stores the vectors of facts that had none, pinning the group''s model (members)';
+grant execute on function vera.set_fact_embeddings(text, uuid[], public.vector[], text)
+    to vera_app, vera_worker, vera_gateway;
 
 reset role;

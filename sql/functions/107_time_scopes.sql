@@ -104,6 +104,8 @@ end
 $$;
 comment on function vera.passages_to_time_scope(text, integer, uuid, integer) is
     'Passages whose time scope was not read, or read by an older reader (vera reprocess --time-scopes)';
+-- an admin's operation, done by the caller's own client (no model, no worker)
+grant execute on function vera.passages_to_time_scope(text, integer, uuid, integer) to vera_app, vera_gateway;
 
 -- Contract: records time scopes read again: a JSON array of {"chunk_id",
 -- "time_scope": [[start, end], ...], "time_scope_version": n >= 1}, at
@@ -153,5 +155,6 @@ end
 $$;
 comment on function vera.set_time_scopes(text, jsonb) is
     'Records time scopes read again by VERA''s reader (vera reprocess --time-scopes)';
+grant execute on function vera.set_time_scopes(text, jsonb) to vera_app, vera_gateway;
 
 reset role;

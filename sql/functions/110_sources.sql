@@ -55,6 +55,8 @@ end
 $$;
 comment on function vera.register_source(text, text, text, integer, text, jsonb, text) is
     'Registers or updates (by name) a source and its trust tier; admins only';
+grant execute on function vera.register_source(text, text, text, integer, text, jsonb, text)
+    to vera_app, vera_worker, vera_gateway;
 
 -- Internal: a source of the group that the caller can see, or VN001.
 create or replace function vera.visible_source(target_group text, target_source uuid)
@@ -138,6 +140,8 @@ end
 $$;
 comment on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text) is
     'Records a version of a source record; unchanged content returns the existing episode';
+grant execute on function vera.record_episode(text, uuid, text, bytea, text, text, timestamptz, text, text)
+    to vera_app, vera_worker, vera_gateway;
 
 -- Internal: an episode of the group that the caller can see, or VN001.
 create or replace function vera.visible_episode(target_group text, target_episode uuid)
@@ -271,5 +275,6 @@ end
 $$;
 comment on function vera.store_chunks(text, uuid, jsonb, text) is
     'Stores an episode''s ordered chunks (text, heading, span, optional embedding and time scope)';
+grant execute on function vera.store_chunks(text, uuid, jsonb, text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

@@ -29,6 +29,7 @@ begin
 end
 $$;
 comment on function vera.list_sources(text) is 'The sources of a group (or of every readable group), by name';
+grant execute on function vera.list_sources(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: a source's cursor: one entry per record key (a file's relative
 -- path), as the connector wrote it ({} before the first run).
@@ -43,6 +44,7 @@ begin
 end
 $$;
 comment on function vera.source_cursor(text, uuid) is 'A source''s incremental cursor; {} before the first run';
+grant execute on function vera.source_cursor(text, uuid) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: merges changes into a source's cursor: a key with a JSON object
 -- sets that record's entry, a key with null removes it. Members, so that the
@@ -77,6 +79,7 @@ end
 $$;
 comment on function vera.advance_source_cursor(text, uuid, jsonb) is
     'Merges per-record entries into a source''s cursor (null removes one); members';
+grant execute on function vera.advance_source_cursor(text, uuid, jsonb) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: asks the worker to read a source (or one path below its root).
 -- The job carries the caller's principal: the worker vouches for it, so the
@@ -108,5 +111,6 @@ end
 $$;
 comment on function vera.request_ingest(text, uuid, text) is
     'Defers an ingestion run of a source for the worker, on behalf of the caller; members';
+grant execute on function vera.request_ingest(text, uuid, text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

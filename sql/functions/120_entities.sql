@@ -56,6 +56,8 @@ $$;
 comment on function vera.similar_aliases(integer[], text[], text[], float8[]) is
     'Internal: the most similar alias per (group, name) by trigrams (reads past RLS, checks the groups itself)';
 alter function vera.similar_aliases(integer[], text[], text[], float8[]) owner to vera_resolver;
+-- vera.resolve_entities (a definer: vera_owner) calls it; vera_resolver owns it
+grant execute on function vera.similar_aliases(integer[], text[], text[], float8[]) to vera_owner;
 
 -- Internal: resolves names to entities, creating what is not found.
 -- Inputs are aligned arrays, one element per (group, name); names with the

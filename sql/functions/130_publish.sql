@@ -11,6 +11,7 @@ as $$
     select case tier when 1 then 1.00 when 2 then 0.85 when 3 then 0.70 when 4 then 0.40 end::real
 $$;
 comment on function vera.tier_authority(integer) is 'Authority of a trust tier: 1.00, 0.85, 0.70, 0.40';
+grant execute on function vera.tier_authority(integer) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: the first problem of a claim batch, as 'claim N: ...', or nothing.
 -- Each claim object is parsed once into typed fields (jsonb_to_recordset).
@@ -411,5 +412,6 @@ end
 $$;
 comment on function vera.publish_claims(text, uuid, jsonb, text) is
     'Publishes a batch of claims with grading, the contamination guard, resolution and supersession';
+grant execute on function vera.publish_claims(text, uuid, jsonb, text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

@@ -27,6 +27,7 @@ begin
 end
 $$;
 comment on function vera.pending_reviews(text) is 'Claims pending review in, or proposed for, a group the caller administers';
+grant execute on function vera.pending_reviews(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: decides on one claim waiting for group_id: 'approve' publishes it
 -- there as human_verified (a proposal is copied from its u: scope into the
@@ -155,6 +156,7 @@ end
 $$;
 comment on function vera.review_claim(text, uuid, text, text) is
     'Approves (publishes, human_verified) or rejects a claim waiting for review in a group; admins only';
+grant execute on function vera.review_claim(text, uuid, text, text) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: the passage chunk_id of group_id if it waits for review there:
 -- tier-3 text pending review or tier-4 text proposed, of an episode that was
@@ -202,6 +204,7 @@ begin
 end
 $$;
 comment on function vera.pending_passages(text) is 'Passages pending review in, or proposed for, a group the caller administers';
+grant execute on function vera.pending_passages(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: decides on one passage waiting for review in group_id:
 -- 'approve' publishes it there as human_verified (a proposal then answers
@@ -248,5 +251,6 @@ end
 $$;
 comment on function vera.review_passage(text, uuid, text, text) is
     'Approves (publishes, human_verified) or rejects a passage waiting for review in a group; admins only';
+grant execute on function vera.review_passage(text, uuid, text, text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

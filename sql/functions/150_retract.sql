@@ -170,6 +170,7 @@ as $$
     select vera.withdraw_episode(group_id, episode_id, false, reason)
 $$;
 comment on function vera.retract_episode(text, uuid, text) is 'Retracts an episode''s knowledge end to end; admins only';
+grant execute on function vera.retract_episode(text, uuid, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: erases one episode (admins): retraction, then the episode, its
 -- chunks, facts, snapshot copies and feedback are deleted and its raw bytes
@@ -182,6 +183,7 @@ as $$
     select vera.withdraw_episode(group_id, episode_id, true, reason)
 $$;
 comment on function vera.erase_episode(text, uuid, text) is 'Erases an episode and everything drawn from it; admins only';
+grant execute on function vera.erase_episode(text, uuid, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: retracts every episode of a source and the source itself (admins);
 -- new ingestion from it is refused until it is registered again. Its cursor is
@@ -208,6 +210,7 @@ begin
 end
 $$;
 comment on function vera.retract_source(text, uuid, text) is 'Retracts a source and all its episodes; admins only';
+grant execute on function vera.retract_source(text, uuid, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: erases a source (admins): all its episodes as erase_episode does,
 -- then the source row itself.
@@ -245,6 +248,7 @@ begin
 end
 $$;
 comment on function vera.erase_source(text, uuid, text) is 'Erases a source and everything drawn from it; admins only';
+grant execute on function vera.erase_source(text, uuid, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: marks a retract_cleanup job completed after the caller cleaned up
 -- in-process (graph edges removed, objects deleted), so the worker skips it.
@@ -275,5 +279,6 @@ end
 $$;
 comment on function vera.complete_cleanup(bigint) is
     'Marks a retract_cleanup job done after in-process cleanup; admins of its group';
+grant execute on function vera.complete_cleanup(bigint) to vera_app, vera_worker, vera_gateway;
 
 reset role;

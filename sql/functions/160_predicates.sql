@@ -38,5 +38,7 @@ end
 $$;
 comment on function vera.declare_predicate(text, text, vera.predicate_cardinality, text) is
     'Declares a predicate (functional or multi-valued) in a group''s ontology; admins only';
+grant execute on function vera.declare_predicate(text, text, vera.predicate_cardinality, text)
+    to vera_app, vera_worker, vera_gateway;
 
 reset role;

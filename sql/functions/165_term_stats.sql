@@ -1,4 +1,4 @@
--- Term statistics for BM25 (the lexical half of search, 180_search.sql),
+-- Term statistics for BM25 (the lexical half of search, 177_lexical_candidates.sql),
 -- kept exact under every write by triggers on the tables themselves, so no
 -- write path (publish, supersession, review, retraction, erasure, the
 -- worker, a bulk load) can forget them.
@@ -47,6 +47,8 @@ end
 $$;
 comment on function vera.count_terms(vera.item_kind, text[], tsvector[], integer[]) is
     'Internal: records documents entering (+1) or leaving (-1) a group''s BM25 statistics, applied at commit';
+-- the statistics' triggers, which run as vera_searcher, call it
+grant execute on function vera.count_terms(vera.item_kind, text[], tsvector[], integer[]) to vera_searcher;
 
 -- Internal: the deferred trigger that applies a transaction's changes at
 -- its commit, sorted; terms no document holds any more are dropped (the
@@ -109,6 +111,8 @@ language sql immutable parallel safe
 as $$ select lifecycle in ('published', 'proposal') $$;
 comment on function vera.passage_counted(vera.fact_lifecycle) is
     'Internal: whether a passage of this lifecycle counts in the BM25 statistics (with its episode not retracted)';
+-- the statistics' triggers, which run as vera_searcher, call it
+grant execute on function vera.passage_counted(vera.fact_lifecycle) to vera_searcher;
 
 -- Triggers. Inserts and deletes are counted once per statement (a batch of
 -- 10,000 claims appends one change per distinct term); updates row by row,
@@ -262,5 +266,7 @@ as $$
 $$;
 comment on function vera.term_statistics(text[], vera.item_kind, text[]) is
     'Internal: BM25 statistics of some terms over some groups (term '''' is the corpus)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.term_statistics(text[], vera.item_kind, text[]) to vera_searcher;
 
 reset role;

@@ -11,6 +11,7 @@ language sql immutable
 set search_path = vera, pg_temp
 as $$ select 'vera-search/6' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
+grant execute on function vera.search_version() to vera_app, vera_worker, vera_gateway;
 
 -- Internal: the signals of the blend, in the order search returns them.
 create or replace function vera.signal_names()
@@ -33,6 +34,7 @@ as $$
              "feedback": 0.064, "confidence": 0.08, "period": 0.20, "half_life": "30 days"}'::jsonb
 $$;
 comment on function vera.default_weights() is 'Default weights of the seven signals and the recency half-life';
+grant execute on function vera.default_weights() to vera_app, vera_worker, vera_gateway;
 
 -- Internal: checks weights a caller passes in and completes them: the seven
 -- signals, each a non-negative number (absent ones count 0), scaled to sum 1;
@@ -109,6 +111,7 @@ as $$
         vera.default_weights())
 $$;
 comment on function vera.active_weights(text) is 'The active weight set of a group (RLS applies), else the defaults';
+grant execute on function vera.active_weights(text) to vera_app, vera_worker, vera_gateway;
 
 -- Signals, each in [0, 1]. Inlined into the blend (plain SQL, immutable).
 
@@ -194,6 +197,8 @@ as $$
 $$;
 comment on function vera.fact_order_key(text, text, text, timestamptz) is
     'Order key of a fact among equal scores: text, predicate, object, valid_from (bytes)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.fact_order_key(text, text, text, timestamptz) to vera_searcher;
 
 -- a passage: the name of its source, its record (external id), the version
 -- and its position in it
@@ -209,6 +214,8 @@ as $$
 $$;
 comment on function vera.passage_order_key(text, text, integer, integer) is
     'Order key of a passage among equal scores: source name, record, version, ordinal (bytes)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.passage_order_key(text, text, integer, integer) to vera_searcher;
 
 -- a group, after the item's own key: items identical but for their group
 -- (the same text in a workspace and its project) follow the groups' kinds
@@ -222,6 +229,8 @@ as $$
 $$;
 comment on function vera.group_order_key(vera.group_kind, text) is
     'Order key of a group among equal items: kind, name (bytes)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_order_key(vera.group_kind, text) to vera_searcher;
 
 -- Contract: the words of a query as the lexical half matches them: lower
 -- case with diacritics kept (the 'simple' configuration the tsv columns
@@ -240,6 +249,7 @@ as $$
 $$;
 comment on function vera.query_terms(text) is
     'The lexical half''s terms of a query: its words (simple configuration), each once, sorted';
+grant execute on function vera.query_terms(text) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: the tsquery matching any of these lexemes; null for none.
 create or replace function vera.any_of(lexemes text[])
@@ -250,6 +260,8 @@ as $$
                array(select pg_catalog.quote_literal(t) from pg_catalog.unnest(lexemes) t), ' | '), '')::tsquery
 $$;
 comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
+-- vera.lexical_query (the SQL API, run as its caller) and the candidate stages (vera_searcher) call it
+grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
 
 -- Internal: a fact's words as the facts' full-text index holds them
 -- (facts_group_lexemes_idx, migrations 0004 and 0005), each twice: keyed by
@@ -279,6 +291,8 @@ as $$
 $$;
 comment on function vera.group_lexemes(text, uuid, tsvector) is
     'Internal: a fact''s lexemes keyed by group ("<group_id> <lexeme>") and by group and part ("... <part>"), the facts'' full-text index';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_lexemes(text, uuid, tsvector) to vera_searcher;
 
 -- Internal: the parts of a group's facts in the order a round reads them
 -- (the last hex digit of a fact id, vera.group_lexemes).
@@ -289,6 +303,8 @@ as $$
     select '{0,1,2,3,4,5,6,7,8,9,a,b,c,d,e,f}'::text[]
 $$;
 comment on function vera.lexeme_parts() is 'Internal: the 16 parts of the facts'' full-text index, in reading order';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.lexeme_parts() to vera_searcher;
 
 -- Internal: the tsquery over vera.group_lexemes matching a fact of one of
 -- the groups that holds one of the lexemes and, when and_any names some,
@@ -318,6 +334,8 @@ as $$
 $$;
 comment on function vera.group_lexeme_query(text[], text[], text[], text[]) is
     'Internal: tsquery over vera.group_lexemes: in one of the groups (and parts), any of the lexemes (and any of and_any)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_lexeme_query(text[], text[], text[], text[]) to vera_searcher;
 
 -- Contract: the lexical half's terms as a tsquery, any of them (OR); null
 -- when the query has no word. What a text matches; BM25 decides the order.
@@ -330,6 +348,7 @@ as $$
 $$;
 comment on function vera.lexical_query(text) is
     'The lexical half''s tsquery: the query''s words (simple configuration), OR-ed; null if none';
+grant execute on function vera.lexical_query(text) to vera_app, vera_worker, vera_gateway;
 
 -- BM25 (Okapi; Robertson and Zaragoza 2009) with the IDF that Lucene uses,
 -- ln(1 + (N - df + 0.5) / (df + 0.5)), which stays positive for a word in
@@ -350,6 +369,8 @@ returns table (k1 double precision, b double precision)
 language sql immutable
 as $$ select 1.2::float8, case kind when 'fact' then 0.0::float8 else 0.75::float8 end $$;
 comment on function vera.bm25_parameters(vera.item_kind) is 'BM25''s k1 (1.2) and b (0.75 for passages, 0 for facts)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_parameters(vera.item_kind) to vera_searcher;
 
 -- The budget of candidate generation (vera.lexical_candidates): postings
 -- per round of rare terms, beyond the first term's. For facts (b = 0) also
@@ -362,6 +383,8 @@ language sql immutable
 as $$ select case kind when 'fact' then 250 else 1000 end::bigint $$;
 comment on function vera.lexical_budget(vera.item_kind) is
     'Postings per round of candidate generation (passages 1000); facts'' rounds read at most that many (250)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.lexical_budget(vera.item_kind) to vera_searcher;
 
 create or replace function vera.bm25_idf(documents bigint, document_frequency bigint)
 returns double precision
@@ -369,6 +392,8 @@ language sql immutable
 as $$ select ln(1 + (documents - document_frequency + 0.5) / (document_frequency + 0.5)) $$;
 comment on function vera.bm25_idf(bigint, bigint) is
     'Internal: BM25 inverse document frequency ln(1 + (N - df + 0.5) / (df + 0.5))';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_idf(bigint, bigint) to vera_searcher;
 
 -- Internal: BM25's weights of the query terms from statistics rows (kind,
 -- term, documents, tokens; term '' is a kind's corpus). The IDF is the
@@ -405,6 +430,8 @@ as $$
 $$;
 comment on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]) is
     'Internal: per kind and query term, postings, IDF over facts and passages together, and average length';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]) to vera_searcher;
 
 -- Internal: a document's BM25 score for query terms with their IDFs. A
 -- document's length is its number of distinct words (length(tsv)), so that
@@ -433,6 +460,10 @@ as $$
 $$;
 comment on function vera.bm25_document_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
     'Internal: BM25 score of a tsvector as one row, for cross join lateral (inlined); vera.bm25_score as a value';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_document_score(vera.item_kind, tsvector, text[], double precision[],
+                                                   double precision)
+    to vera_searcher;
 
 create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
                                            average_length double precision)
@@ -441,6 +472,9 @@ language sql immutable
 as $$ select s.score from vera.bm25_document_score(kind, tsv, terms, idfs, average_length) s $$;
 comment on function vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision) is
     'Internal: BM25 score of a fact''s or passage''s tsvector for terms with their IDFs, given the average length';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_score(vera.item_kind, tsvector, text[], double precision[], double precision)
+    to vera_searcher;
 
 -- Internal: whether a fact is an answer at an instant (valid time, current
 -- knowledge): a published or superseded revision whose validity covers it
@@ -461,5 +495,9 @@ $$;
 comment on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
                                       timestamptz, text) is
     'Internal: whether a fact answers at an instant (published/superseded revision valid then; own proposals)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.fact_visible(vera.fact_lifecycle, text, timestamptz, timestamptz, timestamptz,
+                                            timestamptz, text)
+    to vera_searcher;
 
 reset role;

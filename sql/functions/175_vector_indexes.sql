@@ -13,6 +13,8 @@ language sql immutable
 as $$ select format('%s_%s_%s_hnsw_idx', table_name, dim, translate(group_id, ':', '_')) $$;
 comment on function vera.group_vector_index_name(text, text, integer) is
     'Internal: name of a group''s own HNSW index on a table for one dimension';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_vector_index_name(text, text, integer) to vera_searcher;
 
 -- Internal: whether that index exists and may be used (an index still being
 -- built concurrently, or whose build failed, is not valid yet).
@@ -29,6 +31,8 @@ as $$
 $$;
 comment on function vera.group_vector_index_ready(text, text, integer) is
     'Internal: whether a group''s own HNSW index exists and is valid';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_vector_index_ready(text, text, integer) to vera_searcher;
 
 -- Contract (operators): the per-group HNSW indexes that should exist and do
 -- not, each with the statements that build it without blocking writers
@@ -72,5 +76,6 @@ $$;
 comment on function vera.missing_vector_indexes(integer) is
     'Per-group HNSW indexes due (groups with at least min_rows vectors) and the statements that build them';
 alter function vera.missing_vector_indexes(integer) owner to vera_searcher;
+grant execute on function vera.missing_vector_indexes(integer) to vera_operator;
 
 reset role;

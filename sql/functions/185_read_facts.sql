@@ -69,5 +69,7 @@ end
 $$;
 comment on function vera.read_facts(text, text, text[], timestamptz, integer) is
     'The facts that hold at an instant in the caller''s groups, optionally about one subject and predicate';
+grant execute on function vera.read_facts(text, text, text[], timestamptz, integer)
+    to vera_app, vera_worker, vera_gateway;
 
 reset role;

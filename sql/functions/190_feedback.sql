@@ -11,7 +11,7 @@ create or replace function vera.record_feedback(
     kind vera.item_kind, item_id uuid, query text, vote text,
     query_embedding public.vector default null, as_of timestamptz default null, groups text[] default null,
     embedding_model text default null, during tstzrange default null)
-returns table (feedback_id uuid, group_id text, signals jsonb, created boolean)
+returns setof vera.recorded_feedback
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -61,6 +61,9 @@ $$;
 comment on function vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[], text,
                                          tstzrange) is
     'Records the caller''s up/down vote on a hit of a query, with the hit''s seven signals';
+grant execute on function vera.record_feedback(vera.item_kind, uuid, text, text, public.vector, timestamptz, text[],
+                                               text, tstzrange)
+    to vera_app, vera_worker, vera_gateway;
 
 -- Contract: derives the blend's weights of a group from its feedback by the
 -- mean-difference rule: each signal's separation is its mean on helpful
@@ -180,6 +183,7 @@ end
 $$;
 comment on function vera.calibrate_weights(text, integer) is
     'Derives blend weights from feedback (mean-difference rule); activates them above the minimum sample count';
+grant execute on function vera.calibrate_weights(text, integer) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: makes the defaults the group's weights again (admins).
 create or replace function vera.reset_weights(group_id text)
@@ -194,5 +198,6 @@ begin
 end
 $$;
 comment on function vera.reset_weights(text) is 'Deactivates a group''s calibrated weights: search uses the defaults again';
+grant execute on function vera.reset_weights(text) to vera_app, vera_worker, vera_gateway;
 
 reset role;

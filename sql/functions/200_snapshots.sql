@@ -122,6 +122,7 @@ end
 $$;
 comment on function vera.create_snapshot(text, text) is
     'Freezes a group''s retrieval inputs with their pins (model, dimension, search version, weights)';
+grant execute on function vera.create_snapshot(text, text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: a group's snapshots, newest first.
 create or replace function vera.list_snapshots(group_id text)
@@ -143,6 +144,7 @@ begin
 end
 $$;
 comment on function vera.list_snapshots(text) is 'A group''s snapshots with their pins, newest first';
+grant execute on function vera.list_snapshots(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: deletes a snapshot and its copies (members of the group).
 create or replace function vera.drop_snapshot(group_id text, name text)
@@ -164,6 +166,7 @@ begin
 end
 $$;
 comment on function vera.drop_snapshot(text, text) is 'Deletes a snapshot and its copied items';
+grant execute on function vera.drop_snapshot(text, text) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: stage 1 over a snapshot's copies: the lexical half by BM25
 -- with the statistics pinned when the snapshot was taken (every copy that
@@ -226,6 +229,8 @@ $$;
 comment on function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) is
     'Internal: stage 1 over a snapshot''s copies (reads past RLS, checks the group itself)';
 alter function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) owner to vera_searcher;
+-- vera.search_snapshot (a definer: vera_owner) calls it; vera_searcher owns it
+grant execute on function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) to vera_owner;
 
 -- Erasure deletes the copies that cite what it erases; the pinned
 -- statistics then drop every term no remaining copy holds, so no word of
@@ -270,11 +275,7 @@ create or replace function vera.search_snapshot(
     lexical_weight double precision default 1,
     vector_weight double precision default 1,
     during tstzrange default null)
-returns table (
-    rank integer, kind vera.item_kind, item_id uuid, group_id text, text text,
-    subject text, predicate text, object text, score real,
-    relevance real, authority real, verification real, recency real, feedback real, confidence real,
-    period real, citation jsonb)
+returns setof vera.search_hit
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -338,5 +339,8 @@ $$;
 comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
                                          double precision, double precision, tstzrange) is
     'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
+grant execute on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
+                                               double precision, double precision, tstzrange)
+    to vera_app, vera_worker, vera_gateway;
 
 reset role;

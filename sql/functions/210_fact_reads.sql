@@ -12,10 +12,7 @@ set role vera_owner;
 -- and evidence live in the proposer's u: scope, which the admin cannot
 -- read) shows the names its origin carries and a citation without source.
 create or replace function vera.fact_details(ids uuid[])
-returns table (fact_id uuid, group_id text, subject text, predicate text, object text, fact_text text,
-               lifecycle vera.fact_lifecycle, tier smallint, authority real, verification vera.verification,
-               confidence real, valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz,
-               proposed_for text, citation jsonb)
+returns setof vera.fact_row
 language sql stable
 set search_path = vera, pg_temp
 as $$
@@ -76,10 +73,7 @@ comment on function vera.readable_fact(uuid, text[]) is 'Internal: a fact the ca
 -- retracted fact says so). groups: optional, each readable (42501).
 -- Errors: VN001 (no such fact for the caller), 22023, VA005.
 create or replace function vera.get_fact(of_fact uuid, groups text[] default null)
-returns table (fact_id uuid, group_id text, subject text, predicate text, object text, fact_text text,
-               lifecycle vera.fact_lifecycle, tier smallint, authority real, verification vera.verification,
-               confidence real, valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz,
-               proposed_for text, citation jsonb)
+returns setof vera.fact_row
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -92,6 +86,7 @@ begin
 end
 $$;
 comment on function vera.get_fact(uuid, text[]) is 'One fact the caller may read, with its citation';
+grant execute on function vera.get_fact(uuid, text[]) to vera_app, vera_gateway;
 
 -- Contract: the evidence of one fact: its source (name, kind, tier), the
 -- episode it was drawn from (record, version, observed and recorded time),
@@ -133,6 +128,7 @@ begin
 end
 $$;
 comment on function vera.get_evidence(uuid, text[]) is 'The evidence of one fact: source, episode, chunk text and span';
+grant execute on function vera.get_evidence(uuid, text[]) to vera_app, vera_gateway;
 
 -- Contract: the timeline of one fact. Rows, each a fact with its citation
 -- (evidence span and text included) and its relation to the fact asked about:
@@ -203,5 +199,6 @@ end
 $$;
 comment on function vera.explain_fact(uuid, text[]) is
     'A fact''s timeline: supporting statements and the values it superseded or was superseded by';
+grant execute on function vera.explain_fact(uuid, text[]) to vera_app, vera_gateway;
 
 reset role;

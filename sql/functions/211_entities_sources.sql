@@ -9,7 +9,7 @@ set role vera_owner;
 -- names; VN001 when there are none. Merged entities stand for the entity
 -- they were merged into.
 create or replace function vera.readable_entities(name_or_id text, groups text[])
-returns table (group_id text, entity_id uuid)
+returns setof vera.entity_ref
 language plpgsql stable
 set search_path = vera, pg_temp
 as $$
@@ -17,6 +17,7 @@ declare
     targets constant text[] := vera.search_targets(groups);
     as_id uuid;
     norm text;
+    found_entity vera.entity_ref;
     found_any boolean := false;
 begin
     if coalesce(btrim(name_or_id), '') = '' then
@@ -27,7 +28,7 @@ begin
         as_id := name_or_id::uuid;
     end if;
     norm := vera.normalize_name(name_or_id);
-    for group_id, entity_id in
+    for found_entity in
         select distinct on (g.group_id, coalesce(e.merged_into, e.entity_id)) e.group_id,
                coalesce(e.merged_into, e.entity_id)
           from vera.entities e
@@ -40,7 +41,7 @@ begin
          order by g.group_id, coalesce(e.merged_into, e.entity_id)
     loop
         found_any := true;
-        return next;
+        return next found_entity;
     end loop;
     if not found_any then
         raise exception 'no entity % that you can read', vera.shown(name_or_id) using errcode = 'VN001';
@@ -118,6 +119,7 @@ end
 $$;
 comment on function vera.get_entity(text, text[], timestamptz, integer) is
     'An entity by name or id: its aliases and the facts that hold with it as subject or object';
+grant execute on function vera.get_entity(text, text[], timestamptz, integer) to vera_app, vera_gateway;
 
 -- Contract: one source the caller may read: kind, name, uri, tier, when it
 -- was registered and retracted; its freshness (when its last episode was
@@ -172,5 +174,6 @@ end
 $$;
 comment on function vera.get_source(uuid, integer) is
     'A source with its freshness and its versions (episodes), newest first';
+grant execute on function vera.get_source(uuid, integer) to vera_app, vera_gateway;
 
 reset role;

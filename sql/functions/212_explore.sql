@@ -8,10 +8,7 @@ set role vera_owner;
 -- predicate, object, valid_from and fact_id; at most max_rows. Also the
 -- answer of an explore walked on the graph (vera.explore_facts).
 create or replace function vera.explored_rows(ids uuid[], hops integer[], max_rows integer)
-returns table (hop integer, fact_id uuid, group_id text, subject text, predicate text, object text,
-               fact_text text, lifecycle vera.fact_lifecycle, tier smallint, authority real,
-               verification vera.verification, confidence real, valid_from timestamptz, valid_to timestamptz,
-               recorded_at timestamptz, proposed_for text, citation jsonb)
+returns setof vera.explored_fact
 language sql stable
 set search_path = vera, pg_temp
 as $$
@@ -45,10 +42,7 @@ comment on function vera.explored_rows(uuid[], integer[], integer) is
 create or replace function vera.explore(
     entity text, depth integer default 2, as_of timestamptz default null, groups text[] default null,
     max_rows integer default 100)
-returns table (hop integer, fact_id uuid, group_id text, subject text, predicate text, object text,
-               fact_text text, lifecycle vera.fact_lifecycle, tier smallint, authority real,
-               verification vera.verification, confidence real, valid_from timestamptz, valid_to timestamptz,
-               recorded_at timestamptz, proposed_for text, citation jsonb)
+returns setof vera.explored_fact
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -101,5 +95,6 @@ end
 $$;
 comment on function vera.explore(text, integer, timestamptz, text[], integer) is
     'Breadth-first multi-hop exploration (1-5 hops) over facts that share entities, with citations';
+grant execute on function vera.explore(text, integer, timestamptz, text[], integer) to vera_app, vera_gateway;
 
 reset role;

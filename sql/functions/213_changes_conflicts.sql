@@ -58,6 +58,7 @@ end
 $$;
 comment on function vera.changes(timestamptz, integer, text[]) is
     'Facts published, superseded or retracted after an instant, newest first';
+grant execute on function vera.changes(timestamptz, integer, text[]) to vera_app, vera_gateway;
 
 -- Contract: the subjects and predicates that have competing values now,
 -- over the groups searched. A value is a fact that is published and valid
@@ -128,5 +129,6 @@ end
 $$;
 comment on function vera.conflicts(integer, text[]) is
     'Subjects and predicates with competing values (published, pending review, proposed), side by side';
+grant execute on function vera.conflicts(integer, text[]) to vera_app, vera_gateway;
 
 reset role;

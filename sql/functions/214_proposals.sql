@@ -84,6 +84,7 @@ end
 $$;
 comment on function vera.propose(text, text, text, text, text) is
     'Proposes a claim with its evidence for a shared scope: a proposal in the caller''s u: scope, for review';
+grant execute on function vera.propose(text, text, text, text, text) to vera_app, vera_gateway;
 
 -- Contract: withdraws one of the caller's own live proposals. Its evidence
 -- episode is retracted through the write path (vera.retract_episode, which
@@ -127,6 +128,7 @@ begin
 end
 $$;
 comment on function vera.retract_proposal(uuid) is 'Withdraws one of the caller''s own live proposals';
+grant execute on function vera.retract_proposal(uuid) to vera_app, vera_gateway;
 
 -- Contract: the caller's own proposals, newest first, with their state
 -- (proposal: waiting; accepted: a reviewer published a copy in the scope;
@@ -157,5 +159,6 @@ begin
 end
 $$;
 comment on function vera.list_proposals(integer) is 'The caller''s own proposals, newest first, with their state';
+grant execute on function vera.list_proposals(integer) to vera_app, vera_gateway;
 
 reset role;

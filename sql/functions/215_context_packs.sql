@@ -228,6 +228,9 @@ $$;
 comment on function vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision, integer, jsonb, text,
                                             jsonb, jsonb, jsonb, jsonb) is
     'Stores a context pack assembled by the caller (items read from the database); returns its id';
+grant execute on function vera.store_context_pack(text, integer, jsonb, timestamptz, text[], double precision,
+                                                  integer, jsonb, text, jsonb, jsonb, jsonb, jsonb)
+    to vera_app, vera_gateway;
 
 -- Internal: the caller's own pack (it lives in the caller's u: scope and
 -- names the caller), or VN001: another principal's or tenant's pack reads
@@ -289,6 +292,7 @@ begin
 end
 $$;
 comment on function vera.get_context_pack(uuid) is 'A context pack, for the principal who made it only';
+grant execute on function vera.get_context_pack(uuid) to vera_app, vera_gateway;
 
 -- Contract: the caller's vote ('up' or 'down') on the item at a position of
 -- one of its own packs: recorded exactly as vera.record_feedback records a
@@ -300,7 +304,7 @@ comment on function vera.get_context_pack(uuid) is 'A context pack, for the prin
 create or replace function vera.record_pack_feedback(
     of_pack uuid, item_position integer, vote text, query_embedding public.vector default null,
     embedding_model text default null)
-returns table (feedback_id uuid, group_id text, signals jsonb, created boolean)
+returns setof vera.recorded_feedback
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -329,6 +333,8 @@ end
 $$;
 comment on function vera.record_pack_feedback(uuid, integer, text, public.vector, text) is
     'Records a vote on the item at a position of one of the caller''s context packs, as on a hit';
+grant execute on function vera.record_pack_feedback(uuid, integer, text, public.vector, text)
+    to vera_app, vera_gateway;
 
 -- Internal (erasure, sql/functions/150_retract.sql): empties the pack items
 -- whose text came from what is erased in target_group (its episodes, the

@@ -18,6 +18,7 @@ language sql immutable parallel safe
 as $$ select 3 $$;
 comment on function vera.remember_default_tier() is
     'The trust tier of a source vera.remember registers on first use: 3 (informational)';
+grant execute on function vera.remember_default_tier() to vera_app, vera_gateway;
 
 -- Internal: plain text cut into passages as the folder connector cuts a .txt
 -- file (python/vera_worker/domain/markdown.py, parse_plain_text; a test
@@ -194,6 +195,7 @@ end
 $$;
 comment on function vera.remember_passages(text, jsonb, text) is
     'The group, its embedding pin and the passages vera.remember would store (nothing is stored)';
+grant execute on function vera.remember_passages(text, jsonb, text) to vera_app, vera_gateway;
 
 -- Contract: records what an application or agent wants remembered, in one
 -- call and one transaction:
@@ -332,5 +334,7 @@ end
 $$;
 comment on function vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text, jsonb) is
     'Records a text or chat transcript (and structured claims) as one episode of a source, idempotent by content';
+grant execute on function vera.remember(text, jsonb, text, timestamptz, text, jsonb, jsonb, text, jsonb)
+    to vera_app, vera_gateway;
 
 reset role;

@@ -59,6 +59,7 @@ end
 $$;
 comment on function vera.principal_for_identity(text, text) is
     'Gateway: the principal an external (OIDC) identity was provisioned as, or null; VA006 when disabled';
+grant execute on function vera.principal_for_identity(text, text) to vera_gateway, vera_operator;
 
 -- Contract (gateway and operators only): provisions an external identity
 -- seen for the first time as a new user principal (with its personal scope,
@@ -129,5 +130,7 @@ end
 $$;
 comment on function vera.provision_identity(text, text, text, text, text, vera.member_role) is
     'Gateway: provisions a first-seen external (OIDC) identity as a user with a role in a group, exactly once';
+grant execute on function vera.provision_identity(text, text, text, text, text, vera.member_role)
+    to vera_gateway, vera_operator;
 
 reset role;

@@ -27,6 +27,8 @@ as $$
 $$;
 comment on function vera.graph_belongs(vera.fact_lifecycle, timestamptz) is
     'Internal: whether a fact belongs in its group''s graph (published, superseded or proposal; not retired)';
+-- the graph's readers, which run as vera_searcher, call it
+grant execute on function vera.graph_belongs(vera.fact_lifecycle, timestamptz) to vera_searcher;
 
 -- Internal: refuses a caller who may not read a group's projection. A
 -- transaction acting for a principal (the worker running that principal's
@@ -50,15 +52,13 @@ end
 $$;
 comment on function vera.require_graph_access(text) is
     'Internal: 42501 unless the caller may read a group''s projection (a member, or the worker/operator itself)';
+-- the graph's readers, which run as vera_searcher, call it
+grant execute on function vera.require_graph_access(text) to vera_searcher;
 
 -- Internal: the graph's view of some facts of one group, with whether each belongs.
 create or replace function vera.graph_rows(target_group text, fact_ids uuid[], after_fact uuid, max_rows integer,
                                            only_belonging boolean)
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language sql stable
 set search_path = vera, public, pg_temp
 as $$
@@ -81,6 +81,8 @@ as $$
 $$;
 comment on function vera.graph_rows(text, uuid[], uuid, integer, boolean) is
     'Internal: facts of one group as the graph holds them, and whether each belongs there';
+-- the graph's readers, which run as vera_searcher, call it
+grant execute on function vera.graph_rows(text, uuid[], uuid, integer, boolean) to vera_searcher;
 
 -- Contract: for a project_to_graph job, the current row of each named fact
 -- of group of_group as the graph needs it: ids (fact, episode, source, subject and
@@ -93,11 +95,7 @@ comment on function vera.graph_rows(text, uuid[], uuid, integer, boolean) is
 -- Callers: vera_worker (a member of the group when acting for a principal), vera_operator.
 -- Errors: 42501, 22023, 54000.
 create or replace function vera.graph_facts(of_group text, fact_ids uuid[])
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -114,6 +112,8 @@ end
 $$;
 comment on function vera.graph_facts(text, uuid[]) is
     'The named facts of a group as the graph needs them, and whether each belongs there (worker, operator)';
+alter function vera.graph_facts(text, uuid[]) owner to vera_searcher;
+grant execute on function vera.graph_facts(text, uuid[]) to vera_worker, vera_operator;
 
 -- Contract: one page of every fact that belongs in of_group's graph (a
 -- rebuild), in fact_id order after after_fact (null: from the start), at
@@ -121,11 +121,7 @@ comment on function vera.graph_facts(text, uuid[]) is
 -- Callers and errors as vera.graph_facts.
 create or replace function vera.graph_group_facts(of_group text, after_fact uuid default null,
                                                   max_rows integer default 1000)
-returns table (fact_id uuid, group_id text, episode_id uuid, source_id uuid, subject_id uuid, subject_name text,
-               object_id uuid, object_name text, predicate text, fact_text text, lifecycle text,
-               valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz, retired_at timestamptz,
-               fact_embedding public.vector, subject_embedding public.vector, object_embedding public.vector,
-               belongs boolean)
+returns setof vera.graph_fact
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 as $$
@@ -141,6 +137,8 @@ end
 $$;
 comment on function vera.graph_group_facts(text, uuid, integer) is
     'One keyset page of the facts that belong in a group''s graph, for a rebuild (worker, operator)';
+alter function vera.graph_group_facts(text, uuid, integer) owner to vera_searcher;
+grant execute on function vera.graph_group_facts(text, uuid, integer) to vera_worker, vera_operator;
 
 -- Contract: what of_group's graph should hold, edge by edge: the fact and
 -- its four times (vera graph check digests them as the graph's side does,
@@ -161,6 +159,8 @@ end
 $$;
 comment on function vera.graph_edge_states(text) is
     'The edges a group''s graph should hold, with their times, for vera graph check (worker, operator)';
+alter function vera.graph_edge_states(text) owner to vera_searcher;
+grant execute on function vera.graph_edge_states(text) to vera_worker, vera_operator;
 
 -- Contract: how many nodes of_group's graph should hold: the distinct
 -- subject and object entities of its facts that belong, plus one node per
@@ -188,6 +188,8 @@ end
 $$;
 comment on function vera.graph_expected_nodes(text) is
     'How many nodes a group''s graph should hold (entities and literal values) (worker, operator)';
+alter function vera.graph_expected_nodes(text) owner to vera_searcher;
+grant execute on function vera.graph_expected_nodes(text) to vera_worker, vera_operator;
 
 -- Contract: the groups a graph check covers: every group with facts, or the
 -- one named (VN001 when it does not exist). Operators and the worker.
@@ -214,6 +216,8 @@ begin
 end
 $$;
 comment on function vera.graph_groups(text) is 'The groups a graph rebuild or check covers (worker, operator)';
+alter function vera.graph_groups(text) owner to vera_searcher;
+grant execute on function vera.graph_groups(text) to vera_worker, vera_operator;
 
 -- Contract: records the result of checking one group's graph (replacing
 -- the previous one). drift: what disagrees, or null. Worker and operators.
@@ -240,6 +244,9 @@ end
 $$;
 comment on function vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text) is
     'Records the last graph check of a group (worker, operator)';
+alter function vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text) owner to vera_searcher;
+grant execute on function vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text)
+    to vera_worker, vera_operator;
 
 -- Contract: the last graph check of every group, groups with drift first.
 -- Worker and operators (vera db status, the worker's metrics).
@@ -254,6 +261,8 @@ as $$
      order by c.drift is null, c.group_id
 $$;
 comment on function vera.graph_check_results() is 'The last graph check of every group (worker, operator)';
+alter function vera.graph_check_results() owner to vera_searcher;
+grant execute on function vera.graph_check_results() to vera_worker, vera_operator;
 
 -- Contract: how far behind each queue is: per queue with work due, the jobs
 -- waiting or running, the moment the oldest of them fell due (its schedule,
@@ -288,13 +297,14 @@ end
 $$;
 comment on function vera.queue_lag() is
     'Per queue (and overall): jobs due, when the oldest fell due and how long ago (worker, operator)';
+grant execute on function vera.queue_lag() to vera_worker, vera_operator;
 
 -- Contract: the entities an explore through the graph starts from, as
 -- vera.explore finds them (a name, any alias compared normalised, or an id;
 -- one per group searched; VN001 when there is none). groups: optional, each
 -- readable (42501). Errors: VN001, 22023, 22001, 42501, VA005.
 create or replace function vera.explore_starts(entity text, groups text[] default null)
-returns table (group_id text, entity_id uuid)
+returns setof vera.entity_ref
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -306,6 +316,7 @@ end
 $$;
 comment on function vera.explore_starts(text, text[]) is
     'The entities an explore starts from (by name, alias or id), one per group searched';
+grant execute on function vera.explore_starts(text, text[]) to vera_app, vera_gateway, vera_worker;
 
 -- Contract: vera.explore's answer from the facts a graph walk reached:
 -- fact_ids with the hop each was first reached at (same length; 22023
@@ -318,10 +329,7 @@ comment on function vera.explore_starts(text, text[]) is
 create or replace function vera.explore_facts(
     fact_ids uuid[], hops integer[], as_of timestamptz default null, groups text[] default null,
     max_rows integer default 100)
-returns table (hop integer, fact_id uuid, group_id text, subject text, predicate text, object text,
-               fact_text text, lifecycle vera.fact_lifecycle, tier smallint, authority real,
-               verification vera.verification, confidence real, valid_from timestamptz, valid_to timestamptz,
-               recorded_at timestamptz, proposed_for text, citation jsonb)
+returns setof vera.explored_fact
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -361,15 +369,7 @@ end
 $$;
 comment on function vera.explore_facts(uuid[], integer[], timestamptz, text[], integer) is
     'vera.explore''s rows for the facts a graph walk reached, re-checked for the caller';
-
--- The projection's readers and the check's record read and write past
--- row-level security, filtered by the one group they name.
-alter function vera.graph_facts(text, uuid[]) owner to vera_searcher;
-alter function vera.graph_group_facts(text, uuid, integer) owner to vera_searcher;
-alter function vera.graph_edge_states(text) owner to vera_searcher;
-alter function vera.graph_expected_nodes(text) owner to vera_searcher;
-alter function vera.graph_groups(text) owner to vera_searcher;
-alter function vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text) owner to vera_searcher;
-alter function vera.graph_check_results() owner to vera_searcher;
+grant execute on function vera.explore_facts(uuid[], integer[], timestamptz, text[], integer)
+    to vera_app, vera_gateway, vera_worker;
 
 reset role;

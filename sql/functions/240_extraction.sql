@@ -25,6 +25,9 @@ end
 $$;
 comment on function vera.request_extraction(text, boolean) is
     'Defers an extract job over the group''s passages, on behalf of the caller; members';
+-- anyone who may ingest may ask for extraction (vera reprocess); the worker runs the
+-- rest of this file as the principal who asked, each function checking that principal's role
+grant execute on function vera.request_extraction(text, boolean) to vera_app, vera_worker, vera_gateway;
 
 -- Internal: whether a passage is still to extract with model_version: no
 -- model version has been through it, or (redo) not this one, or this one failed.
@@ -77,6 +80,7 @@ end
 $$;
 comment on function vera.passages_to_extract(text, text, boolean, integer) is
     'The group''s passages still to extract with a model version, with their text''s hash (members)';
+grant execute on function vera.passages_to_extract(text, text, boolean, integer) to vera_worker;
 
 -- Contract: takes a passage of group_id for the rest of the transaction, so
 -- that two extract jobs running at once (two workers, or one with
@@ -99,6 +103,7 @@ end
 $$;
 comment on function vera.take_passage(text, uuid, text, boolean) is
     'Takes a passage for this transaction; false when another extract job has done it meanwhile (members)';
+grant execute on function vera.take_passage(text, uuid, text, boolean) to vera_worker;
 
 -- Contract: the stored extraction of a passage text (by hash) in group_id: the
 -- run of wanted_version, else (any_model) the latest run of any version.
@@ -123,6 +128,7 @@ end
 $$;
 comment on function vera.extraction_run(text, bytea, text, boolean) is
     'The stored extraction of a passage text by hash, for reuse without a model call (members)';
+grant execute on function vera.extraction_run(text, bytea, text, boolean) to vera_worker;
 
 -- Contract: records that a passage of group_id went through model_version:
 -- the validated claims of its text (kept once per text and version) and how
@@ -172,6 +178,8 @@ end
 $$;
 comment on function vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer) is
     'Records a passage''s extraction by a model version, keeping the validated claims per text (members)';
+grant execute on function vera.record_extraction(text, uuid, bytea, text, text, jsonb, integer, text, integer)
+    to vera_worker;
 
 -- Internal: erasure of episodes (vera.withdraw_episodes) leaves no claims
 -- extracted from their passages: the stored runs of their texts go (a passage
@@ -221,6 +229,7 @@ end
 $$;
 comment on function vera.extraction_context(text, text, integer) is
     'The ontology and the most relevant known entity names offered to the extraction model (members)';
+grant execute on function vera.extraction_context(text, text, integer) to vera_worker;
 
 -- Contract: the verdict a judge gave on inputs_sha256 with model and
 -- prompt_version in group_id, or null. Members.
@@ -241,6 +250,7 @@ end
 $$;
 comment on function vera.judge_verdict(text, text, bytea, text, text) is
     'A stored judge verdict for the same inputs, model and prompt version, or null (members)';
+grant execute on function vera.judge_verdict(text, text, bytea, text, text) to vera_worker;
 
 -- Contract: stores a judge's verdict (a JSON object) and returns the stored
 -- one: the first verdict for the same inputs, model and prompt version wins,
@@ -267,6 +277,7 @@ end
 $$;
 comment on function vera.store_verdict(text, text, bytea, text, text, jsonb) is
     'Stores a judge verdict once per inputs, model and prompt version; returns the stored one (members)';
+grant execute on function vera.store_verdict(text, text, bytea, text, text, jsonb) to vera_worker;
 
 -- Internal: an entity as a judge sees it: id, name, type, aliases (20) and published facts (10).
 create or replace function vera.entity_for_judge(target_group text, target_entity uuid)
@@ -345,6 +356,7 @@ end
 $$;
 comment on function vera.equivalence_case(text, uuid) is
     'A provisional entity and its candidates (semantic and trigram), with aliases and facts, for the judge (members)';
+grant execute on function vera.equivalence_case(text, uuid) to vera_worker;
 
 -- Contract: settles a provisional entity of group_id after the equivalence
 -- judge: same_as null activates it (a separate entity); otherwise it is merged
@@ -441,6 +453,7 @@ end
 $$;
 comment on function vera.settle_entity(text, uuid, uuid, text, text, text) is
     'Activates a provisional entity or merges it into another after the equivalence judge, audited (members)';
+grant execute on function vera.settle_entity(text, uuid, uuid, text, text, text) to vera_worker;
 
 -- Contract: what the contradiction judge decides on for a new value fact_id
 -- of a multi-valued predicate in group_id: {"fact": {...}, "current": [...]},
@@ -487,6 +500,7 @@ end
 $$;
 comment on function vera.contradiction_case(text, uuid) is
     'A new value of a multi-valued predicate and the values it may contradict, for the judge (members)';
+grant execute on function vera.contradiction_case(text, uuid) to vera_worker;
 
 -- Contract: the contradiction judge said fact_id replaces the values replaced
 -- (of the same subject and predicate in group_id): each that is still
@@ -542,5 +556,6 @@ end
 $$;
 comment on function vera.replace_values(text, uuid, uuid[], text, text, text) is
     'Supersedes values of a multi-valued predicate the contradiction judge said a new value replaces (members)';
+grant execute on function vera.replace_values(text, uuid, uuid[], text, text, text) to vera_worker;
 
 reset role;

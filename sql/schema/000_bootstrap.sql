@@ -69,8 +69,8 @@ grant create, usage on schema vera to vera_resolver;
 grant vera_searcher to vera_owner with inherit true;
 grant create, usage on schema vera to vera_searcher;
 
--- Nothing vera_owner creates is callable by PUBLIC; sql/rls/grants.sql grants
--- each function to the roles that need it.
+-- Nothing vera_owner creates is callable by PUBLIC; each function's file in
+-- sql/functions grants it to the roles that need it, beside its definition.
 alter default privileges for role vera_owner revoke execute on functions from public;
 
 -- Advisory locks are one keyspace for the whole database: a connection that

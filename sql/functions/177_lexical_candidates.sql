@@ -1,0 +1,293 @@
+-- The lexical half of search's stage 1: one kind's BM25 top n, generated
+-- rarest terms first (MaxScore), with the weights of 170_ranking.sql and the
+-- statistics of 165_term_stats.sql. vera.search_candidates
+-- (179_search_candidates.sql) calls it for facts and for passages.
+set role vera_owner;
+
+-- Internal: the lexical list of one kind (facts or passages): the n
+-- visible documents of the groups with the best BM25 scores for the query
+-- terms (vera.bm25_document_score with the weights of vera.bm25_weights: the
+-- terms that occur in this kind, rarest here first, with their postings
+-- here and their IDFs), ordered as stage 1 orders equal scores.
+--
+-- Candidate generation follows MaxScore (Turtle and Flood 1995): terms are
+-- taken rarest first, a round's worth of postings at a time (at least one
+-- term, then more while their postings sum to at most the budget of this
+-- kind, vera.lexical_budget), and the documents holding any term taken so
+-- far are scored on every query term. A document holding none of them
+-- holds only the terms left, so it scores at most the sum of their
+-- largest contributions (each IDF times the tf part at the most times one
+-- document holds the term, which the statistics bound; at most k1 + 1);
+-- once the n-th score found beats that bound, no other document can enter
+-- the list and the frequent terms' postings are never read.
+-- Generating terms: the rarest query term and every term held by at most a
+-- tenth of the documents searched or by few (at most the budget). A term
+-- held by more (IDF below ln 10, under a quarter of a rare word's weight)
+-- still counts in every score, but a document holding only such words does
+-- not become a candidate: otherwise a query with "the" and a few rare words
+-- would rank most of a large corpus whenever the rare words match fewer
+-- than n documents.
+--
+-- Passages (b = 0.75) get the exact top n of the documents holding a
+-- generating term. Facts (b = 0) get it up to a bound on the rows read: a
+-- round reads at most the budget of documents (at least n). Without length
+-- normalisation a fact's score depends only on which query terms it holds
+-- and how often (almost always once), so the thousands of facts holding one
+-- frequent term tie, and an exact list reads them all to sort them by the
+-- order key (the rarest term of "in on" in a 100,000-fact tenant holds
+-- 14,000 facts: each row is a heap page, and the lexical half took 600 ms
+-- and more, docs/benchmarks.md). A round of one term t holding more than
+-- the budget therefore reads, the first in the table's order (the
+-- full-text index's bitmap; as the HNSW half, among equal distances, takes
+-- the index's order), at most the budget of
+--   1. the documents holding t and a later (more frequent) query term,
+--      which outscore those holding t alone once (IDFs are positive), then,
+--   2. only while a document holding t alone once could still enter the
+--      list (fewer than n found, or the n-th score at most t's IDF), the
+--      documents holding t and no other query term.
+-- What this gives up, only when a round of facts is cut at the budget:
+-- among equal scores the table's order, not the order key, decides which
+-- documents enter; a fact past the budget holding t twice (or holding t
+-- and a later term, when step 1 is cut) may be missed, and the list's
+-- scores may then fall below the exact list's. Every score in the list is
+-- its document's exact BM25 score, in stage 1's order; the same data in
+-- the same table gives the same list; a query none of whose rounds is cut
+-- (every generating term held by at most the budget) gets the exact list.
+--
+-- Owned by vera_searcher, like vera.search_candidates, which passes the
+-- caller's readable groups only.
+create or replace function vera.lexical_candidates(
+    target_kind vera.item_kind, groups text[], ranked_terms text[], ranked_postings bigint[],
+    ranked_idfs double precision[], ranked_most_held bigint[], average_length double precision,
+    reference timestamptz, personal_group text, caller uuid, n integer, group_order text[])
+returns table (group_id text, item_id uuid, score double precision, order_key bytea)
+language plpgsql stable
+set search_path = vera, public, pg_temp
+-- No plan_cache_mode here (unlike vera.search_candidates): costed without its words, the facts'
+-- round of a small group read the group's rows through the valid_from index and filtered them
+-- (8,818 rows for a round of 250 in test_fact_rounds_read_at_most_the_budget); PL/pgSQL's default
+-- keeps the plan made for the words until a generic one is as cheap.
+as $$
+declare
+    k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
+    b constant double precision := (select p.b from vera.bm25_parameters(target_kind) p);
+    -- no length normalisation: a round of facts reads at most the budget (see above)
+    bounded_rounds constant boolean := b = 0;
+    -- postings read per round, beyond the first term's; where bounded, documents read per round
+    budget constant bigint := vera.lexical_budget(target_kind);
+    taken integer := 0;
+    generating integer;
+    earlier integer;
+    round_postings bigint;
+    -- this step's terms (a document holds one of them, and one of and_terms when set), its
+    -- tsquery, the documents it leaves out (scored in another step), its row limit
+    matching_terms text[];
+    and_terms text[];
+    matching tsquery;
+    excluded tsquery;
+    row_limit bigint;
+    -- a bounded round's second step (the documents holding its term alone) is still to come
+    alone_pending boolean := false;
+    round_groups text[];
+    round_ids uuid[];
+    round_scores double precision[];
+    round_keys bytea[];
+    bound double precision;
+    found_groups text[];
+    found_ids uuid[];
+    found_scores double precision[];
+    found_keys bytea[];
+    -- the parts of the facts' full-text index (vera.group_lexemes) a round has read, and its rows
+    parts constant text[] := vera.lexeme_parts();
+    -- the most parts a statement reads by their own keys (GIN merges that many lists per word)
+    parts_by_key constant integer := 4;
+    parts_read integer;
+    parts_step integer;
+    rows_read bigint;
+    part_rows bigint;
+    statement text;
+begin
+    if coalesce(cardinality(ranked_terms), 0) = 0 then
+        return;
+    end if;
+    -- passages (facts: static SQL below): $4 the documents to read, $11 those to leave out, each
+    -- scored on every query term, the n best kept; planned for each round's terms
+    statement := $q$
+            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+              from (select c.group_id, c.chunk_id as item_id, sc.score,
+                           vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal) as order_key
+                      from vera.chunks c
+                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
+                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
+                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
+                       and e.status <> 'retracted' and e.observed_at <= $6
+                       and not exists (select from vera.episodes newer
+                                        where newer.group_id = e.group_id and newer.source_id = e.source_id
+                                          and newer.external_id = e.external_id and newer.version > e.version
+                                          and newer.observed_at <= $6 and newer.status <> 'retracted')
+                     order by 3 desc, 4, array_position($9, c.group_id), 2
+                     limit $8) h$q$;
+
+    -- the terms that may generate candidates, rarest first: the rarest
+    -- always, then each one held by at most a tenth of the documents
+    -- searched (IDF >= ln 10) or cheap to read (at most a budget of postings)
+    select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
+      from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
+     where t.idf < ln(10) and t.postings > budget;
+    loop
+        if alone_pending then
+            -- a bounded round's step 2: its term alone, neither an earlier nor a later term
+            alone_pending := false;
+            matching_terms := ranked_terms[taken:taken];
+            and_terms := null;
+            excluded := vera.any_of(ranked_terms[1:earlier] || ranked_terms[taken + 1:]);
+            row_limit := greatest(budget, n);
+        else
+            -- this round's terms: the rarest not taken yet, a budget's worth of postings
+            earlier := taken;
+            round_postings := 0;
+            while taken < generating
+                  and (round_postings = 0 or round_postings + ranked_postings[taken + 1] <= budget) loop
+                taken := taken + 1;
+                round_postings := round_postings + ranked_postings[taken];
+            end loop;
+            -- the documents holding one of them and none of the earlier rounds' (scored then)
+            matching_terms := ranked_terms[earlier + 1:taken];
+            and_terms := null;
+            excluded := vera.any_of(ranked_terms[1:earlier]);
+            row_limit := null;
+            if bounded_rounds and round_postings > budget then
+                -- one frequent term (rounds of several hold at most the budget): step 1, with a later term;
+                -- never fewer rows than the list holds
+                row_limit := greatest(budget, n);
+                if taken < cardinality(ranked_terms) then
+                    and_terms := ranked_terms[taken + 1:];
+                    alone_pending := true;
+                elsif coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
+                    -- no later term: this round is step 2 alone, and no document holding the term once
+                    -- can enter the list
+                    exit;
+                end if;
+            end if;
+        end if;
+        -- The facts' full-text index holds two posting lists per group and word: all its facts, and
+        -- those of each of 16 parts of the group's facts (vera.group_lexemes). A round that reads
+        -- every match reads the first. A round cut at row_limit reads part by part, in
+        -- vera.lexeme_parts' order: first as many parts as should hold its rows, then, if too few of
+        -- those matched (facts not visible, or a later term less common than its share says), as
+        -- many more as the parts read yielded rows per part. So a word held by 17,000 facts costs
+        -- the bitmap of ~1,100 of them, not the decoding and sorting of all 17,000
+        -- (docs/benchmarks.md). A statement over m parts makes GIN merge m posting lists per word,
+        -- so one that would read more than parts_by_key of them reads the keys without a part
+        -- instead (the word's whole list, as without parts), leaving out the parts already read.
+        -- Passages: one statement, every match.
+        parts_read := 0;
+        rows_read := 0;
+        loop
+            if row_limit is null or target_kind = 'passage' then
+                parts_step := cardinality(parts);
+            elsif parts_read = 0 then
+                -- the term's postings spread evenly over the parts and, in step 1, the share of them
+                -- that hold a later term too: at least that of the most frequent later term, whose
+                -- exp(-idf) is its share of the documents, (df + 0.5) / (N + 1); half again for the
+                -- facts not visible at the reference instant
+                parts_step := least(cardinality(parts),
+                                    ceil(1.5 * row_limit * cardinality(parts)
+                                         / greatest(round_postings * case when and_terms is null then 1
+                                                                        else exp(-ranked_idfs[cardinality(ranked_idfs)])
+                                                                   end, 1))::integer);
+            else
+                parts_step := least(cardinality(parts) - parts_read,
+                                    ceil(1.5 * (row_limit - rows_read) * parts_read
+                                         / greatest(rows_read, 1))::integer);
+            end if;
+            if parts_step > parts_by_key then
+                parts_step := cardinality(parts) - parts_read;
+            end if;
+            if target_kind = 'fact' then
+                matching := vera.group_lexeme_query(
+                    groups, matching_terms, and_terms,
+                    case when parts_step <= parts_by_key then parts[parts_read + 1:parts_read + parts_step] end);
+                -- Static, so that its plan is cached for the session: planning it anew each round
+                -- cost as much as reading the rows (4 ms a statement at 1,000,000 facts, the
+                -- functions it inlines). The rows are read in a
+                -- materialized CTE, which the planner plans for all its rows: the full-text index's
+                -- bitmap, in the table's order. A limit on the scan itself would make it walk the
+                -- group's rows through a b-tree, expecting to meet matches soon, which for a term
+                -- held by one fact in 50 reads 50 rows per match (and another subset); the limit
+                -- still stops the scan, as a CTE runs only as far as its reader asks.
+                with holding as materialized (
+                    select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
+                      from vera.facts f
+                     where vera.group_lexemes(f.group_id, f.fact_id, f.tsv) @@ matching
+                       -- the parts read already (none but in a cut round's last statement)
+                       and right(f.fact_id::text, 1) <> all (parts[1:parts_read])
+                       -- the groups again (matching names them), as a filter: an index on group_id
+                       -- would add the group's every row to the bitmap (100,000 in a large tenant)
+                       and array_position(groups, f.group_id) is not null
+                       and not coalesce(f.tsv @@ excluded, false)
+                       and vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to,
+                                             reference, personal_group)),
+                cut as (select * from holding limit row_limit - rows_read)
+                select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key),
+                       (select count(*) from cut)
+                  into round_groups, round_ids, round_scores, round_keys, part_rows
+                  from (select f.group_id, f.fact_id as item_id, s.score,
+                               vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
+                                   as order_key
+                          from cut f
+                         cross join lateral vera.bm25_document_score('fact', f.tsv, ranked_terms, ranked_idfs,
+                                                                     average_length) s
+                         order by 3 desc, 4, array_position(group_order, f.group_id), 2
+                         limit n) h;
+                rows_read := rows_read + part_rows;
+            else
+                if and_terms is null then
+                    matching := vera.any_of(matching_terms);
+                else
+                    matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
+                end if;
+                execute statement
+                   into round_groups, round_ids, round_scores, round_keys
+                  using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group,
+                        n, group_order, caller, excluded, row_limit;
+            end if;
+            parts_read := parts_read + parts_step;
+            select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
+              into found_groups, found_ids, found_scores, found_keys
+              from (select * from (select * from unnest(found_groups, found_ids, found_scores, found_keys)
+                                   union all
+                                   select * from unnest(round_groups, round_ids, round_scores, round_keys)) b(g, i, s, k)
+                     order by b.s desc, b.k, array_position(group_order, b.g), b.i
+                     limit n) m;
+            exit when parts_read = cardinality(parts) or rows_read >= row_limit;
+        end loop;
+        -- step 2 only while a document holding the term alone once (its IDF) could enter the list
+        if alone_pending and coalesce(cardinality(found_scores), 0) = n and found_scores[n] > ranked_idfs[taken] then
+            alone_pending := false;
+        end if;
+        continue when alone_pending;
+        exit when taken = generating;
+        -- The most a document holding only the terms not taken can score: each term's IDF times its
+        -- tf part, (k1 + 1) tf / (tf + k1 (1 - b + b |d| / avgdl)), at the most times a document holds
+        -- the term (ranked_most_held, exact statistics) and the shortest length (|d| -> 0). Nearly
+        -- every fact holds each of its words once, where this is the IDF itself, not (k1 + 1) times
+        -- it: the rounds stop as soon as the list's last score beats the terms left.
+        select sum(u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))) into bound
+          from unnest(ranked_idfs[taken + 1:], ranked_most_held[taken + 1:]) u(idf, most_held);
+        exit when coalesce(cardinality(found_scores), 0) = n and found_scores[n] > bound;
+    end loop;
+
+    return query select * from unnest(found_groups, found_ids, found_scores, found_keys);
+end
+$$;
+comment on function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[], bigint[],
+                                            double precision, timestamptz, text, uuid, integer, text[]) is
+    'Internal: the BM25 top n of one kind, generated rarest terms first (MaxScore); facts'' rounds read at most vera.lexical_budget rows (250); reads past RLS';
+alter function vera.lexical_candidates(vera.item_kind, text[], text[], bigint[], double precision[], bigint[],
+                                      double precision, timestamptz, text, uuid, integer, text[])
+    owner to vera_searcher;
+
+reset role;

@@ -1,0 +1,148 @@
+-- Stage 2 of search: what the blend reads of each candidate
+-- (vera.candidate_signals) and the seven-signal blend itself (vera.blend),
+-- which ranks them. vera.search (180_search.sql) and snapshot search
+-- (200_snapshots.sql, over the snapshot's copies) share it.
+set role vera_owner;
+
+-- Internal: when the next version of a record was observed (null while this
+-- one is the latest): the end of its passages' validity.
+create or replace function vera.next_version_observed(group_id text, source_id uuid, external_id text, version integer)
+returns timestamptz
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select min(newer.observed_at) from vera.episodes newer
+     where newer.group_id = next_version_observed.group_id and newer.source_id = next_version_observed.source_id
+       and newer.external_id = next_version_observed.external_id and newer.version > next_version_observed.version
+       and newer.status <> 'retracted'
+$$;
+comment on function vera.next_version_observed(text, uuid, text, integer) is
+    'Internal: when the next (not retracted) version of a record was observed';
+
+-- Internal: what the blend reads of each live stage-1 candidate (grading,
+-- validity, last confirmation, votes, its ranks and order key, its time: a
+-- fact's validity, a passage's stated scope). Text and
+-- citation are left out: only the k hits that survive the blend need them
+-- (vera.hit_details). Runs under RLS.
+create or replace function vera.candidate_signals(
+    kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[],
+    lexical_ranks integer[], vector_ranks integer[])
+returns setof vera.search_item
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with candidate as (
+        select * from unnest(kinds, ids, owners, fused, lexical_ranks, vector_ranks)
+                      as u(kind, item_id, group_id, fused, lexical_rank, vector_rank)
+    ), votes as (
+        select fb.item_kind, fb.item_id, count(*) filter (where fb.vote > 0)::integer as up_votes,
+               count(*) filter (where fb.vote < 0)::integer as down_votes
+          from vera.feedback fb
+          join candidate c on fb.group_id = c.group_id and fb.item_kind = c.kind and fb.item_id = c.item_id
+         group by 1, 2
+    )
+    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
+               f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
+               coalesce(v.down_votes, 0), null, stated.observed_at, c.lexical_rank, c.vector_rank,
+               vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
+               || vera.group_order_key(g.kind, g.name),
+               tstzmultirange(tstzrange(f.valid_from, f.valid_to)))::vera.search_item
+      from candidate c
+      join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
+      join vera.groups g on g.group_id = f.group_id
+      left join vera.episodes stated on stated.group_id = f.group_id and stated.episode_id = f.episode_id
+      left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
+     where c.kind = 'fact'
+    union all
+    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
+               vera.tier_authority(src.trust_tier), ch.verification, 1.0, ep.observed_at, next_version.observed_at,
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null, c.lexical_rank, c.vector_rank,
+               vera.passage_order_key(src.name, ep.external_id, ep.version, ch.ordinal)
+               || vera.group_order_key(g.kind, g.name), ch.time_scope)::vera.search_item
+      from candidate c
+      join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
+      join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
+      join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+      join vera.groups g on g.group_id = ch.group_id
+      left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
+      left join lateral vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version)
+           next_version(observed_at) on true
+     where c.kind = 'passage'
+$$;
+comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[], integer[],
+                                           integer[]) is
+    'Internal: blend inputs (grading, validity, votes, ranks, order key) of live candidates';
+
+-- Internal: stage 2, the blend. Relevance is the fused stage-1 score
+-- min-max normalised over the batch (1 when the batch has one score); the
+-- other five signals come from each item (a fact's recency counts from the
+-- later of its valid_from and its last confirmation, as of the reference);
+-- weights per group (key "*" for all).
+--
+-- Equal scores are ordered by what the data decides, the same in any
+-- database: the fused score; the better of the item's two stage-1 ranks
+-- (an item first in one half before one third in both); its other rank (an
+-- item in both halves before one in a single half); facts before passages;
+-- the item's order key (a fact's text, predicate, object and valid_from; a
+-- passage's source name, record, version and ordinal; then the group's kind
+-- and name). Only copies identical in all of these (the same text stated
+-- twice in one group) fall to their group and item ids.
+create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
+                                      reference timestamptz, k integer, during tstzrange)
+returns setof vera.search_hit
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with batch as (
+        select i.*, min(i.fused) over () as lowest, max(i.fused) over () as highest,
+               coalesce(weights_by_group -> i.group_id, weights_by_group -> '*') as weights
+          from unnest(items) i
+    ), signals as (
+        select b.*,
+               (case when b.highest > b.lowest then (b.fused - b.lowest) / (b.highest - b.lowest) else 1 end)::real
+                   as relevance_signal,
+               vera.verification_signal(b.verification) as verification_score,
+               vera.recency_signal(
+                   case when b.confirmed_at is null then b.valid_from
+                        else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
+                   b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
+               vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score,
+               vera.period_signal(b.time_scope, during) as period_signal,
+               -- least and greatest skip nulls: an item in one half has no other rank
+               least(b.lexical_rank, b.vector_rank) as better_rank,
+               case when b.lexical_rank is not null and b.vector_rank is not null
+                    then greatest(b.lexical_rank, b.vector_rank) end as other_rank
+          from batch b
+    ), scored as (
+        select s.*,
+               (s.relevance_signal * (s.weights ->> 'relevance')::float8
+                + s.authority * (s.weights ->> 'authority')::float8
+                + s.verification_score * (s.weights ->> 'verification')::float8
+                + s.recency_signal * (s.weights ->> 'recency')::float8
+                + s.feedback_score * (s.weights ->> 'feedback')::float8
+                + s.confidence * (s.weights ->> 'confidence')::float8
+                + coalesce(s.period_signal * (s.weights ->> 'period')::float8, 0))
+               -- a search that asks about no period leaves the period signal out: the other six
+               -- share its weight in proportion, so their scores are what they were before it
+               / case when s.period_signal is null
+                      then greatest(1 - coalesce((s.weights ->> 'period')::float8, 0), 1e-9) else 1 end
+               as blended
+          from signals s
+    ), totals as (
+        -- a score below real's range is 0 (only tiny weights times tiny signals get there)
+        select s.*, (case when s.blended < 1e-37 then 0 else s.blended end)::real as total from scored s
+    )
+    select (row_number() over (order by s.total desc, s.fused desc, s.better_rank nulls last,
+                                        s.other_rank nulls last, s.kind, s.order_key, s.group_id,
+                                        s.item_id))::integer,
+           s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
+           s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
+           s.period_signal, s.citation
+      from totals s
+     order by 1
+     limit k
+$$;
+comment on function vera.blend(vera.search_item[], jsonb, timestamptz, integer, tstzrange) is
+    'Internal: stage 2, the seven-signal blend over a batch of candidates, equal scores in a documented order';
+
+reset role;

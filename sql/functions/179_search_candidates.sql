@@ -1,0 +1,216 @@
+-- Stage 1 of search over the live tables: the lexical half
+-- (vera.lexical_candidates, 177_lexical_candidates.sql) and the vector half
+-- (HNSW, cosine, one statement per group) each give their list, with ranks
+-- for the fusion (RRF) in vera.search (180_search.sql).
+set role vera_owner;
+
+-- pgvector defines its settings (hnsw.*) when its library loads; load it now
+-- so that the SET clauses below are checked as those settings rather than as
+-- unknown placeholders, which only a superuser may set.
+do $load$ begin perform '[1]'::public.vector; end $load$;
+
+-- Internal: stage 1 over the live tables. Returns each candidate with its
+-- rank in the lexical and in the vector list (null when absent from one).
+--
+-- It belongs to vera_searcher, which bypasses row-level security, and makes
+-- the group check RLS would make (the caller's readable groups) itself: the
+-- full-text @@ operator and pgvector's distance operators are not leakproof,
+-- so under RLS the planner may not use the GIN index for @@ at all, and
+-- would check every matching row against the policy before the index's own
+-- quals. vera.search then reads the candidates' details under RLS again.
+-- For the same reason it applies the contamination guard to passages
+-- itself: a proposed passage answers only its proposer.
+--
+-- HNSW returns the nearest rows first and filters afterwards: with a tenant
+-- filter a scan of one index shared by all tenants runs dry before n rows
+-- pass, and pgvector's iterative scan, which keeps going, costs 5-15 ms
+-- (docs/benchmarks.md). So each group is searched on its own: through its
+-- own HNSW index when it is large, exactly when it is small; the iterative
+-- scan (relaxed order, re-sorted here) only covers the rows that the
+-- valid-time filter drops.
+--
+-- Where scores tie at the cut of a list, the order keys decide which
+-- candidates make it (kind, then vera.fact_order_key or
+-- vera.passage_order_key, then the group's kind and name), so the same data
+-- gives the same candidates in any database. (A group searched through its
+-- HNSW index returns its n nearest rows in the index's order: of two rows at
+-- exactly the same distance, the index picks; searched exactly, the key does.)
+create or replace function vera.search_candidates(
+    lexical_groups text[], terms text[],
+    vector_groups text[], query_embedding public.vector,
+    reference timestamptz, personal_group text, n integer, ef_search integer)
+returns table (kind vera.item_kind, group_id text, item_id uuid, lexical_rank integer, vector_rank integer)
+language plpgsql volatile security definer
+set search_path = vera, public, pg_temp
+set hnsw.iterative_scan = relaxed_order
+set hnsw.ef_search = 40
+-- Its static statements (the statistics' lookup, the vector statement's text) have plans that do
+-- not depend on their values, but PL/pgSQL's default kept re-planning them for each call's values:
+-- 1.1 ms of planning a search at 1,000,000 facts (pg_stat_statements, track_planning). The vector
+-- statement itself is dynamic and planned for its group each call (0.4 ms).
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+    readable constant text[] := vera.readable_groups();
+    caller constant uuid := vera.current_principal();
+    -- a passage answers at the reference instant when its episode is the
+    -- latest version of its record observed by then and was not taken back,
+    -- and it is published (or proposed by the caller: the contamination guard)
+    passage_visible constant text := $p$
+        (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $6))
+        and e.status <> 'retracted' and e.observed_at <= $3
+        and not exists (select from vera.episodes newer
+                         where newer.group_id = e.group_id and newer.source_id = e.source_id
+                           and newer.external_id = e.external_id and newer.version > e.version
+                           and newer.observed_at <= $3 and newer.status <> 'retracted')$p$;
+    fact_visible constant text := $f$
+        vera.fact_visible(f.lifecycle, f.group_id, f.retired_at, f.valid_from, f.valid_to, $3, $4)$f$;
+    fact_key constant text := 'vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)';
+    passage_key constant text := 'vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal)';
+    -- the searched groups in order of their kind and name ($7)
+    group_order text[];
+    lexical_kinds vera.item_kind[];
+    lexical_ids uuid[];
+    lexical_owners text[];
+    lexical_scores float8[];
+    lexical_keys bytea[];
+    stat_kinds vera.item_kind[];
+    stat_terms text[];
+    stat_documents bigint[];
+    stat_tokens bigint[];
+    target_kind vera.item_kind;
+    weights record;
+    vector_kinds vera.item_kind[];
+    vector_ids uuid[];
+    vector_owners text[];
+    vector_distances float8[];
+    per_group text;
+    dim integer := public.vector_dims(query_embedding);
+begin
+    lexical_groups := array(select g from unnest(lexical_groups) g where g = any (readable));
+    vector_groups := array(select g from unnest(vector_groups) g where g = any (readable));
+    group_order := array(select g.group_id from vera.groups g
+                          where g.group_id = any (lexical_groups || vector_groups)
+                          order by vera.group_order_key(g.kind, g.name), g.group_id);
+    perform set_config('hnsw.ef_search', greatest(ef_search, 1)::text, true);
+
+    if cardinality(terms) > 0 and cardinality(lexical_groups) > 0 then
+        -- the statistics of both kinds, then each kind's exact top n; the
+        -- lexical list is the n best of both by score (one IDF for both)
+        select array_agg(k.kind), array_agg(st.term), array_agg(st.documents), array_agg(st.tokens)
+          into stat_kinds, stat_terms, stat_documents, stat_tokens
+          from unnest('{fact,passage}'::vera.item_kind[]) k(kind)
+         cross join lateral vera.term_statistics(lexical_groups, k.kind, terms) st;
+        lexical_kinds := '{}';
+        lexical_ids := '{}';
+        lexical_owners := '{}';
+        lexical_scores := '{}';
+        lexical_keys := '{}';
+        foreach target_kind in array '{fact,passage}'::vera.item_kind[] loop
+            select array_agg(w.term order by w.postings, w.term) as terms,
+                   array_agg(w.postings order by w.postings, w.term) as postings,
+                   array_agg(w.idf order by w.postings, w.term) as idfs,
+                   array_agg(w.most_held order by w.postings, w.term) as most_held,
+                   min(w.average_length) as average_length
+              into weights
+              from vera.bm25_weights(stat_kinds, stat_terms, stat_documents, stat_tokens) w
+             where w.kind = target_kind;
+            select lexical_kinds || coalesce(array_agg(target_kind), '{}'),
+                   lexical_ids || coalesce(array_agg(l.item_id), '{}'),
+                   lexical_owners || coalesce(array_agg(l.group_id), '{}'),
+                   lexical_scores || coalesce(array_agg(l.score), '{}'),
+                   lexical_keys || coalesce(array_agg(l.order_key), '{}')
+              into lexical_kinds, lexical_ids, lexical_owners, lexical_scores, lexical_keys
+              from vera.lexical_candidates(target_kind, lexical_groups, weights.terms, weights.postings,
+                                           weights.idfs, weights.most_held, weights.average_length, reference,
+                                           personal_group, caller, n, group_order) l;
+        end loop;
+    end if;
+
+    if query_embedding is not null and cardinality(vector_groups) > 0 then
+        -- One nearest-neighbour query per group and table, all in one
+        -- statement. A group with an HNSW index of its own (a large one, see
+        -- vera.missing_vector_indexes) is searched through it: the group
+        -- filter is the index's predicate, so the scan returns the group's
+        -- neighbours and nothing is filtered away but the few rows outside
+        -- valid time (the iterative scan covers those). A small group is
+        -- searched exactly: "+ 0" keeps the shared HNSW index out (its
+        -- nearest rows would mostly belong to other tenants), the primary
+        -- key finds the group's rows and they are sorted by distance, then
+        -- by order key. A table in which the group holds no document that
+        -- the statistics count gets no query (their counted documents, see
+        -- 165_term_stats.sql, include every fact and passage that can
+        -- answer at any instant): planning and running the passages' join
+        -- for a group of facts alone cost more than its HNSW scan (at
+        -- 100,000 facts 1.5 ms of planning and 5 ms of execution against
+        -- 0.6 and 1.7 without it).
+        select string_agg(parts.query, ' union all ')
+          into per_group
+          from unnest(vector_groups) g
+         cross join lateral (
+               select format($q$
+                   (select 'fact'::vera.item_kind as kind, f.group_id, f.fact_id as item_id,
+                           f.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance,
+                           %5$s as order_key
+                      from vera.facts f
+                     where f.group_id = %2$L and public.vector_dims(f.embedding) = %1$s and %3$s
+                     order by (f.embedding::public.vector(%1$s) operator(public.<=>) $1) %4$s limit $5)$q$,
+                   dim, g, fact_visible,
+                   case when vera.group_vector_index_ready('facts', g, dim) then '' else '+ 0, 5' end,
+                   fact_key) as query
+                where exists (select from vera.term_statistics(array[g], 'fact', '{}') st where st.documents > 0)
+               union all
+               select format($q$
+                   (select 'passage'::vera.item_kind as kind, c.group_id, c.chunk_id as item_id,
+                           c.embedding::public.vector(%1$s) operator(public.<=>) $1 as distance, %5$s as order_key
+                      from vera.chunks c
+                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                     where c.group_id = %2$L and public.vector_dims(c.embedding) = %1$s and %3$s
+                     order by (c.embedding::public.vector(%1$s) operator(public.<=>) $1) %4$s limit $5)$q$,
+                   dim, g, passage_visible,
+                   case when vera.group_vector_index_ready('chunks', g, dim) then '' else '+ 0, 5' end,
+                   passage_key)
+                where exists (select from vera.term_statistics(array[g], 'passage', '{}') st where st.documents > 0)) parts;
+    end if;
+    if per_group is not null then
+        execute format($q$
+            select array_agg(h.kind), array_agg(h.item_id), array_agg(h.group_id), array_agg(h.distance)
+              from (select * from (%s) every_group
+                     -- the iterative scan returns rows in relaxed order: sort them exactly
+                     order by distance, kind, order_key, array_position($7, group_id), item_id
+                     limit $5) h$q$, per_group)
+          into vector_kinds, vector_ids, vector_owners, vector_distances
+          using query_embedding, vector_groups, reference, personal_group, n, caller, group_order;
+    end if;
+
+    -- Ranks from 1; equal scores share a rank (1, 1, 3): two facts that match
+    -- the same words equally are equally relevant, and the blend's other
+    -- signals (authority, verification, ...) decide between them, then the
+    -- order of equal scores (vera.blend).
+    return query
+        with lexical_list as (
+            select u.kind, u.group_id, u.item_id, (rank() over (order by u.score desc))::integer as position
+              from unnest(lexical_kinds, lexical_owners, lexical_ids, lexical_scores, lexical_keys)
+                   as u(kind, group_id, item_id, score, order_key)
+             order by u.score desc, u.kind, u.order_key, array_position(group_order, u.group_id), u.item_id
+             limit n),
+        vector_list as (
+            select u.kind, u.group_id, u.item_id, (rank() over (order by u.distance))::integer as position
+              from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance))
+        select coalesce(l.kind, v.kind), coalesce(l.group_id, v.group_id), coalesce(l.item_id, v.item_id),
+               l.position, v.position
+          from lexical_list l
+          full join vector_list v on v.kind = l.kind and v.item_id = l.item_id;
+end
+$$;
+comment on function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer) is
+    'Internal: stage 1, lexical and vector candidates with their ranks (reads past RLS, checks the groups itself)';
+alter function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer)
+    owner to vera_searcher;
+-- vera.search (a definer: vera_owner) calls it; vera_searcher owns it
+grant execute on function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer,
+                                                 integer)
+    to vera_owner;
+
+reset role;
