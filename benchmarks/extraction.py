@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +41,15 @@ from psycopg.types.json import Jsonb
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
-from vera_worker.adapters.ingestion import SourceIngestion
-from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.manifest import register_manifest, request_all
+from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.domain.extracted_claims import upper_snake
 from vera_worker.domain.prompts import EQUIVALENCE_INSTRUCTIONS, EQUIVALENCE_SCHEMA, judge_input
 
@@ -145,11 +147,11 @@ def quality(bench: Bench, model: ChatModel, label: str) -> None:
         request_all(vera, register_manifest(vera, group, example_dir() / "sources.toml"))
     embedder = DeterministicEmbedder(384)
     worker = bench.server.worker_url(bench.database)
-    with tempfile.TemporaryDirectory() as objects:
+    with tempfile.TemporaryDirectory() as objects, closing(Executor.connect(worker, check=True)) as sql:
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceIngestion(worker, objects=store, embedder_for_model=lambda _p: embedder,
+        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                     allowed_roots=(example_dir(),))  # fmt: skip
-        extraction = PassageExtraction(worker, model=model, embedder_for_model=lambda _p: embedder)
+        extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)
         started = time.perf_counter()
         drain(build_app(worker, objects=store, ingestion=ingestion, extraction=extraction))
         elapsed = time.perf_counter() - started
@@ -187,7 +189,11 @@ def throughput(bench: Bench, standin: StandinServer, passages: int) -> None:
     group = _group(bench, "extract-speed")
     embedder = DeterministicEmbedder(384)
     worker = bench.server.worker_url(bench.database)
-    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as objects:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        tempfile.TemporaryDirectory() as objects,
+        closing(Executor.connect(worker, check=True)) as sql,
+    ):
         for i in range(passages):
             Path(folder, f"svc-{i}.md").write_text(
                 f"# svc-{i}\n\nsvc-{i} runs on cluster-{i % 7}. It is owned by team {i % 5} and pages.\n"
@@ -199,11 +205,11 @@ def throughput(bench: Bench, standin: StandinServer, passages: int) -> None:
             vera.request_ingest(group, source.source_id)
             principal = vera.whoami()[0].principal_id
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceIngestion(worker, objects=store, embedder_for_model=lambda _p: embedder,
+        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                     allowed_roots=(Path(folder),))  # fmt: skip
         drain(build_app(worker, objects=store, ingestion=ingestion))  # passages stored, nothing extracted yet
         model = _chat(f"{standin.url}/openai/v1", "instant", API_KEY)
-        extraction = PassageExtraction(worker, model=model, embedder_for_model=lambda _p: embedder)
+        extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)
         started = time.perf_counter()
         report = extraction.run(ExtractJob(group_id=group, principal_id=principal))
         elapsed = time.perf_counter() - started

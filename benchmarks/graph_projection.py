@@ -132,8 +132,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.postgres.provisioning import build_missing_vector_indexes
 from vera_client.api import jobs as jobs_api
 from vera_client.client import VeraClient
@@ -431,7 +430,7 @@ def measured_drain(
     figures.postgres_cpu_seconds = postgres_cpu_seconds(bench) - postgres_cpu
 
 
-def warm_up_server(store: GraphStore, dsn: str, group: str, facts: int) -> None:
+def warm_up_server(store: GraphStore, sql: Executor, group: str, facts: int) -> None:
     """Project `facts` of the group's facts, in job-sized pages, into throwaway groups (one per
     pass over the facts, so that every edge is a new one, as in the drain), dropping each after:
     a freshly started JVM spends its first minutes compiling Neo4j's own code (tens of seconds of
@@ -439,20 +438,20 @@ def warm_up_server(store: GraphStore, dsn: str, group: str, facts: int) -> None:
     done already. Untimed; the measured drain starts on an empty group."""
     started = time.perf_counter()
     written = 0
-    with connect(dsn) as conn:
-        for attempt in itertools.count():
-            throwaway, after, before = f"{group}-warm-up-{attempt}", None, written
-            while written < facts:
-                with begin(conn, Operator()) as tx:
-                    rows = tx.run(jobs_api.graph_group_facts(group, after, min(JOB_PAGE, facts - written)))
-                if not rows:
-                    break
-                after = rows[-1].fact_id
-                nodes, edges = graph_piece([replace(row, group_id=throwaway) for row in rows])
-                written += store.upsert(throwaway, nodes, edges)
-            store.drop_group(throwaway)
-            if written >= facts or written == before:
+    for attempt in itertools.count():
+        throwaway, after, before = f"{group}-warm-up-{attempt}", None, written
+        while written < facts:
+            rows = sql.run(
+                Operator(), jobs_api.graph_group_facts(group, after, min(JOB_PAGE, facts - written))
+            )
+            if not rows:
                 break
+            after = rows[-1].fact_id
+            nodes, edges = graph_piece([replace(row, group_id=throwaway) for row in rows])
+            written += store.upsert(throwaway, nodes, edges)
+        store.drop_group(throwaway)
+        if written >= facts or written == before:
+            break
     print(f"  warmed up with {written:,} edges in {time.perf_counter() - started:.1f}s (dropped)", flush=True)
 
 
@@ -523,11 +522,12 @@ def measure_backend(
     copy_database(bench, database)
     worker_dsn = bench.server.worker_url(database)
     store: GraphStore = open_graph_store(backend, url)
-    projection = GraphProjection(worker_dsn, store)
+    # the worker's pool, as `vera worker` builds it (Database.worker_executor)
+    projection = GraphProjection(Executor.connect(worker_dsn, check=True), store)
     try:
         store.drop_group(group)
         if warm_up:
-            warm_up_server(store, worker_dsn, group, warm_up)
+            warm_up_server(store, projection.sql, group, warm_up)
         print(f"[{backend}] draining the project_to_graph queue ...", flush=True)
         measured_drain(
             figures, bench, server, projection, dsn=worker_dsn, objects=workdir / f"objects-{backend}"
@@ -568,7 +568,7 @@ def measure_backend(
                 print(f"[{backend}] explore depth {depth}: graph {ms(graph_times)} ms, "
                       f"SQL {ms(sql_times)} ms, {agree}/{len(names)} answers equal", flush=True)  # fmt: skip
     finally:
-        projection.close()
+        projection.sql.close()
         store.close()
     print(f"[{backend}] Graphiti hybrid search x{len(searches)} ...", flush=True)
     figures.graphiti, figures.graphiti_hits = graphiti_search(backend, url, group, searches)

@@ -21,17 +21,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
-from vera_worker.adapters.ingestion import IngestReport, SourceIngestion
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.events import IngestReport
+from vera_worker.connectors.folder.run import SourceIngestion
 
 SCIFACT = (
     Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "beir_test" / "corpus.jsonl.gz"
@@ -79,16 +82,17 @@ def run(
         vera.request_ingest(source.group_id, source.source_id)
     reports: list[IngestReport] = []
     worker_dsn = bench.server.worker_url(bench.database)
-    ingestion = SourceIngestion(
-        worker_dsn,
-        objects=LocalObjectStore(objects),
-        embedder_for_model=lambda _pinned: embedder,
-        on_report=reports.append,
-        allowed_roots=[objects.parent],
-    )
-    started = time.perf_counter()
-    drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
-    return reports[0], time.perf_counter() - started
+    with closing(Executor.connect(worker_dsn, check=True)) as sql:  # the worker's pool
+        ingestion = SourceIngestion(
+            sql,
+            objects=LocalObjectStore(objects),
+            embedder_for_model=lambda _pinned: embedder,
+            on_report=reports.append,
+            allowed_roots=[objects.parent],
+        )
+        started = time.perf_counter()
+        drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
+        return reports[0], time.perf_counter() - started
 
 
 def register(bench: Bench, name: str, folder: Path) -> tuple[str, Source]:

@@ -25,8 +25,10 @@ from pg_tests.databases import (
     run_without_durability,
 )
 from pg_tests.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
+from pg_tests.ingesting import worker_executor
 from pg_tests.seed import World, seed_world
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres.executor import Executor
 from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
 
 __all__ = ["ROOT", "Database"]
@@ -94,3 +96,12 @@ def db(clones: Clones) -> Iterator[Database]:
 def world(db: Database) -> World:
     """Two seeded tenants in this module's database, committed."""
     return seed_world(db)
+
+
+@pytest.fixture(scope="module")
+def worker_sql(db: Database) -> Iterator[Executor]:
+    """The worker's pool on this module's database (role vera_worker), which the jobs a test
+    builds share, as a `vera worker` process's jobs share one."""
+    executor = worker_executor(db)
+    yield executor
+    executor.close()

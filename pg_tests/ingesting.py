@@ -6,17 +6,26 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 from pg_tests.databases import APP_LOGIN, Database
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
-from vera_worker.adapters.ingestion import IngestEvent, IngestReport, SourceIngestion
-from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.folder.manifest import register_manifest, request_all
+from vera_worker.connectors.folder.run import SourceIngestion
+
+
+def worker_executor(db: Database) -> Executor:
+    """A worker's pool on db (role vera_worker), checked as `vera worker`'s is
+    (Database.worker_executor); close it when done."""
+    return Executor.connect(db.dsn("vera_worker"), check=True)
 
 
 def run_worker(
@@ -25,16 +34,17 @@ def run_worker(
     """Work off every due job of the worker's queues; the ingestion runs' reports."""
     reports: list[IngestReport] = []
     store = LocalObjectStore(objects)
-    ingestion = SourceIngestion(
-        db.dsn("vera_worker"),
-        objects=store,
-        embedder_for_model=lambda _pinned: embedder,
-        on_progress=events.append if events is not None else None,
-        on_report=reports.append,
-        # test folders live below the temporary directory; the example corpus ships with VERA
-        allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
-    )
-    drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
+    with closing(worker_executor(db)) as sql:
+        ingestion = SourceIngestion(
+            sql,
+            objects=store,
+            embedder_for_model=lambda _pinned: embedder,
+            on_progress=events.append if events is not None else None,
+            on_report=reports.append,
+            # test folders live below the temporary directory; the example corpus ships with VERA
+            allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
+        )
+        drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
     return reports
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +22,19 @@ from click.testing import CliRunner
 from tests.standins import API_KEY, StandinServer
 
 from pg_tests.databases import APP_LOGIN
-from pg_tests.ingesting import worker_process_env
+from pg_tests.ingesting import worker_executor, worker_process_env
 from pg_tests.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.extraction import PassageExtraction
-from vera_worker.adapters.ingestion import SourceIngestion
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.run import SourceIngestion
 
 FAST = ResilienceSettings(max_retries=1, retry_base_seconds=0.001, timeout_seconds=5.0)
 # "X runs on Y." and "X is owned by Y." sentences, as a model would find them
@@ -77,13 +79,15 @@ def _work(world: World, tmp_path: Path, model: ChatModel, *, max_claims: int = 5
           embedder: DeterministicEmbedder | None = None) -> None:  # fmt: skip
     """Drain the queue with a worker that ingests and extracts (deterministic vectors)."""
     embedder = embedder or DeterministicEmbedder(16)
-    dsn = world.db.dsn("vera_worker")
     store = LocalObjectStore(tmp_path / "objects")
-    ingestion = SourceIngestion(dsn, objects=store, embedder_for_model=lambda _pin: embedder,
-                                allowed_roots=(tmp_path,))  # fmt: skip
-    extraction = PassageExtraction(dsn, model=model, embedder_for_model=lambda _pin: embedder,
-                                   max_claims_per_passage=max_claims)  # fmt: skip
-    drain(build_app(dsn, objects=store, ingestion=ingestion, extraction=extraction))
+    with closing(worker_executor(world.db)) as sql:
+        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _pin: embedder,
+                                    allowed_roots=(tmp_path,))  # fmt: skip
+        extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _pin: embedder,
+                                       max_claims_per_passage=max_claims)  # fmt: skip
+        drain(
+            build_app(world.db.dsn("vera_worker"), objects=store, ingestion=ingestion, extraction=extraction)
+        )
 
 
 def _setup(world: World, tmp_path: Path, name: str, text: str, *, tier: int = 1) -> tuple[str, Path]:
@@ -371,16 +375,19 @@ def test_vera_reprocess_queues_a_redo_and_says_when_no_model_is_configured(
     assert jobs == [("true", str(world.a.owner))]
 
 
-def test_two_jobs_taking_the_same_passage_publish_it_once(world: World, tmp_path: Path) -> None:
+def test_two_jobs_taking_the_same_passage_publish_it_once(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
     """Two extract jobs at once (two workers, or one with concurrency): the second waits for
     the first's transaction and then finds the passage done."""
     group, _ = _setup(world, tmp_path, "extract-race", TEXT)
     store = LocalObjectStore(tmp_path / "objects")
-    dsn = world.db.dsn("vera_worker")
     ingestion = SourceIngestion(
-        dsn, objects=store, embedder_for_model=lambda _pin: None, allowed_roots=(tmp_path,)
+        worker_sql, objects=store, embedder_for_model=lambda _pin: None, allowed_roots=(tmp_path,)
     )
-    drain(build_app(dsn, objects=store, ingestion=ingestion))  # passages stored, nothing extracted
+    drain(
+        build_app(world.db.dsn("vera_worker"), objects=store, ingestion=ingestion)
+    )  # passages stored, nothing extracted
     with world.db.admin() as admin:
         chunk, sha = admin.execute(
             "select chunk_id, sha256(convert_to(text, 'UTF8')) from vera.chunks where group_id = %s", (group,)

@@ -25,6 +25,7 @@ from pg_tests.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.embedded import APP_ROLE
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.postgres.logins import create_app_login
 from vera_client.api.reads import ExploredFact
 from vera_client.client import VeraClient
@@ -213,10 +214,8 @@ def graph(graph_backend_url: tuple[str, str]) -> Iterator[GraphStore]:
 
 
 @pytest.fixture
-def projection(world: World, graph: GraphStore) -> Iterator[GraphProjection]:
-    projection = GraphProjection(world.db.dsn(WORKER), graph)
-    yield projection
-    projection.close()
+def projection(worker_sql: Executor, graph: GraphStore) -> GraphProjection:
+    return GraphProjection(worker_sql, graph)
 
 
 def _drain(world: World, projection: GraphProjection, tmp_path: Path) -> None:
@@ -329,15 +328,15 @@ def test_a_published_episode_is_projected_and_a_replay_changes_nothing(
     again = projection.check(loaded.group)
     assert (again.graph_digest, again.result.graph_nodes) == (first.graph_digest, first.result.graph_nodes)
     assert again.result.drift is None
-    # the jobs left their connection for the next one; if the server ended it meanwhile (a
-    # restart, an idle timeout), the next job opens another
+    # the jobs left their connection in the worker's pool for the next one; if the server ended
+    # it meanwhile (a restart, an idle timeout), the pool's check finds it and the next job gets another
     with world.db.admin() as admin:
         [[ended]] = admin.execute(
             "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity "
             "where usename = %s and datname = current_database()",
             (WORKER,),
         ).fetchall()
-    assert ended == 1
+    assert ended >= 1
     projection.project(ProjectJob.from_job_args(jobs[0][1]))
     assert projection.check(loaded.group).result.drift is None
 
@@ -540,8 +539,8 @@ def test_a_walk_never_reaches_another_tenants_nodes(
     assert reached <= set(_states(graph, loaded.group))
 
 
-def test_the_worker_metrics_show_lag_and_drift(world: World) -> None:
-    health = database_graph_health(world.db.dsn(WORKER))
+def test_the_worker_metrics_show_lag_and_drift(worker_sql: Executor) -> None:
+    health = database_graph_health(worker_sql)
     monitor = BacklogMonitor(lambda: [], queues=("project_to_graph",), read_graph=health)
     monitor.refresh()
     lag = monitor.registry.get_sample_value("vera_graph_projection_lag_seconds")

@@ -19,6 +19,7 @@ from pg_tests.ingesting import run_worker
 from pg_tests.seed import World, caller, create_project
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.errors import (
@@ -27,8 +28,9 @@ from vera_client.domain.errors import (
     ProviderUnavailableError,
     SourceUnavailableError,
 )
-from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion, object_key
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.episodes import object_key
+from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 
 
 def _member_key(world: World, group: str) -> str:
@@ -204,7 +206,9 @@ def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
     assert sorted(key for key, _ in again.failed) == ["hosts.csv", "team.md"] and again.ingested == 0
 
 
-def test_a_run_asked_to_stop_ends_after_the_file_in_hand(world: World, folder: Path, tmp_path: Path) -> None:
+def test_a_run_asked_to_stop_ends_after_the_file_in_hand(
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
+) -> None:
     """The CLI's first Ctrl-C: the run stops between files, keeps what it committed, and the next reads the rest."""
     group = create_project(world, "ingest-stop")
     source = _register(world, group, folder)
@@ -218,7 +222,7 @@ def test_a_run_asked_to_stop_ends_after_the_file_in_hand(world: World, folder: P
         return len(asked) > 2
 
     stopped = SourceIngestion(
-        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: None, should_stop=stop_after_two,
     ).run(request)  # fmt: skip
     assert stopped.stopped and stopped.ingested == 2
@@ -226,7 +230,7 @@ def test_a_run_asked_to_stop_ends_after_the_file_in_hand(world: World, folder: P
         cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
     assert len(cursor) == 2  # what was committed is known, written when the run stopped
     rest = SourceIngestion(
-        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: None,
     ).run(request)  # fmt: skip
     assert (rest.stopped, rest.untouched, rest.ingested) == (False, 2, 1)
@@ -284,7 +288,9 @@ def test_a_path_limits_the_run_to_part_of_the_source(world: World, folder: Path,
     assert (full.scanned, full.untouched, full.ingested, full.retracted) == (3, 1, 2, 0)
 
 
-def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_path: Path) -> None:
+def test_a_missing_folder_fails_the_run_with_one_clear_error(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
     group = create_project(world, "ingest-missing")
     folder = tmp_path / "gone"
     folder.mkdir()
@@ -292,7 +298,7 @@ def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_p
     folder.rmdir()
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="does not exist or is not a folder"):
@@ -300,13 +306,13 @@ def test_a_missing_folder_fails_the_run_with_one_clear_error(world: World, tmp_p
 
 
 def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
-    world: World, folder: Path, tmp_path: Path
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
 ) -> None:
     group = create_project(world, "ingest-tenancy")
     source = _register(world, group, folder)
     with caller(world.db, world.b.owner_key) as conn:
         intruder = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     with pytest.raises(PermissionDeniedError, match="not readable"):
         ingestion.run(IngestRequest(group_id=group, source_id=source.source_id, principal_id=intruder))
@@ -407,7 +413,7 @@ class _FailingEmbedder:
 
 
 def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
-    world: World, folder: Path, tmp_path: Path
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
 ) -> None:
     group = create_project(world, "ingest-provider-down")
     source = _register(world, group, folder)
@@ -416,7 +422,7 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
     def ingestion(error: Exception) -> SourceIngestion:
-        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        return SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: _FailingEmbedder(error))  # fmt: skip
 
     slow = ingestion(ProviderTimeoutError("openai: no answer within 30s after 5 attempts")).run(request)
@@ -426,7 +432,9 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
         ingestion(ProviderUnavailableError("openai: the circuit breaker is open")).run(request)
 
 
-def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Path, tmp_path: Path) -> None:
+def test_an_emptied_folder_does_not_retract_everything(
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
+) -> None:
     group = create_project(world, "ingest-emptied")
     source = _register(world, group, folder)
     _request(world, world.a.owner_key, source)
@@ -435,7 +443,7 @@ def test_an_emptied_folder_does_not_retract_everything(world: World, folder: Pat
         path.unlink()  # as an unmounted share looks
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="not retracting them all"):
@@ -460,7 +468,7 @@ class _BreaksAfter:
 
 
 def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
-    world: World, folder: Path, tmp_path: Path
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
 ) -> None:
     group = create_project(world, "ingest-resume")
     source = _register(world, group, folder)
@@ -469,7 +477,7 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
     def ingestion(embedder: object) -> SourceIngestion:
-        return SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        return SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
 
     with pytest.raises(ProviderUnavailableError):
@@ -485,7 +493,9 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
     assert _texts(world, group, "ledger-db Data Platform").count("ledger-db owned by Data Platform") == 1
 
 
-def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: World, tmp_path: Path) -> None:
+def test_the_worker_reads_only_below_the_folders_the_operator_allows(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
     """A tenant names its source's root freely (say, another tenant's share, or /etc): the worker
     reads it only when it lies within VERA_WORKER__SOURCE_ROOTS, symbolic links resolved."""
     allowed, elsewhere = tmp_path / "tenant-a", tmp_path / "tenant-b"
@@ -495,7 +505,7 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: Worl
     (allowed / "link").symlink_to(elsewhere, target_is_directory=True)
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"),
+    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"),
                                 embedder_for_model=lambda _: None, allowed_roots=[allowed])  # fmt: skip
     for name, root in (("outside", elsewhere), ("through a link", allowed / "link"), ("etc", Path("/etc"))):
         group = create_project(world, f"ingest-roots-{name}")
@@ -512,7 +522,7 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(world: Worl
 
 
 def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_is_not(
-    world: World, folder: Path, tmp_path: Path
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
 ) -> None:
     """Through the worker's queue: an outage (the embedder's circuit open) schedules the run
     again with a growing wait; a run that failed for its own reasons fails for good."""
@@ -525,7 +535,7 @@ def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_i
     _request(world, world.a.owner_key, out_source)
     _request(world, world.a.owner_key, gone_source)
     ingestion = SourceIngestion(
-        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+        worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: _FailingEmbedder(ProviderUnavailableError("embedder: the circuit breaker is open")),
     )  # fmt: skip
     drain(

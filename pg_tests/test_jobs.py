@@ -18,6 +18,7 @@ from pg_tests.databases import APP_LOGIN
 from pg_tests.ingesting import worker_process_env
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.client import VeraClient
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app
@@ -146,7 +147,9 @@ def test_set_fact_embeddings_is_for_members_of_the_group_and_idempotent(world: W
         conn.rollback()
 
 
-def test_an_embed_job_no_embedder_here_can_serve_is_retried_later(world: World, tmp_path: Path) -> None:
+def test_an_embed_job_no_embedder_here_can_serve_is_retried_later(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
     """A group pinned to a model this worker lacks (or a hosted model that is down): the job
     is scheduled again with a growing wait instead of failing, so its facts get vectors later."""
     with VeraClient(world.db.dsn(APP_LOGIN), world.a.owner_key) as vera:
@@ -154,7 +157,7 @@ def test_an_embed_job_no_embedder_here_can_serve_is_retried_later(world: World, 
         source = vera.register_source(group, "cmdb", "cmdb", 1)
         export = vera.record_episode(group, source, "export.csv", hashlib.sha256(b"r").digest())
         [fact] = vera.publish(group, export.episode_id, [_claim("ledger-db", "owned by", "team green")])
-    embedding = FactEmbedding(world.db.dsn("vera_worker"), embedder_for_model=lambda _pinned: None)
+    embedding = FactEmbedding(worker_sql, embedder_for_model=lambda _pinned: None)
     app = build_app(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path), embedding=embedding)
     app.run_worker(queues=[JobName.EMBED.queue], wait=False, concurrency=1, install_signal_handlers=False)
     with world.db.admin() as admin:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -18,8 +19,10 @@ import pytest
 from tests.standins import API_KEY, StandinServer
 
 from pg_tests.databases import APP_LOGIN
+from pg_tests.ingesting import worker_executor
 from pg_tests.seed import World, caller
 from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
@@ -50,15 +53,16 @@ def judge_answering(decide: Decide) -> Callable[[dict[str, Any]], str]:
     return answer
 
 
-def _judges(world: World, standin: StandinServer) -> Judges:
+def _judges(sql: Executor, standin: StandinServer) -> Judges:
     model = ChatModel(base_url=f"{standin.url}/openai/v1", model="judge-l", api_key=API_KEY,
                       chain=ResilienceChain("llm", FAST))  # fmt: skip
-    return Judges(world.db.dsn("vera_worker"), model=model)
+    return Judges(sql, model=model)
 
 
 def _work(world: World, tmp_path: Path, standin: StandinServer) -> None:
     store = LocalObjectStore(tmp_path / "objects")
-    drain(build_app(world.db.dsn("vera_worker"), objects=store, judges=_judges(world, standin)))
+    with closing(worker_executor(world.db)) as sql:
+        drain(build_app(world.db.dsn("vera_worker"), objects=store, judges=_judges(sql, standin)))
 
 
 def _provisional(world: World, name: str) -> tuple[str, UUID, UUID]:
@@ -94,7 +98,7 @@ def _audit(world: World, group: str, action: str) -> list[Any]:
 
 
 def test_same_entity_merges_the_provisional_entity_into_the_candidate(
-    world: World, tmp_path: Path, standin: StandinServer
+    world: World, worker_sql: Executor, tmp_path: Path, standin: StandinServer
 ) -> None:
     group, postgres, primary = _provisional(world, "judge-merge")
     seen: list[dict[str, Any]] = []
@@ -131,7 +135,7 @@ def test_same_entity_merges_the_provisional_entity_into_the_candidate(
     assert merge["into"] == str(postgres) and merge["model"] == "judge-l" and merge["facts"] == 1
     # a replay finds nothing provisional: no model call, nothing changes
     calls = len(standin.requests)
-    report = _judges(world, standin).equivalence(JudgeJob.equivalence({
+    report = _judges(worker_sql, standin).equivalence(JudgeJob.equivalence({
         "group_id": group, "principal_id": str(world.a.owner), "entities": [{"entity_id": str(primary)}]}))  # fmt: skip
     assert len(standin.requests) == calls and report.cases == 0
 
@@ -147,7 +151,7 @@ def test_not_the_same_activates_it(world: World, tmp_path: Path, standin: Standi
 
 
 def test_a_verdict_naming_an_entity_it_was_not_shown_decides_nothing_and_is_replayed(
-    world: World, tmp_path: Path, standin: StandinServer
+    world: World, worker_sql: Executor, tmp_path: Path, standin: StandinServer
 ) -> None:
     group, _, primary = _provisional(world, "judge-unknown")
     other_tenant_entity = "00000000-0000-4000-8000-000000000001"
@@ -160,7 +164,7 @@ def test_a_verdict_naming_an_entity_it_was_not_shown_decides_nothing_and_is_repl
     job = JudgeJob.equivalence(
         {"group_id": group, "principal_id": str(world.a.owner), "entities": [{"entity_id": str(primary)}]}
     )
-    report = _judges(world, standin).equivalence(job)
+    report = _judges(worker_sql, standin).equivalence(job)
     # the same inputs: the stored verdict is reused, the model not asked again
     assert (report.cases, report.reused, report.model_calls) == (1, 1, 0)
     assert len(standin.requests) == calls

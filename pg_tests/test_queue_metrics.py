@@ -19,6 +19,8 @@ from tests.servers import free_port
 
 from pg_tests.databases import Database
 from pg_tests.ingesting import worker_process_env
+from vera_client.adapters.postgres.executor import Executor
+from vera_client.config import PoolSettings
 from vera_client.domain.errors import DatabaseUnavailableError
 from vera_worker.adapters.queue import SERVED_QUEUES
 from vera_worker.adapters.queue_metrics import BacklogMonitor, database_queue_depths
@@ -58,10 +60,8 @@ def queues(db: Database) -> Iterator[Database]:
         admin.execute("delete from procrastinate.procrastinate_jobs")
 
 
-def _monitor(db: Database, threshold: int = 1000) -> BacklogMonitor:
-    return BacklogMonitor(
-        database_queue_depths(db.dsn("vera_worker")), queues=SERVED_QUEUES, threshold=threshold
-    )
+def _monitor(sql: Executor, threshold: int = 1000) -> BacklogMonitor:
+    return BacklogMonitor(database_queue_depths(sql), queues=SERVED_QUEUES, threshold=threshold)
 
 
 def _jobs(monitor: BacklogMonitor, queue: str, status: str) -> float | None:
@@ -72,13 +72,13 @@ def _over(monitor: BacklogMonitor, queue: str) -> float | None:
     return monitor.registry.get_sample_value("vera_queue_backlog_over_threshold", {"queue": queue})
 
 
-def test_depth_per_queue_and_status_read_as_the_worker(queues: Database) -> None:
+def test_depth_per_queue_and_status_read_as_the_worker(queues: Database, worker_sql: Executor) -> None:
     _queue(queues, EMBED, 5)
     _queue(queues, EMBED, 1, status="succeeded")  # done: not in the queue any more
     _queue(queues, CLEANUP, 2, later=True)  # scheduled ahead (the retraction's safety net)
     _queue(queues, INGEST, 1, status="doing")
     _queue(queues, "someone_elses_queue", 3)
-    monitor = _monitor(queues)
+    monitor = _monitor(worker_sql)
     depths = monitor.refresh()
     assert (depths[EMBED].todo, depths[EMBED].scheduled, depths[EMBED].doing) == (5, 0, 0)
     assert _jobs(monitor, EMBED, "todo") == 5
@@ -93,9 +93,9 @@ def test_depth_per_queue_and_status_read_as_the_worker(queues: Database) -> None
 
 
 def test_crossing_the_threshold_sets_the_gauge_and_warns_once_per_crossing(
-    queues: Database, caplog: pytest.LogCaptureFixture
+    queues: Database, worker_sql: Executor, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monitor = _monitor(queues, threshold=3)
+    monitor = _monitor(worker_sql, threshold=3)
     _queue(queues, EMBED, 3)
     _queue(queues, CLEANUP, 9, later=True)  # not due: no backlog
     with caplog.at_level(logging.INFO, logger="vera_worker.adapters.queue_metrics"):
@@ -121,9 +121,9 @@ def test_crossing_the_threshold_sets_the_gauge_and_warns_once_per_crossing(
     ]
 
 
-def test_the_metrics_port_serves_the_gauges(queues: Database) -> None:
+def test_the_metrics_port_serves_the_gauges(queues: Database, worker_sql: Executor) -> None:
     _queue(queues, JUDGE, 2)
-    monitor = _monitor(queues, threshold=1)
+    monitor = _monitor(worker_sql, threshold=1)
     monitor.refresh()
     port = free_port()
     server = monitor.serve(port)
@@ -144,9 +144,16 @@ def test_the_metrics_port_serves_the_gauges(queues: Database) -> None:
 
 def test_a_database_away_is_a_gauge_and_an_error_not_stale_silence(tmp_path: Path) -> None:
     away = f"postgresql://vera_worker@/nowhere?host={tmp_path}&port=1"
-    monitor = BacklogMonitor(database_queue_depths(away, connect_timeout=1), queues=SERVED_QUEUES)
-    with pytest.raises(DatabaseUnavailableError):
-        monitor.refresh()
+    # a pool that holds no connection until asked: the reading waits a second for one, in vain
+    sql = Executor.connect(
+        away, pool=PoolSettings(min_size=0, max_size=1, timeout_seconds=1), connect_timeout=1
+    )
+    try:
+        monitor = BacklogMonitor(database_queue_depths(sql), queues=SERVED_QUEUES)
+        with pytest.raises(DatabaseUnavailableError):
+            monitor.refresh()
+    finally:
+        sql.close()
     assert monitor.registry.get_sample_value("vera_queue_depth_up") == 0
 
 

@@ -207,8 +207,7 @@ def test_only_the_jobs_of_a_silent_worker_are_queued_again_and_only_once(
             (tmp_path / name).mkdir()
             source = vera.register_folder(group, name, tmp_path / name, tier=2)
             vera.request_ingest(group, source.source_id)
-    dsn = world.db.dsn("vera_worker")
-    app = build_app(dsn, objects=LocalObjectStore(tmp_path / "objects"))
+    app = build_app(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "objects"))
 
     async def scenario() -> tuple[int | None, int | None, list[int], list[int]]:
         async with app.open_async():
@@ -226,8 +225,8 @@ def test_only_the_jobs_of_a_silent_worker_are_queued_again_and_only_once(
             return (
                 left.id,
                 running.id,
-                await retry_stalled_jobs(app, dsn, 30),
-                await retry_stalled_jobs(app, dsn, 30),
+                await retry_stalled_jobs(app, 30),
+                await retry_stalled_jobs(app, 30),
             )
 
     left, running, first, second = asyncio.run(scenario())

@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.markdown import parse_markdown
 from vera_worker.domain.records import RecordFormatError, predicate_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from vera_worker.adapters.ingestion import IngestEvent
+from vera_worker.connectors.folder.events import IngestEvent
 from vera_worker.entrypoints.progress import SHOWN_WARNINGS, IngestProgress
 
 

@@ -20,6 +20,7 @@ from vera_client.adapters.embedders.voyage import VoyageEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.optional import require
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.adapters.providers.metering import Meter
 from vera_client.adapters.providers.resilience import ResilienceChain
@@ -75,6 +76,18 @@ class Database:
                 "set VERA_DB__WORKER_DSN to the vera_worker role's DSN"
             )
         return dsn
+
+    def worker_executor(self) -> Executor:
+        """The one pool of a worker process (role vera_worker), shared by its jobs: each
+        transaction borrows a connection, so there is room for every job slot and the backlog
+        reading; a connection is checked before it is lent, since it may wait long between jobs."""
+        settings = self.settings
+        pool = settings.pool.model_copy(
+            update={"max_size": max(settings.pool.max_size, settings.worker.concurrency + 1)}
+        )
+        return Executor.connect(
+            self.worker_dsn, pool=pool, connect_timeout=settings.db.connect_timeout, check=True
+        )
 
     def migration_runner(self) -> MigrationRunner:
         return MigrationRunner(

@@ -19,14 +19,12 @@ import click
 import pydantic
 
 from vera_client.adapters.postgres import deployment, embedded, provisioning
-from vera_client.adapters.postgres.errors import connect, redact
-from vera_client.adapters.postgres.executor import begin
-from vera_client.api import jobs as jobs_api
+from vera_client.adapters.postgres.errors import redact
+from vera_client.adapters.postgres.executor import check_reachable as reachable
 from vera_client.api.search import Hit
 from vera_client.bootstrap import Database, build_database
 from vera_client.client import VeraClient
 from vera_client.config import VeraSettings
-from vera_client.domain.callers import Operator
 from vera_client.domain.deployment import LoginLimits, ServerStatus
 from vera_client.domain.errors import (
     ConfigurationError,
@@ -243,9 +241,7 @@ def status(as_json: bool) -> None:
 
 def _projection(admin_dsn: str) -> dict[str, Any]:
     """The graph projection's lag (the oldest due project_to_graph job) and its last checks."""
-    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
-        lags = tx.run(jobs_api.queue_lag())
-        checks = tx.run(jobs_api.graph_check_results())
+    lags, checks = provisioning.projection_state(admin_dsn)
     waiting = next((lag for lag in lags if lag.queue == "project_to_graph"), None)
     return {
         "jobs_due": waiting.waiting if waiting else 0,
@@ -669,7 +665,7 @@ def client_from_env(api_key: str, database: Database | None = None) -> VeraClien
 def check_reachable(database: Database, dsn: str) -> None:
     """DatabaseUnavailableError, in one line, unless one plain connection to dsn opens (before a
     pool is built on it: a pool retries and logs each failed attempt until its timeout)."""
-    connect(dsn, connect_timeout=database.settings.db.connect_timeout).close()
+    reachable(dsn, connect_timeout=database.settings.db.connect_timeout)
 
 
 def start_if_embedded(database: Database) -> None:

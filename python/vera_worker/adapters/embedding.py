@@ -9,8 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import jobs as jobs_api
 from vera_client.api import search as search_api
 from vera_client.domain.callers import Principal
@@ -24,45 +23,36 @@ BATCH = 256  # texts per embedder request
 
 
 class FactEmbedding:
-    """Runs embed jobs against the database at dsn (role vera_worker)."""
+    """Runs embed jobs through the worker's executor (role vera_worker)."""
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        embedder_for_model: Callable[[str | None], Embedder | None],
-        connect_timeout: int = 10,
-    ) -> None:
-        self._dsn = dsn
+    def __init__(self, sql: Executor, *, embedder_for_model: Callable[[str | None], Embedder | None]) -> None:
+        self._sql = sql
         self._embedder_for_model = embedder_for_model
-        self._connect_timeout = connect_timeout
 
     def run(self, job: EmbedJob) -> int:
         """Embed the job's facts that still lack a vector; how many got one. Idempotent."""
         caller = Principal(job.principal_id)
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
-            # read, embed outside any transaction (a hosted model may take seconds), then write
-            with begin(conn, caller) as tx:
-                pending = tx.run(jobs_api.facts_to_embed(job.group_id, job.fact_ids))
-                pins = tx.run(search_api.pinned_models([job.group_id]))
-            if not pending:
-                return 0
-            pinned = pins[0][0] if pins else None
-            embedder = self._embedder_for_model(pinned)
-            if embedder is None:
-                # raising keeps the job for a worker configured with the group's model
-                raise ProviderUnavailableError(
-                    f"no embedder here serves {job.group_id}'s pinned model {pinned}: configure it"
-                )
-            written = 0
-            for first in range(0, len(pending), BATCH):
-                batch = pending[first : first + BATCH]
-                vectors = embedder.embed([text for _, text in batch])
-                with begin(conn, caller) as tx:
-                    ids = [fact_id for fact_id, _ in batch]
-                    written += tx.run(
-                        jobs_api.set_fact_embeddings(job.group_id, ids, vectors, embedder.model)
-                    )
+        # read, embed outside any transaction (a hosted model may take seconds), then write
+        with self._sql.transaction(caller) as tx:
+            pending = tx.run(jobs_api.facts_to_embed(job.group_id, job.fact_ids))
+            pins = tx.run(search_api.pinned_models([job.group_id]))
+        if not pending:
+            return 0
+        pinned = pins[0][0] if pins else None
+        embedder = self._embedder_for_model(pinned)
+        if embedder is None:
+            # raising keeps the job for a worker configured with the group's model
+            raise ProviderUnavailableError(
+                f"no embedder here serves {job.group_id}'s pinned model {pinned}: configure it"
+            )
+        written = 0
+        for first in range(0, len(pending), BATCH):
+            batch = pending[first : first + BATCH]
+            vectors = embedder.embed([text for _, text in batch])
+            ids = [fact_id for fact_id, _ in batch]
+            written += self._sql.run(
+                caller, jobs_api.set_fact_embeddings(job.group_id, ids, vectors, embedder.model)
+            )
         logger.info(
             "embed %s: %d of %d facts embedded by %s", job.group_id, written, len(pending), embedder.model
         )

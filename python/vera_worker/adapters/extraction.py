@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.api import curation as curation_api
 from vera_client.api import jobs as jobs_api
@@ -92,22 +91,20 @@ class ExtractionReport:
 
 
 class PassageExtraction:
-    """Runs extract jobs against the database at dsn (role vera_worker) with one chat model."""
+    """Runs extract jobs through the worker's executor (role vera_worker) with one chat model."""
 
     def __init__(
         self,
-        dsn: str,
+        sql: Executor,
         *,
         model: ChatModel,
         embedder_for_model: EmbedderForModel,
         max_claims_per_passage: int = 50,
-        connect_timeout: int = 10,
     ) -> None:
-        self._dsn = dsn
+        self._sql = sql
         self._model = model
         self._embedder_for_model = embedder_for_model
         self._max_claims = max_claims_per_passage
-        self._connect_timeout = connect_timeout
 
     @property
     def model_version(self) -> str:
@@ -116,34 +113,25 @@ class PassageExtraction:
 
     def request(self, group_id: str, principal_id: UUID) -> int:
         """Queue an extract job for what an ingestion run just stored, as its principal; the job id."""
-        with (
-            prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn,
-            begin(conn, Principal(principal_id)) as tx,
-        ):
-            return tx.run(sources_api.request_extraction(group_id))
+        return self._sql.run(Principal(principal_id), sources_api.request_extraction(group_id))
 
     def run(self, job: ExtractJob) -> ExtractionReport:
         """Extract every passage the job covers; idempotent."""
         report = ExtractionReport()
         caller = Principal(job.principal_id)
         seen: set[UUID] = set()
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
-            with begin(conn, caller) as tx:
-                pins = tx.run(search_api.pinned_models([job.group_id]))
-            embedder = self._embedder_for_model(pins[0][0] if pins else None)
-            while True:
-                with begin(conn, caller) as tx:
-                    batch = tx.run(
-                        jobs_api.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
-                    )
-                fresh = [p for p in batch if p.chunk_id not in seen]
-                if not fresh:
-                    break  # done (or only passages this run could not record: never loop on them)
-                for passage in fresh:
-                    seen.add(passage.chunk_id)
-                    self._extract(
-                        passage, conn=conn, caller=caller, job=job, embedder=embedder, report=report
-                    )
+        pins = self._sql.run(caller, search_api.pinned_models([job.group_id]))
+        embedder = self._embedder_for_model(pins[0][0] if pins else None)
+        while True:
+            batch = self._sql.run(
+                caller, jobs_api.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
+            )
+            fresh = [p for p in batch if p.chunk_id not in seen]
+            if not fresh:
+                break  # done (or only passages this run could not record: never loop on them)
+            for passage in fresh:
+                seen.add(passage.chunk_id)
+                self._extract(passage, caller=caller, job=job, embedder=embedder, report=report)
         logger.info(
             "extract %s: %d passages, %d model calls, %d reused, %d facts, %d claims dropped, %d failed; %s",
             job.group_id, report.passages, report.model_calls, report.reused, report.facts, report.dropped,
@@ -155,7 +143,6 @@ class PassageExtraction:
         self,
         passage: PassageToExtract,
         *,
-        conn: Any,
         caller: Principal,
         job: ExtractJob,
         embedder: Embedder | None,
@@ -163,7 +150,7 @@ class PassageExtraction:
     ) -> None:
         report.passages += 1
         group = job.group_id
-        with begin(conn, caller) as tx:
+        with self._sql.transaction(caller) as tx:
             stored = tx.run(
                 jobs_api.extraction_run(
                     group, passage.content_sha256, self.model_version, any_model=not job.redo
@@ -194,7 +181,7 @@ class PassageExtraction:
         self._embed(publishable, embedder)
         model = embedder.model if embedder is not None and publishable else None
         try:
-            with begin(conn, caller) as tx:
+            with self._sql.transaction(caller) as tx:
                 if not tx.run(jobs_api.take_passage(group, passage.chunk_id, self.model_version, job.redo)):
                     report.skipped += 1  # another job extracted it meanwhile: never publish twice
                     return
@@ -212,7 +199,7 @@ class PassageExtraction:
             # SQL refused the claims (a rule the validation does not know): recorded as failed, not stored
             report.failed += 1
             logger.warning("extract %s: passage %s: publishing refused: %s", group, passage.chunk_id, exc)
-            with begin(conn, caller) as tx:
+            with self._sql.transaction(caller) as tx:
                 tx.run(jobs_api.record_extraction(
                     group, passage.chunk_id, passage.content_sha256, version, outcome="failed", claims=[],
                     dropped=len(claims), detail=f"publish_claims refused: {exc}"[:1000], facts=0,

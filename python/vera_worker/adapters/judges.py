@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.api import jobs as jobs_api
 from vera_client.domain.callers import Principal
@@ -107,43 +106,40 @@ def inputs_hash(case: Mapping[str, Any]) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Session:
-    """One job's connection, acting as the job's principal in its group."""
+    """One job's way into SQL, acting as the job's principal in its group."""
 
-    conn: Any
+    sql: Executor
     caller: Principal
     group: str
 
 
 class Judges:
-    """Runs judge jobs against the database at dsn (role vera_worker) with the judge model."""
+    """Runs judge jobs through the worker's executor (role vera_worker) with the judge model."""
 
-    def __init__(self, dsn: str, *, model: ChatModel, connect_timeout: int = 10) -> None:
-        self._dsn = dsn
+    def __init__(self, sql: Executor, *, model: ChatModel) -> None:
+        self._sql = sql
         self._model = model
-        self._connect_timeout = connect_timeout
 
     def equivalence(self, job: JudgeJob) -> JudgeReport:
         """Settles each provisional entity of the job (those settled meanwhile are skipped)."""
         report = JudgeReport()
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
-            session = _Session(conn, Principal(job.principal_id), job.group_id)
-            for entity_id in job.ids:
-                self._settle(session, entity_id, report)
+        session = _Session(self._sql, Principal(job.principal_id), job.group_id)
+        for entity_id in job.ids:
+            self._settle(session, entity_id, report)
         self._log("equivalence", job, report)
         return report
 
     def contradiction(self, job: JudgeJob) -> JudgeReport:
         """Judges each new value of the job against the current values of its subject and predicate."""
         report = JudgeReport()
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
-            session = _Session(conn, Principal(job.principal_id), job.group_id)
-            for fact_id in job.ids:
-                self._contradict(session, fact_id, report)
+        session = _Session(self._sql, Principal(job.principal_id), job.group_id)
+        for fact_id in job.ids:
+            self._contradict(session, fact_id, report)
         self._log("contradiction", job, report)
         return report
 
     def _settle(self, session: _Session, entity_id: UUID, report: JudgeReport) -> None:
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             case = tx.run(jobs_api.equivalence_case(session.group, entity_id))
         if case is None:
             return  # no longer provisional (settled, merged) or not the caller's to see
@@ -159,7 +155,7 @@ class Judges:
             report.count("undecided")
             return  # stays provisional: a separate entity, never a wrong merge
         reason = str(verdict.get("reason", ""))[:1000]
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             outcome = tx.run(
                 jobs_api.settle_entity(
                     session.group,
@@ -173,7 +169,7 @@ class Judges:
         report.count(outcome)
 
     def _contradict(self, session: _Session, fact_id: UUID, report: JudgeReport) -> None:
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             case = tx.run(jobs_api.contradiction_case(session.group, fact_id))
         if case is None:
             return  # no longer a published value with others beside it
@@ -187,7 +183,7 @@ class Judges:
             report.count("coexists")
             return
         reason = str(verdict.get("reason", ""))[:1000]
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             count = tx.run(
                 jobs_api.replace_values(
                     session.group,
@@ -207,7 +203,7 @@ class Judges:
         key = inputs_hash(case)
         model = self._model.model
         version = EQUIVALENCE_PROMPT_VERSION if judge == "equivalence" else CONTRADICTION_PROMPT_VERSION
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             stored = tx.run(jobs_api.judge_verdict(session.group, judge, key, model, version))
         if stored is not None:
             report.reused += 1
@@ -232,7 +228,7 @@ class Judges:
                 "judge_%s %s: the verdict lacks fields: %s", judge, session.group, sorted(answer.data)[:5]
             )
             return None
-        with begin(session.conn, session.caller) as tx:
+        with session.sql.transaction(session.caller) as tx:
             kept = tx.run(
                 jobs_api.store_verdict(
                     session.group, judge, key, verdict, model=model, prompt_version=version

@@ -22,9 +22,9 @@ from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavaila
 from vera_client.domain.ports import GraphStore, ObjectStore
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
-from vera_worker.adapters.ingestion import IngestRequest, SourceIngestion
 from vera_worker.adapters.judges import JudgeJob, Judges
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
+from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
 from vera_worker.graph.projection import GraphProjection
 
@@ -219,7 +219,7 @@ def drain(app: procrastinate.App, *, stalled_after: float = 30.0) -> None:
     )
 
 
-async def retry_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: float) -> list[int]:
+async def retry_stalled_jobs(app: procrastinate.App, stalled_after: float) -> list[int]:
     """Queue again every job left `doing` by a worker that has sent no heartbeat for
     stalled_after seconds (Procrastinate's get_stalled_jobs); the ids of the jobs retried.
 
@@ -228,12 +228,15 @@ async def retry_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: fl
     (SKIP LOCKED: a job another worker is retrying is left to it). A job retried and picked
     up again names its new worker, so it is never retried twice. The tasks are idempotent
     (ingestion by its cursor and content hashes), so a job run again ends in the state one
-    clean run would have left."""
+    clean run would have left. The app must be open: the check borrows a connection of its
+    pool (on Procrastinate's schema), as the app's own queries do."""
     stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after))
     if not stalled:
         return []
     retried: list[int] = []
-    async with await psycopg.AsyncConnection.connect(dsn, options=_PROCRASTINATE_PATH) as conn:
+    connector = app.connector
+    assert isinstance(connector, procrastinate.PsycopgConnector)  # build_app's
+    async with connector.pool.connection() as conn:
         for job in stalled:
             async with conn.transaction():
                 still = await conn.execute(
@@ -254,10 +257,10 @@ async def retry_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: fl
     return retried
 
 
-async def _watch_stalled_jobs(app: procrastinate.App, dsn: str, stalled_after: float) -> None:
+async def _watch_stalled_jobs(app: procrastinate.App, stalled_after: float) -> None:
     while True:
         try:
-            await retry_stalled_jobs(app, dsn, stalled_after)
+            await retry_stalled_jobs(app, stalled_after)
         except (psycopg.Error, procrastinate_exceptions.ConnectorException) as error:
             # the database away for a moment: the next check tries again
             logger.warning("could not check for stalled jobs: %s", error)
@@ -277,7 +280,6 @@ async def _watch_backlog(backlog: BacklogMonitor, interval: float) -> None:
 
 def serve(
     app: procrastinate.App,
-    dsn: str,
     *,
     queues: Sequence[str],
     once: bool,
@@ -303,14 +305,12 @@ def serve(
                         asyncio.create_task(_watch_backlog(backlog, backlog_interval), name="backlog")
                     )
             if once:
-                await retry_stalled_jobs(app, dsn, stalled_after)
+                await retry_stalled_jobs(app, stalled_after)
                 await app.run_worker_async(
                     queues=list(queues), wait=False, concurrency=concurrency, **worker_options(stalled_after)
                 )
                 return
-            watches.append(
-                asyncio.create_task(_watch_stalled_jobs(app, dsn, stalled_after), name="stalled jobs")
-            )
+            watches.append(asyncio.create_task(_watch_stalled_jobs(app, stalled_after), name="stalled jobs"))
             try:
                 # a stop flags the running jobs at once (shutdown_graceful_timeout=0): an ingest
                 # run ends after the file in hand and is queued again; the other jobs finish

@@ -26,8 +26,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import jobs as jobs_api
 from vera_client.api.call import Call, records
 from vera_client.api.jobs import GraphCheckResult, QueueLag
@@ -56,13 +55,12 @@ def queue_depth() -> Call[list[QueueDepth]]:
     return Call("queue_depth", {}, records(QueueDepth))
 
 
-def database_queue_depths(dsn: str, *, connect_timeout: int = 10) -> Callable[[], list[QueueDepth]]:
-    """A reader of the queues' depth in the database at dsn (role vera_worker); one short
-    connection per reading, so a worker that is idle holds no extra connection."""
+def database_queue_depths(sql: Executor) -> Callable[[], list[QueueDepth]]:
+    """A reader of the queues' depth through the worker's executor (role vera_worker); a reading
+    borrows a pooled connection for its transaction only."""
 
     def read() -> list[QueueDepth]:
-        with prepare(connect(dsn, connect_timeout=connect_timeout)) as conn, begin(conn, Operator()) as tx:
-            return tx.run(queue_depth())
+        return sql.run(Operator(), queue_depth())
 
     return read
 
@@ -86,11 +84,11 @@ class GraphHealth:
         return sum(1 for check in self.checks if check.drift is not None)
 
 
-def database_graph_health(dsn: str, *, connect_timeout: int = 10) -> Callable[[], GraphHealth]:
-    """A reader of the projection's lag and last checks in the database at dsn (role vera_worker)."""
+def database_graph_health(sql: Executor) -> Callable[[], GraphHealth]:
+    """A reader of the projection's lag and last checks through the worker's executor (role vera_worker)."""
 
     def read() -> GraphHealth:
-        with prepare(connect(dsn, connect_timeout=connect_timeout)) as conn, begin(conn, Operator()) as tx:
+        with sql.transaction(Operator()) as tx:
             return GraphHealth(
                 lags=tx.run(jobs_api.queue_lag()), checks=tx.run(jobs_api.graph_check_results())
             )

@@ -10,6 +10,7 @@ import logging
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ import procrastinate
 
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.postgres import provisioning
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import worker_models
 from vera_client.bootstrap import Database, build_providers
 from vera_client.client import VeraClient
@@ -39,16 +41,7 @@ from vera_client.entrypoints.cli import (
 from vera_client.entrypoints.sources import source_holding
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import PassageExtraction
-from vera_worker.adapters.ingestion import (
-    IngestEvent,
-    IngestReport,
-    IngestRequest,
-    SourceIngestion,
-    combined,
-    summarize,
-)
 from vera_worker.adapters.judges import Judges
-from vera_worker.adapters.manifest_sources import register_manifest, request_all
 from vera_worker.adapters.queue import SERVED_QUEUES, build_app, serve, served_queues
 from vera_worker.adapters.queue_metrics import (
     DEFAULT_THRESHOLD,
@@ -56,10 +49,13 @@ from vera_worker.adapters.queue_metrics import (
     database_graph_health,
     database_queue_depths,
 )
+from vera_worker.connectors.folder.events import IngestEvent, IngestReport, combined
+from vera_worker.connectors.folder.manifest import register_manifest, request_all
+from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 from vera_worker.entrypoints.graph_cli import graph_projection, show_demo_explore, with_demo_graph
 from vera_worker.entrypoints.interrupt import EXIT_INTERRUPTED, StopRequest, drain_interruptibly
 from vera_worker.entrypoints.logs import configure_worker_logging
-from vera_worker.entrypoints.progress import IngestProgress
+from vera_worker.entrypoints.progress import IngestProgress, summarize
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +78,7 @@ DEMO_QUESTIONS: list[tuple[str, datetime | None]] = [
 
 def _app(
     database: Database,
+    sql: Executor,
     *,
     on_progress: Callable[[IngestEvent], None] | None = None,
     on_report: Callable[[IngestReport], None] | None = None,
@@ -105,36 +102,30 @@ def _app(
             on_report(report)
 
     ingestion = SourceIngestion(
-        database.worker_dsn,
+        sql,
         objects=objects,
         embedder_for_model=providers.embedder_for_model,
         on_progress=on_progress,
         on_report=reported,
         on_failure=on_failure,
-        connect_timeout=settings.db.connect_timeout,
         allowed_roots=(*settings.worker.source_roots, *extra_roots),
         should_stop=should_stop,
     )
-    embedding = FactEmbedding(
-        database.worker_dsn,
-        embedder_for_model=providers.embedder_for_model,
-        connect_timeout=settings.db.connect_timeout,
-    )
+    embedding = FactEmbedding(sql, embedder_for_model=providers.embedder_for_model)
     models = worker_models(settings.llm)  # None without VERA_LLM__BASE_URL: extraction and judges off
     extraction = judges = None
     if models is not None:
         extraction = PassageExtraction(
-            database.worker_dsn,
+            sql,
             model=models.extraction,
             embedder_for_model=providers.embedder_for_model,
             max_claims_per_passage=settings.llm.max_claims_per_passage,
-            connect_timeout=settings.db.connect_timeout,
         )
-        judges = Judges(database.worker_dsn, model=models.judge, connect_timeout=settings.db.connect_timeout)
+        judges = Judges(sql, model=models.judge)
     return build_app(
         database.worker_dsn,
         objects=objects,
-        projection=graph_projection(database),
+        projection=graph_projection(database, sql),
         ingestion=ingestion,
         embedding=embedding,
         extraction=extraction,
@@ -166,9 +157,10 @@ def _drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -
         quiet.addHandler(logging.NullHandler())
     check_reachable(database, database.worker_dsn)
     stop = StopRequest()
-    with IngestProgress() as progress:
+    with closing(database.worker_executor()) as sql, IngestProgress() as progress:
         app = _app(
             database,
+            sql,
             on_progress=progress,
             on_report=reports.append,
             on_failure=failed,
@@ -216,18 +208,15 @@ def worker_command(
     database = database_from_env()
     start_if_embedded(database)
     check_reachable(database, database.worker_dsn)
-    app = _app(database)
+    sql = database.worker_executor()  # the one pool of this process, shared by every job
+    app = _app(database, sql)
     concurrency = database.settings.worker.concurrency
     backlog = None
     if metrics_port is not None or backlog_threshold is not None:
-        read = database_queue_depths(
-            database.worker_dsn, connect_timeout=database.settings.db.connect_timeout
-        )
+        read = database_queue_depths(sql)
         threshold = DEFAULT_THRESHOLD if backlog_threshold is None else backlog_threshold
         graph_health = (
-            database_graph_health(database.worker_dsn, connect_timeout=database.settings.db.connect_timeout)
-            if database.settings.memory.graph_backend != "none"
-            else None
+            database_graph_health(sql) if database.settings.memory.graph_backend != "none" else None
         )
         backlog = BacklogMonitor(read, queues=SERVED_QUEUES, threshold=threshold, read_graph=graph_health)
     metrics_server = None
@@ -239,7 +228,6 @@ def worker_command(
     try:
         serve(
             app,
-            database.worker_dsn,
             queues=queues or served_queues(app),
             once=once,
             concurrency=concurrency,
@@ -249,6 +237,7 @@ def worker_command(
     finally:
         if metrics_server is not None:
             metrics_server.shutdown()
+        sql.close()
 
 
 @commands.command("ingest")

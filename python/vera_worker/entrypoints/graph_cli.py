@@ -11,13 +11,20 @@ from datetime import UTC, datetime
 
 import click
 
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.reads import ExploredFact
 from vera_client.bootstrap import Database
 from vera_client.client import VeraClient
 from vera_client.config import MemorySettings
 from vera_client.domain.errors import ConfigurationError
 from vera_client.domain.ports import GraphStore
-from vera_client.entrypoints.cli import client_from_env, database_from_env, friendly_errors, start_if_embedded
+from vera_client.entrypoints.cli import (
+    check_reachable,
+    client_from_env,
+    database_from_env,
+    friendly_errors,
+    start_if_embedded,
+)
 from vera_worker.graph.projection import GraphCheck, GraphProjection
 
 
@@ -32,16 +39,19 @@ def graph_store(database: Database) -> GraphStore | None:
     return graph_store_from_settings(database.settings.memory)
 
 
-def graph_projection(database: Database) -> GraphProjection | None:
-    """The worker's projection into the configured graph, or None when there is none."""
+def graph_projection(database: Database, sql: Executor) -> GraphProjection | None:
+    """The worker's projection into the configured graph, through its executor, or None when there is none."""
     store = graph_store(database)
     if store is None:
         return None
-    return _projection(database, store)
+    return GraphProjection(sql, store)
 
 
 def _projection(database: Database, store: GraphStore) -> GraphProjection:
-    return GraphProjection(database.worker_dsn, store, connect_timeout=database.settings.db.connect_timeout)
+    """A command's projection, on a pool of its own (closed by _close); a database that cannot
+    be reached is one line, before the pool would retry."""
+    check_reachable(database, database.worker_dsn)
+    return GraphProjection(database.worker_executor(), store)
 
 
 def _required_store(database: Database) -> GraphStore:
@@ -63,9 +73,8 @@ def _started_projection(database: Database) -> GraphProjection:
 
 
 def _close(projection: GraphProjection) -> None:
-    """A command's projection done: the PostgreSQL connection it keeps between jobs, then the
-    graph store, which the command opened for it."""
-    projection.close()
+    """A command's projection done: its pool, then the graph store, which the command opened for it."""
+    projection.sql.close()
     projection.graph.close()
 
 

@@ -2,11 +2,13 @@
 progress bar per source with counts and the time left (rich); otherwise (a
 pipe, a log, a test) a line each tenth of the way. Either way a failed file
 is named once, and so is a warning (the first few; the summary counts all).
-Progress goes to stderr, so that stdout holds only the result (--json)."""
+Progress goes to stderr, so that stdout holds only the result (--json). A set
+of runs ends with one line of counts (`summarize`)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from rich.console import Console
@@ -20,7 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from vera_worker.adapters.ingestion import IngestEvent
+from vera_worker.connectors.folder.events import IngestEvent, IngestReport, combined
 
 # warnings named one by one; past this the summary's count (and --json) carries the rest
 SHOWN_WARNINGS = 20
@@ -108,3 +110,14 @@ class IngestProgress:
 
 def _step(total: int) -> int:
     return max(1, int(total * PLAIN_STEP))
+
+
+def summarize(reports: Sequence[IngestReport]) -> str:
+    """One line for a set of runs."""
+    total = combined(reports)
+    stopped = "; stopped when asked: the next run reads the rest" if total.stopped else ""
+    return (
+        f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
+        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.warnings)} warnings; "
+        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings{stopped}"
+    )

@@ -15,19 +15,13 @@ validity on both sides and records the result (vera.record_graph_check).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
-import psycopg
-import psycopg_pool
-
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import begin, prepare
+from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import jobs as jobs_api
 from vera_client.api.jobs import GraphCheckResult, GraphFactRow
 from vera_client.domain.callers import Caller, Operator, Principal
@@ -130,18 +124,6 @@ class GraphCheck:
         return self.result.drift is not None
 
 
-def _answers(conn: psycopg.Connection) -> bool:
-    """Whether a kept connection still reaches its server (the server may have restarted or
-    ended it while it was idle): psycopg_pool's check, an empty query outside a transaction."""
-    if conn.closed:
-        return False
-    try:
-        psycopg_pool.ConnectionPool.check_connection(conn)
-    except psycopg.Error:
-        return False
-    return True
-
-
 def describe_drift(
     *, sql_edges: int, graph_edges: int, sql_nodes: int, graph_nodes: int, sql_digest: str, graph_digest: str
 ) -> str | None:
@@ -157,51 +139,16 @@ def describe_drift(
 
 
 class GraphProjection:
-    """Projects facts of the database at dsn (role vera_worker) into graph."""
+    """Projects facts of the database behind the worker's executor (role vera_worker) into graph.
 
-    def __init__(self, dsn: str, graph: GraphStore, *, connect_timeout: int = 10) -> None:
-        self._dsn = dsn
+    Each read borrows a connection from the executor's pool for its transaction: a drain runs
+    one job after another on the connection the last one gave back (a connection of its own per
+    job cost a backend's start and the vector types' lookup each time), and the worker's pool
+    checks a connection before lending it, so one the server ended while it was idle is not used."""
+
+    def __init__(self, sql: Executor, graph: GraphStore) -> None:
+        self.sql = sql
         self.graph = graph
-        self._connect_timeout = connect_timeout
-        # the connection the last job (or rebuild, or check) left, for the next one: a drain
-        # runs one job after another, and a connection of its own per job cost a backend's
-        # start and the vector types' lookup each time
-        self._idle: psycopg.Connection | None = None
-        self._idle_lock = threading.Lock()
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection]:
-        """A connection for one job, rebuild or check: the one the last left if it still
-        answers, else a new one. Kept after use when it ended outside any transaction; closed
-        after an error, or when another is kept already (jobs of several groups at once)."""
-        with self._idle_lock:
-            conn, self._idle = self._idle, None
-        if conn is not None and not _answers(conn):
-            conn.close()
-            conn = None
-        if conn is None:
-            conn = prepare(connect(self._dsn, connect_timeout=self._connect_timeout))
-        try:
-            yield conn
-        except BaseException:
-            conn.close()
-            raise
-        if conn.closed or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.close()
-            return
-        with self._idle_lock:
-            kept = self._idle is None
-            if kept:
-                self._idle = conn
-        if not kept:
-            conn.close()
-
-    def close(self) -> None:
-        """Close the connection kept for the next job (the graph store is its owner's to close)."""
-        with self._idle_lock:
-            conn, self._idle = self._idle, None
-        if conn is not None:
-            conn.close()
 
     def project(self, job: ProjectJob) -> ProjectionReport:
         """Bring the graph's edges of the job's facts to their state in PostgreSQL. Idempotent.
@@ -215,28 +162,25 @@ class GraphProjection:
         caller: Caller = Principal(job.principal_id) if job.principal_id is not None else Operator()
         upserted = removed = 0
         pages = [job.fact_ids[first : first + JOB_PAGE] for first in range(0, len(job.fact_ids), JOB_PAGE)]
-        with self._connection() as conn:
 
-            def read(named: Sequence[UUID]) -> tuple[list[GraphNode], list[GraphEdge]]:
-                with begin(conn, caller) as tx:
-                    rows = tx.run(jobs_api.graph_facts(job.group_id, named))
-                return graph_piece(rows)
+        def read(named: Sequence[UUID]) -> tuple[list[GraphNode], list[GraphEdge]]:
+            rows = self.sql.run(caller, jobs_api.graph_facts(job.group_id, named))
+            return graph_piece(rows)
 
-            for named, (nodes, edges) in ahead(pages, read):
-                if edges:
-                    upserted += self.graph.upsert(job.group_id, nodes, edges)
-                # what no longer belongs, and what no longer exists at all (erased)
-                belonging = {edge.fact_id for edge in edges}
-                gone = [fact for fact in named if fact not in belonging]
-                if gone:
-                    removed += self.graph.remove_edges(job.group_id, gone)
+        for named, (nodes, edges) in ahead(pages, read):
+            if edges:
+                upserted += self.graph.upsert(job.group_id, nodes, edges)
+            # what no longer belongs, and what no longer exists at all (erased)
+            belonging = {edge.fact_id for edge in edges}
+            gone = [fact for fact in named if fact not in belonging]
+            if gone:
+                removed += self.graph.remove_edges(job.group_id, gone)
         logger.info("project_to_graph %s: %d edges upserted, %d removed", job.group_id, upserted, removed)
         return ProjectionReport(upserted=upserted, removed=removed)
 
     def groups(self, only: str | None = None) -> list[str]:
         """The groups a rebuild or check covers: the one named, or every group with facts."""
-        with self._connection() as conn, begin(conn, Operator()) as tx:
-            return tx.run(jobs_api.graph_groups(only))
+        return self.sql.run(Operator(), jobs_api.graph_groups(only))
 
     def rebuild(self, group: str) -> RebuildReport:
         """Drop a group's graph and project every fact that belongs in it, from PostgreSQL alone.
@@ -245,19 +189,17 @@ class GraphProjection:
         self.graph.drop_group(group)
         dropped = time.perf_counter()
         edges = 0
-        with self._connection() as conn:
 
-            def read(after: UUID | None) -> list[GraphFactRow]:
-                with begin(conn, Operator()) as tx:
-                    return tx.run(jobs_api.graph_group_facts(group, after, PAGE))
+        def read(after: UUID | None) -> list[GraphFactRow]:
+            return self.sql.run(Operator(), jobs_api.graph_group_facts(group, after, PAGE))
 
-            def following(rows: list[GraphFactRow]) -> UUID | None:
-                return rows[-1].fact_id if len(rows) == PAGE else None
+        def following(rows: list[GraphFactRow]) -> UUID | None:
+            return rows[-1].fact_id if len(rows) == PAGE else None
 
-            for rows in chained(None, read, following):
-                if rows:
-                    nodes, piece = graph_piece(rows)
-                    edges += self.graph.upsert(group, nodes, piece)
+        for rows in chained(None, read, following):
+            if rows:
+                nodes, piece = graph_piece(rows)
+                edges += self.graph.upsert(group, nodes, piece)
         report = RebuildReport(
             group_id=group,
             edges=edges,
@@ -274,33 +216,31 @@ class GraphProjection:
     def check(self, group: str, *, record: bool = True) -> GraphCheck:
         """Compare a group's graph with PostgreSQL (counts and the edge digest); record the result."""
         started = time.perf_counter()
-        with self._connection() as conn:
-            with begin(conn, Operator()) as tx:
-                expected = tx.run(jobs_api.graph_edge_states(group))
-                expected_nodes = tx.run(jobs_api.graph_expected_nodes(group))
-            held = self.graph.edge_states(group)
-            held_nodes = self.graph.node_count(group)
-            sql_digest, graph_digest = edge_digest(expected), edge_digest(held)
-            result = GraphCheckResult(
-                group_id=group,
-                backend=self.graph.backend,
-                checked_at=datetime.now(UTC),
+        with self.sql.transaction(Operator()) as tx:
+            expected = tx.run(jobs_api.graph_edge_states(group))
+            expected_nodes = tx.run(jobs_api.graph_expected_nodes(group))
+        held = self.graph.edge_states(group)
+        held_nodes = self.graph.node_count(group)
+        sql_digest, graph_digest = edge_digest(expected), edge_digest(held)
+        result = GraphCheckResult(
+            group_id=group,
+            backend=self.graph.backend,
+            checked_at=datetime.now(UTC),
+            sql_edges=len(expected),
+            graph_edges=len(held),
+            sql_nodes=expected_nodes,
+            graph_nodes=held_nodes,
+            drift=describe_drift(
                 sql_edges=len(expected),
                 graph_edges=len(held),
                 sql_nodes=expected_nodes,
                 graph_nodes=held_nodes,
-                drift=describe_drift(
-                    sql_edges=len(expected),
-                    graph_edges=len(held),
-                    sql_nodes=expected_nodes,
-                    graph_nodes=held_nodes,
-                    sql_digest=sql_digest,
-                    graph_digest=graph_digest,
-                ),
-            )
-            if record:
-                with begin(conn, Operator()) as tx:
-                    tx.run(jobs_api.record_graph_check(result, sql_digest, graph_digest))
+                sql_digest=sql_digest,
+                graph_digest=graph_digest,
+            ),
+        )
+        if record:
+            self.sql.run(Operator(), jobs_api.record_graph_check(result, sql_digest, graph_digest))
         if result.drift is not None:
             logger.warning("graph check %s: drift: %s", group, result.drift)
         return GraphCheck(

@@ -7,12 +7,14 @@ authenticates its caller (an API key, a principal a trusted role vouches for,
 or nobody on an operator connection), so row-level security and roles decide
 what it may read and write. Vectors travel in pgvector's binary format.
 
-`Executor` takes connections from a pool (or holds one connection, for a
-process that works through one) and opens such transactions; `AsyncExecutor`
-is the same for asyncio. Both are thin: what a call means lives in its area's
-module of vera_client/api/, what SQL it runs in the .sql file beside it, what an
-error means in errors.py. The executor adapts the parameters the calls mark
-(Json, Embedding, Period) to psycopg's and pgvector's types.
+`Executor` takes connections from a pool and opens such transactions (a
+client's pool, or a worker process's one pool shared by its jobs); `begin` opens
+one on a connection an operator path holds itself (migrations, provisioning,
+logins). `AsyncExecutor` is the same for asyncio. Both are thin: what a call
+means lives in its area's module of vera_client/api/, what SQL it runs in the
+.sql file beside it, what an error means in errors.py. The executor adapts the
+parameters the calls mark (Json, Embedding, Period) to psycopg's and
+pgvector's types.
 
 An optional observer (`observe`) wraps every call: given the call's query
 name, it returns a context manager entered around the SQL (the MCP server's
@@ -34,7 +36,7 @@ from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
-from vera_client.adapters.postgres.errors import redact, translated_errors
+from vera_client.adapters.postgres.errors import connect, redact, translated_errors
 from vera_client.api.call import Call, Embedding, Json, Period
 from vera_client.api.queries import query
 from vera_client.config import PoolSettings
@@ -177,8 +179,13 @@ class Executor:
         pool: PoolSettings | None = None,
         connect_timeout: float = 10.0,
         observe: SqlObserver | None = None,
+        check: bool = False,
     ) -> Executor:
-        """A pool on dsn, opened and waited for (DatabaseUnavailableError within connect_timeout)."""
+        """A pool on dsn, opened and waited for (DatabaseUnavailableError within connect_timeout).
+
+        check: test each connection as it leaves the pool (an empty query), so that one the
+        server ended while it sat idle (a restart) is replaced instead of failing a call: for a
+        long-lived process whose connections wait between jobs (the worker)."""
         pool = pool or PoolSettings()
         connections = psycopg_pool.ConnectionPool(
             dsn,
@@ -187,6 +194,7 @@ class Executor:
             timeout=pool.timeout_seconds,
             kwargs={"connect_timeout": max(1, int(connect_timeout))},
             configure=register_vector,
+            check=psycopg_pool.ConnectionPool.check_connection if check else None,
             open=True,
         )
         try:
@@ -264,6 +272,13 @@ class AsyncExecutor:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+def check_reachable(dsn: str, *, connect_timeout: int = 10) -> None:
+    """DatabaseUnavailableError, in one line naming the cause, unless one plain connection to dsn
+    opens: asked before a pool is built on dsn, which would retry and log each failed attempt
+    until its timeout and then say only that it timed out."""
+    connect(dsn, connect_timeout=connect_timeout).close()
 
 
 def prepare(conn: psycopg.Connection) -> psycopg.Connection:

@@ -1,8 +1,9 @@
 """Operator tasks on the admin connection: tenants and their first keys,
 the login roles of SQL applications (logins.py: one per application, a
-member of vera_app), and the per-group vector indexes search relies on. The
-tenant tasks run their calls through the executor as the operator (no
-caller: row-level security does not bind the admin connection)."""
+member of vera_app), the per-group vector indexes search relies on, and the
+graph projection's state for `vera db status`. The tenant tasks run their
+calls through the executor as the operator (no caller: row-level security
+does not bind the admin connection)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from vera_client.adapters.postgres.logins import (
     list_app_logins,
     login_dsn,
 )
+from vera_client.api import jobs as jobs_api
 from vera_client.api import operator as operator_api
+from vera_client.api.jobs import GraphCheckResult, QueueLag
 from vera_client.api.operator import Tenant, VectorIndexBuild
 from vera_client.domain.callers import Operator
 
@@ -41,6 +44,7 @@ __all__ = [
     "list_app_logins",
     "login_dsn",
     "missing_vector_indexes",
+    "projection_state",
 ]
 
 
@@ -76,6 +80,12 @@ def missing_vector_indexes(admin_dsn: str, min_rows: int = 5000) -> list[VectorI
         if not tx.run(operator_api.read_path_installed()):
             return []
         return tx.run(operator_api.missing_vector_indexes(min_rows))
+
+
+def projection_state(admin_dsn: str) -> tuple[list[QueueLag], list[GraphCheckResult]]:
+    """How far each job queue lags (the graph projection's among them) and each group's last graph check."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        return tx.run(jobs_api.queue_lag()), tx.run(jobs_api.graph_check_results())
 
 
 def build_missing_vector_indexes(

@@ -1,6 +1,7 @@
 """A folder tree of sources described by a sources.toml manifest (the bundled
 example corpus has one): each [[source]] names a folder below the manifest,
-its kind, trust tier and the predicates that are functional in it."""
+its kind, trust tier and the predicates that are functional in it. Registering
+a manifest registers each folder as a source and asks the worker to read it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from vera_client.api.sources import Source
+from vera_client.client import VeraClient
 from vera_client.domain.errors import InvalidArgumentError
 
 
@@ -64,3 +67,24 @@ def read_manifest(path: Path) -> list[SourceSpec]:
             )
         )
     return specs
+
+
+def register_manifest(vera: VeraClient, group_id: str, manifest: Path) -> list[Source]:
+    """Register every source of the manifest in group_id (admins), in the manifest's order."""
+    return [
+        vera.register_folder(
+            group_id,
+            spec.name,
+            manifest.parent / spec.path,
+            tier=spec.tier,
+            kind=spec.kind,
+            uri=spec.uri,
+            functional=spec.functional,
+        )
+        for spec in read_manifest(manifest)
+    ]
+
+
+def request_all(vera: VeraClient, registered: list[Source]) -> list[int]:
+    """One ingestion job per source, in order (each committed: the worker may start at once)."""
+    return [vera.request_ingest(source.group_id, source.source_id) for source in registered]

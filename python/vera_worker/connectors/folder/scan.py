@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
-from vera_worker.domain.cursor import FileState
+from vera_worker.connectors.folder.cursor import FileState
 from vera_worker.domain.formats import mime_type
 
 

@@ -25,19 +25,15 @@ The worker vouches for the principal who asked for the run
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
-import psycopg
-
-from vera_client.adapters.postgres.errors import connect
-from vera_client.adapters.postgres.executor import Transaction, begin, prepare
+from vera_client.adapters.postgres.executor import Executor, Transaction
 from vera_client.api import curation as curation_api
 from vera_client.api import search as search_api
 from vera_client.api import sources as sources_api
@@ -51,8 +47,10 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.ports import Embedder, ObjectStore
-from vera_worker.adapters.filesystem import scan_files, scope_path, source_root
-from vera_worker.domain.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.connectors.folder.episodes import modified_at, object_key, record_uri, with_vectors
+from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.folder.scan import scan_files, scope_path, source_root
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.records import ParsedRecord, RecordFormatError
 from vera_worker.domain.statements import functional_predicates
@@ -89,51 +87,6 @@ class IngestRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class IngestEvent:
-    """Progress of a run, for a progress line or a log."""
-
-    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed", "warned"]
-    source: str
-    key: str | None = None
-    done: int = 0
-    total: int = 0
-    passages: int = 0
-    claims: int = 0
-    embeddings: int = 0
-    message: str | None = None
-
-
-@dataclass(slots=True)
-class IngestReport:
-    source: str
-    scanned: int = 0
-    untouched: int = 0  # same time and size as in the cursor: not read
-    unchanged: int = 0  # read, same content
-    ingested: int = 0  # a new episode or version
-    retracted: int = 0
-    passages: int = 0
-    claims: int = 0
-    embeddings: int = 0
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)  # (file, what its parser said)
-    stopped: bool = False  # asked to stop before every file was read
-
-    def as_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data (the CLI's --json summary)."""
-        counts = {name: getattr(self, name) for name in _COUNTS}
-        return {
-            "source": self.source,
-            **counts,
-            "failed": [{"file": key, "error": message} for key, message in self.failed],
-            "warnings": [{"file": key, "warning": message} for key, message in self.warnings],
-            "stopped": self.stopped,
-        }
-
-
-_COUNTS = ("scanned", "untouched", "unchanged", "ingested", "retracted", "passages", "claims", "embeddings")
-
-
-@dataclass(frozen=True, slots=True)
 class _Source:
     name: str
     uri: str | None
@@ -141,18 +94,11 @@ class _Source:
     pinned_model: str | None
 
 
-def object_key(group_id: str, source_id: UUID, record_key: str, sha256: str) -> str:
-    """Where a record version's raw bytes live: per record, per content (erasing one
-    version never deletes another file's bytes)."""
-    record = hashlib.sha256(record_key.encode()).hexdigest()[:24]
-    return f"sources/{group_id}/{source_id}/{record}/{sha256}"
-
-
 @dataclass(slots=True)
 class _Run:
     """One run's state, passed along instead of a dozen arguments."""
 
-    conn: psycopg.Connection
+    sql: Executor
     request: IngestRequest
     source: _Source
     root: Path
@@ -182,24 +128,23 @@ class _Run:
 
     def flush(self) -> None:
         if self.pending:
-            with begin(self.conn, self.caller) as tx:
+            with self.sql.transaction(self.caller) as tx:
                 self.advance(tx, self.pending)
             self.pending = {}
 
 
 class SourceIngestion:
-    """Runs ingestion requests against the database at dsn (role vera_worker)."""
+    """Runs ingestion requests through the worker's executor (role vera_worker)."""
 
     def __init__(
         self,
-        dsn: str,
+        sql: Executor,
         *,
         objects: ObjectStore,
         embedder_for_model: EmbedderForModel,
         on_progress: Callable[[IngestEvent], None] | None = None,
         on_report: Callable[[IngestReport], None] | None = None,
         on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
-        connect_timeout: int = 10,
         allowed_roots: Sequence[Path],
         should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
@@ -209,11 +154,10 @@ class SourceIngestion:
         self._allowed_roots = tuple(allowed_roots)
         self._on_report = on_report
         self._on_failure = on_failure
-        self._dsn = dsn
+        self._sql = sql
         self._objects = objects
         self._embedder_for_model = embedder_for_model
         self._on_progress = on_progress
-        self._connect_timeout = connect_timeout
 
     def run(self, request: IngestRequest, should_stop: Callable[[], bool] = lambda: False) -> IngestReport:
         """One run; a VeraError ends it (the job fails) after on_failure has heard of it.
@@ -226,45 +170,49 @@ class SourceIngestion:
             raise
 
     def _run(self, request: IngestRequest, should_stop: Callable[[], bool]) -> IngestReport:
-        with prepare(connect(self._dsn, connect_timeout=self._connect_timeout)) as conn:
-            source, cursor = self._load_source(conn, request)
-            root = source_root(source.config, source.name, self._allowed_roots)
-            run = _Run(
-                conn=conn,
-                request=request,
-                source=source,
-                root=root,
-                report=IngestReport(source=source.name),
-                embedder=self._embedder_for_model(source.pinned_model),
-                functional=functional_predicates(source.config.get("functional")),
-                should_stop=should_stop,
+        source, cursor = self._load_source(request)
+        root = source_root(source.config, source.name, self._allowed_roots)
+        run = _Run(
+            sql=self._sql,
+            request=request,
+            source=source,
+            root=root,
+            report=IngestReport(source=source.name),
+            embedder=self._embedder_for_model(source.pinned_model),
+            functional=functional_predicates(source.config.get("functional")),
+            should_stop=should_stop,
+        )
+        files = list(scan_files(root, request.path))
+        plan = plan_scan(cursor, files, scope=request.path)
+        if not files and plan.deleted:
+            # an unmounted share or an emptied folder looks like every file deleted
+            raise SourceUnavailableError(
+                f"found no files under {scope_path(root, request.path)} but the cursor of "
+                f"{source.name!r} tracks {len(plan.deleted)} there: not retracting them all "
+                "(retract the source itself if it is gone)"
             )
-            files = list(scan_files(root, request.path))
-            plan = plan_scan(cursor, files, scope=request.path)
-            if not files and plan.deleted:
-                # an unmounted share or an emptied folder looks like every file deleted
-                raise SourceUnavailableError(
-                    f"found no files under {scope_path(root, request.path)} but the cursor of "
-                    f"{source.name!r} tracks {len(plan.deleted)} there: not retracting them all "
-                    "(retract the source itself if it is gone)"
-                )
-            run.report.scanned, run.report.untouched = len(files), plan.untouched
-            run.total = len(plan.to_read) + len(plan.deleted)
-            self._emit(IngestEvent("planned", source.name, total=run.total))
-            try:
-                for state in plan.to_read:
-                    if self._stopping(run):
-                        break
-                    run.done += 1
-                    self._ingest_file(run, state, cursor.get(state.key))
-                for key, entry in plan.deleted:
-                    if self._stopping(run):
-                        break
-                    run.done += 1
-                    self._retract(run, key, entry)
-            finally:
-                if not conn.closed and not conn.broken:
-                    run.flush()  # what was committed stays known, also when the run stops early
+        run.report.scanned, run.report.untouched = len(files), plan.untouched
+        run.total = len(plan.to_read) + len(plan.deleted)
+        self._emit(IngestEvent("planned", source.name, total=run.total))
+        try:
+            for state in plan.to_read:
+                if self._stopping(run):
+                    break
+                run.done += 1
+                self._ingest_file(run, state, cursor.get(state.key))
+            for key, entry in plan.deleted:
+                if self._stopping(run):
+                    break
+                run.done += 1
+                self._retract(run, key, entry)
+        except DatabaseUnavailableError:
+            # nothing more can be written: the files committed since the last batch are found
+            # unchanged by their hash on the next run
+            raise
+        except BaseException:
+            run.flush()  # what was committed stays known, also when the run ends early
+            raise
+        run.flush()
         report = run.report
         logger.info(
             "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed, "
@@ -289,10 +237,8 @@ class SourceIngestion:
     def _event(self, run: _Run, kind: Any, key: str, **counts: Any) -> None:
         self._emit(IngestEvent(kind, run.source.name, key, run.done, run.total, **counts))
 
-    def _load_source(
-        self, conn: psycopg.Connection, request: IngestRequest
-    ) -> tuple[_Source, dict[str, Any]]:
-        with begin(conn, Principal(request.principal_id)) as tx:
+    def _load_source(self, request: IngestRequest) -> tuple[_Source, dict[str, Any]]:
+        with self._sql.transaction(Principal(request.principal_id)) as tx:
             found = tx.run(sources_api.list_sources(request.group_id))
             source = next((s for s in found if s.source_id == request.source_id), None)
             if source is None:
@@ -322,7 +268,7 @@ class SourceIngestion:
             return
         try:
             record = parse_record(state.key, data, functional=run.functional)
-            passages, claims, vectors = _with_vectors(record, run.embedder)
+            passages, claims, vectors = with_vectors(record, run.embedder)
         except _RUN_STOPPERS:
             raise
         except (RecordFormatError, VeraError) as exc:
@@ -373,7 +319,7 @@ class SourceIngestion:
         key = object_key(request.group_id, request.source_id, state.key, sha256)
         model = run.embedder.model if run.embedder is not None and vectors else None
         self._objects.put(key, data)
-        with begin(run.conn, run.caller) as tx:
+        with run.sql.transaction(run.caller) as tx:
             episode = tx.run(
                 sources_api.record_episode(
                     request.group_id,
@@ -382,9 +328,9 @@ class SourceIngestion:
                     bytes.fromhex(sha256),
                     object_key=key,
                     mime=mime_type(state.key),
-                    observed_at=record.observed_at or _mtime(state),
+                    observed_at=record.observed_at or modified_at(state),
                     title=record.title,
-                    uri=_record_uri(run.source, run.root, state.key),
+                    uri=record_uri(run.source.uri, run.root, state.key),
                 )
             )
             if episode.created and passages:
@@ -397,7 +343,7 @@ class SourceIngestion:
 
     def _retract(self, run: _Run, key: str, entry: CursorEntry) -> None:
         try:
-            with begin(run.conn, run.caller) as tx:
+            with run.sql.transaction(run.caller) as tx:
                 reason = f"{key} was deleted from {run.source.name}"
                 tx.run(curation_api.retract_episode(run.request.group_id, UUID(entry.episode_id), reason))
                 run.advance(tx, {key: None})
@@ -413,55 +359,3 @@ class SourceIngestion:
         run.report.failed.append((key, message))
         logger.warning("ingest %s: %s: %s", run.source.name, key, message)
         self._event(run, "failed", key, message=message)
-
-
-def _with_vectors(
-    record: ParsedRecord, embedder: Embedder | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The record in the SQL API's shapes, with one vector per passage and claim when an embedder runs."""
-    passages = record.chunks()
-    claims = [c.as_claim() for c in record.claims]
-    if embedder is None:
-        return passages, claims, 0
-    # subjects' names too: the semantic rung of entity resolution compares them (issue 15)
-    texts = [p["text"] for p in passages] + [c["fact_text"] for c in claims] + [c["subject"] for c in claims]
-    vectors = embedder.embed(texts) if texts else []
-    named = len(passages) + len(claims)
-    for item, vector in zip([*passages, *claims], vectors[:named], strict=True):
-        item["embedding"] = vector
-    for claim, vector in zip(claims, vectors[named:], strict=True):
-        claim["subject_embedding"] = vector
-    return passages, claims, named
-
-
-def _mtime(state: FileState) -> str:
-    return dt.datetime.fromtimestamp(state.mtime_ns / 1e9, tz=dt.UTC).isoformat()
-
-
-def _record_uri(source: _Source, root: Path, key: str) -> str:
-    if source.uri:
-        return f"{source.uri.rstrip('/')}/{key}"
-    return (root / key).as_uri()
-
-
-def summarize(reports: Sequence[IngestReport]) -> str:
-    """One line for a set of runs."""
-    total = combined(reports)
-    stopped = "; stopped when asked: the next run reads the rest" if total.stopped else ""
-    return (
-        f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
-        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.warnings)} warnings; "
-        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings{stopped}"
-    )
-
-
-def combined(reports: Sequence[IngestReport]) -> IngestReport:
-    """The sum of a set of runs' reports."""
-    total = IngestReport(source=", ".join(r.source for r in reports))
-    for r in reports:
-        for name in _COUNTS:
-            setattr(total, name, getattr(total, name) + getattr(r, name))
-        total.failed.extend(r.failed)
-        total.warnings.extend(r.warnings)
-        total.stopped = total.stopped or r.stopped
-    return total
