@@ -203,6 +203,21 @@ def graph_check_results() -> Call[list[GraphCheckResult]]:
     return Call("graph_check_results", {}, records(GraphCheckResult))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueDepth:
+    """Jobs of one queue: due and waiting, waiting for a later time, running."""
+
+    queue: str
+    todo: int
+    scheduled: int
+    doing: int
+
+
+def queue_depth() -> Call[list[QueueDepth]]:
+    """How many jobs wait in each queue (the worker's backpressure signal)."""
+    return Call("queue_depth", {}, records(QueueDepth))
+
+
 def queue_lag() -> Call[list[QueueLag]]:
     """How far each queue (and all of them, queue None) is behind (worker, operator)."""
     return Call("queue_lag", {}, records(QueueLag))

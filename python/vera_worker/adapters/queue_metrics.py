@@ -28,8 +28,7 @@ from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import jobs as jobs_api
-from vera_client.api.call import Call, records
-from vera_client.api.jobs import GraphCheckResult, QueueLag
+from vera_client.api.jobs import GraphCheckResult, QueueDepth, QueueLag
 from vera_client.domain.callers import Operator
 from vera_client.domain.errors import InvalidArgumentError
 
@@ -41,26 +40,12 @@ DEFAULT_THRESHOLD = 1000  # due jobs in one queue
 DEFAULT_INTERVAL_SECONDS = 15.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueDepth:
-    """Jobs of one queue: due and waiting, waiting for a later time, running."""
-
-    queue: str
-    todo: int
-    scheduled: int
-    doing: int
-
-
-def queue_depth() -> Call[list[QueueDepth]]:
-    return Call("queue_depth", {}, records(QueueDepth))
-
-
 def database_queue_depths(sql: Executor) -> Callable[[], list[QueueDepth]]:
     """A reader of the queues' depth through the worker's executor (role vera_worker); a reading
     borrows a pooled connection for its transaction only."""
 
     def read() -> list[QueueDepth]:
-        return sql.run(Operator(), queue_depth())
+        return sql.run(Operator(), jobs_api.queue_depth())
 
     return read
 
