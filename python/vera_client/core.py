@@ -21,6 +21,7 @@ from vera_client.api.context import Context
 from vera_client.api.curation import Curation
 from vera_client.api.reads import Reads
 from vera_client.api.search import Hit, Search
+from vera_client.api.snapshots import Snapshots
 from vera_client.api.sources import Sources
 from vera_client.bootstrap import Providers
 from vera_client.domain.callers import Caller
@@ -29,7 +30,7 @@ from vera_client.domain.ports import Embedder
 from vera_client.domain.reranking import rerank_hits
 
 
-class Operations(Access, Sources, Curation, Search, Reads, Context):
+class Operations(Access, Sources, Curation, Search, Snapshots, Reads, Context):
     """Every operation of the client, from the areas of the SQL API."""
 
 

@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from vera_client.api.access import Membership
 from vera_client.api.curation import PendingPassage, PendingReview
-from vera_client.api.search import Hit, SnapshotInfo, Vote
+from vera_client.api.search import Hit, Vote
+from vera_client.api.snapshots import SnapshotInfo
 from vera_client.domain.time_scopes import TimeRange
 
 
