@@ -36,7 +36,8 @@ class Bench:
         return psycopg.connect(self.server.admin_url(self.database), autocommit=True)
 
 
-def start(name: str, *, fresh: bool = True) -> Bench:
+def bench_server() -> EmbeddedPostgres:
+    """The benchmarks' embedded PostgreSQL, started."""
     data_dir = Path(os.environ.get("VERA_BENCH_DATA_DIR", f"/tmp/vera-bench-{os.getuid()}/postgres"))  # noqa: S108
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     data_dir.parent.chmod(0o755)
@@ -44,6 +45,11 @@ def start(name: str, *, fresh: bool = True) -> Bench:
     port = int(os.environ.get("VERA_BENCH_PORT", "54499"))
     server = EmbeddedPostgres(data_dir=data_dir, port=port, database="postgres")
     server.start()
+    return server
+
+
+def start(name: str, *, fresh: bool = True) -> Bench:
+    server = bench_server()
     with psycopg.connect(server.admin_url("postgres"), autocommit=True) as conn:
         if fresh:
             conn.execute(f'drop database if exists "{name}" with (force)')

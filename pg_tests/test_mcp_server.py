@@ -38,13 +38,13 @@ from pg_tests.mcp_servers import (
     vera_settings,
 )
 from pg_tests.seed import SeededTenant, World
+from vera_cli.commands.demo import agent_client_config
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_mcp.adapters.api_keys import ApiKeyVerification
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.access import Scope, VerifiedCaller
 from vera_mcp.domain.limits import LIMITS
 from vera_mcp.domain.ports import TokenVerification
-from vera_worker.entrypoints.cli import agent_client_config
 
 NARROW = "narrow:"
 

@@ -18,11 +18,11 @@ import pytest
 
 from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World
+from vera_cli.commands.search import search_command
 from vera_client.api.search import Hit
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.core import Operations
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.entrypoints.cli import search_command
 
 # three passages that match "ledger" once, twice and four times: lexical ranks 3, 2, 1
 PASSAGES = ["ledger backups restore nightly", "ledger ledger backups nightly", "ledger ledger ledger ledger"]

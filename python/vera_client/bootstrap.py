@@ -1,36 +1,26 @@
-"""Composition root: builds the adapters that the settings ask for."""
+"""Composition root: builds the adapters that the settings ask for.
+
+Each adapter is imported by the function that builds it: a process imports the providers its
+settings choose, and `vera search` reaches the database before any provider's HTTP stack is
+loaded (benchmarks/cli_startup.py)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from vera_client.adapters.embedders import local_embedder_for
-from vera_client.adapters.embedders.cache import CachedEmbedder
-from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
-from vera_client.adapters.embedders.local_minilm import MODEL as MINILM_MODEL
-from vera_client.adapters.embedders.openai import DEFAULT_BASE_URL as OPENAI_DEFAULT_BASE_URL
-from vera_client.adapters.embedders.openai import DEFAULT_MODEL as OPENAI_DEFAULT_MODEL
-from vera_client.adapters.embedders.openai import OpenAIEmbedder
-from vera_client.adapters.embedders.voyage import DEFAULT_BASE_URL as VOYAGE_DEFAULT_BASE_URL
-from vera_client.adapters.embedders.voyage import DEFAULT_MODEL as VOYAGE_DEFAULT_MODEL
-from vera_client.adapters.embedders.voyage import VoyageEmbedder
-from vera_client.adapters.objects.local import LocalObjectStore
-from vera_client.adapters.optional import require
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
-from vera_client.adapters.postgres.executor import Executor
-from vera_client.adapters.postgres.migrations import MigrationRunner
-from vera_client.adapters.providers.metering import Meter
-from vera_client.adapters.providers.resilience import ResilienceChain
-from vera_client.adapters.rerankers.llm import DEFAULT_MODEL as LLM_RERANK_MODEL
-from vera_client.adapters.rerankers.llm import LlmReranker
-from vera_client.adapters.rerankers.voyage import DEFAULT_MODEL as VOYAGE_RERANK_MODEL
-from vera_client.adapters.rerankers.voyage import VoyageReranker
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError
-from vera_client.domain.ports import Embedder, ObjectStore, Reranker
+
+if TYPE_CHECKING:
+    from vera_client.adapters.postgres.executor import Executor
+    from vera_client.adapters.postgres.migrations import MigrationRunner
+    from vera_client.adapters.providers.metering import Meter
+    from vera_client.domain.ports import Embedder, ObjectStore, Reranker
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,6 +71,8 @@ class Database:
         """The one pool of a worker process (role vera_worker), shared by its jobs: each
         transaction borrows a connection, so there is room for every job slot and the backlog
         reading; a connection is checked before it is lent, since it may wait long between jobs."""
+        from vera_client.adapters.postgres.executor import Executor
+
         settings = self.settings
         pool = settings.pool.model_copy(
             update={"max_size": max(settings.pool.max_size, settings.worker.concurrency + 1)}
@@ -90,6 +82,8 @@ class Database:
         )
 
     def migration_runner(self) -> MigrationRunner:
+        from vera_client.adapters.postgres.migrations import MigrationRunner
+
         return MigrationRunner(
             self.admin_dsn,
             data_dir=self.server.data_dir if self.server is not None else None,
@@ -132,6 +126,8 @@ class Providers:
         if pinned is None or pinned == configured.model:
             return configured
         if pinned not in self._embedders:
+            from vera_client.adapters.embedders import local_embedder_for
+
             local = local_embedder_for(pinned)
             if local is None:
                 return None
@@ -144,6 +140,8 @@ class Providers:
         return self._embedders[""]
 
     def _cached(self, embedder: Embedder) -> Embedder:
+        from vera_client.adapters.embedders.cache import CachedEmbedder
+
         cache = self.settings.cache
         return CachedEmbedder(
             embedder, max_entries=cache.max_entries, ttl_seconds=cache.ttl_seconds, shared=cache.valkey_url
@@ -151,6 +149,8 @@ class Providers:
 
 
 def build_providers(settings: VeraSettings) -> Providers:
+    from vera_client.adapters.providers.metering import Meter
+
     meter = Meter()
     return Providers(
         settings=settings,
@@ -174,22 +174,25 @@ def _hosted_or_local_embedder(settings: VeraSettings, meter: Meter) -> Embedder:
     embedder = settings.embedder
     if embedder.provider in ("local", "deterministic"):
         return _local_embedder(settings)
+    from vera_client.adapters.embedders import openai, voyage
+    from vera_client.adapters.providers.resilience import ResilienceChain
+
     chain = ResilienceChain(embedder.provider, embedder.resilience)
     if embedder.provider == "openai":
-        return OpenAIEmbedder(
+        return openai.OpenAIEmbedder(
             api_key=_secret(embedder.api_key, "OPENAI_API_KEY", "embedder"),
-            model=embedder.model or OPENAI_DEFAULT_MODEL,
+            model=embedder.model or openai.DEFAULT_MODEL,
             dim=embedder.dim,
-            base_url=embedder.base_url or OPENAI_DEFAULT_BASE_URL,
+            base_url=embedder.base_url or openai.DEFAULT_BASE_URL,
             batch_size=embedder.batch_size,
             meter=meter,
             chain=chain,
         )
-    return VoyageEmbedder(
+    return voyage.VoyageEmbedder(
         api_key=_secret(embedder.api_key, "VOYAGE_API_KEY", "embedder"),
-        model=embedder.model or VOYAGE_DEFAULT_MODEL,
+        model=embedder.model or voyage.DEFAULT_MODEL,
         dim=embedder.dim,
-        base_url=embedder.base_url or VOYAGE_DEFAULT_BASE_URL,
+        base_url=embedder.base_url or voyage.DEFAULT_BASE_URL,
         batch_size=embedder.batch_size,
         meter=meter,
         chain=chain,
@@ -201,21 +204,27 @@ def build_reranker(settings: VeraSettings, meter: Meter) -> Reranker | None:
     reranker = settings.reranker
     if reranker.provider == "none":
         return None
+    from vera_client.adapters.embedders import openai, voyage
+    from vera_client.adapters.providers.resilience import ResilienceChain
+    from vera_client.adapters.rerankers import llm
+    from vera_client.adapters.rerankers.voyage import DEFAULT_MODEL as VOYAGE_RERANK_MODEL
+    from vera_client.adapters.rerankers.voyage import VoyageReranker
+
     chain = ResilienceChain(reranker.provider, reranker.resilience)
     if reranker.provider == "voyage":
         return VoyageReranker(
             api_key=_secret(reranker.api_key, "VOYAGE_API_KEY", "reranker"),
             model=reranker.model or VOYAGE_RERANK_MODEL,
-            base_url=reranker.base_url or VOYAGE_DEFAULT_BASE_URL,
+            base_url=reranker.base_url or voyage.DEFAULT_BASE_URL,
             meter=meter,
             chain=chain,
         )
     # any OpenAI-compatible chat API; a local server may need no key
     key = reranker.api_key.get_secret_value() if reranker.api_key else os.environ.get("OPENAI_API_KEY")
-    return LlmReranker(
+    return llm.LlmReranker(
         api_key=key or None,
-        model=reranker.model or LLM_RERANK_MODEL,
-        base_url=reranker.base_url or OPENAI_DEFAULT_BASE_URL,
+        model=reranker.model or llm.DEFAULT_MODEL,
+        base_url=reranker.base_url or openai.DEFAULT_BASE_URL,
         meter=meter,
         chain=chain,
     )
@@ -225,11 +234,16 @@ def build_object_store(settings: VeraSettings) -> ObjectStore:
     """Where raw source bytes go (VERA_OBJECTS__BACKEND)."""
     objects = settings.objects
     if objects.backend == "local":
+        from vera_client.adapters.objects.local import LocalObjectStore
+
         return LocalObjectStore(objects.root or settings.db.data_dir.parent / "objects")
     if not objects.bucket:
         raise ConfigurationError("the S3 object store needs a bucket: set VERA_OBJECTS__BUCKET")
+    from vera_client.adapters.optional import require
+    from vera_client.adapters.providers.resilience import ResilienceChain
+
     require("boto3", extra="s3", needed_for="the S3 object store")
-    from vera_client.adapters.objects.s3 import S3ObjectStore  # noqa: PLC0415 - boto3 is the [s3] extra's
+    from vera_client.adapters.objects.s3 import S3ObjectStore  # boto3 is the [s3] extra's
 
     chain = ResilienceChain("s3", objects.resilience)
     return S3ObjectStore(
@@ -247,11 +261,16 @@ def _local_embedder(settings: VeraSettings) -> Embedder:
     """The configured embedder when it runs here (local or deterministic)."""
     embedder = settings.embedder
     if embedder.provider == "local":
+        from vera_client.adapters.embedders import local_embedder_for
+        from vera_client.adapters.embedders.local_minilm import MODEL as MINILM_MODEL
+
         if embedder.model not in (None, MINILM_MODEL):
             raise ConfigurationError(f"the local embedder runs {MINILM_MODEL} only, not {embedder.model!r}")
         local = local_embedder_for(MINILM_MODEL)  # one loaded model per process
         assert local is not None
         return local
     if embedder.provider == "deterministic":
+        from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
+
         return DeterministicEmbedder(embedder.dim or 384)
     raise ConfigurationError(f"embedder provider {embedder.provider!r} does not run here")  # pragma: no cover

@@ -6,27 +6,20 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from vera_client.api.sources import Source
-from vera_client.client import VeraClient
+from vera_cli.output import echo_json_lines
+from vera_cli.plumbing import api_key_option, client_from_env, fail, friendly_errors
 from vera_client.domain.errors import NotFoundError
-from vera_client.entrypoints.cli import (
-    api_key_option,
-    client_from_env,
-    echo_json_lines,
-    fail,
-    friendly_errors,
-)
+
+if TYPE_CHECKING:
+    from vera_client.api.sources import Source
+    from vera_client.client import VeraClient
 
 
 @click.group()
-def commands() -> None:
-    """The source commands; `vera` (vera_cli) adds them beside the others."""
-
-
-@commands.group()
 def source() -> None:
     """Sources: where knowledge comes from, and how far it is trusted."""
 

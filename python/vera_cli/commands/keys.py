@@ -5,28 +5,20 @@ new secret is printed once; the database keeps only its hash."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import click
 
-from vera_client.api import access as access_api
-from vera_client.api.access import ApiKeyInfo, NewApiKey
+from vera_cli.options import ISO_INSTANT
+from vera_cli.output import echo_json, echo_json_lines
+from vera_cli.plumbing import api_key_option, client_from_env, friendly_errors
 from vera_client.domain.errors import NotFoundError
-from vera_client.entrypoints.cli import (
-    ISO_INSTANT,
-    api_key_option,
-    client_from_env,
-    echo_json,
-    echo_json_lines,
-    friendly_errors,
-)
+
+if TYPE_CHECKING:
+    from vera_client.api.access import ApiKeyInfo, NewApiKey
 
 
 @click.group()
-def commands() -> None:
-    """The key commands; `vera` (vera_cli) adds them beside the others."""
-
-
-@commands.group()
 def key() -> None:
     """Your API keys: create, list, revoke, rotate."""
 
@@ -104,6 +96,8 @@ def key_rotate(key_ref: str, as_json: bool, api_key: str) -> None:
     happen or neither does. Rotating the key you pass as --api-key is allowed;
     from then on only the new one works.
     """
+    from vera_client.api import access as access_api
+
     with client_from_env(api_key) as vera:
         assert vera.caller is not None
         with vera.executor.transaction(vera.caller) as tx:

@@ -27,10 +27,10 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import procrastinate
-
-from vera_worker.adapters.queue import SERVED_QUEUES, worker_options
+if TYPE_CHECKING:
+    import procrastinate
 
 # what a shell reports for a process ended by SIGINT (128 + 2)
 EXIT_INTERRUPTED = 130
@@ -59,6 +59,8 @@ def drain_interruptibly(
 ) -> bool:
     """Run every due job in this process, as queue.drain does, but with Ctrl-C handled as above.
     True when a Ctrl-C stopped it (the job in hand ended early; later jobs stay queued)."""
+    from vera_worker.adapters.queue import SERVED_QUEUES, worker_options
+
     interrupted = False
 
     async def work() -> None:

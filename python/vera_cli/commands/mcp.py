@@ -1,4 +1,5 @@
-"""`vera mcp serve`: the MCP server over stdio (one local agent) or streamable HTTP."""
+"""`vera mcp serve`: the MCP server over stdio (one local agent) or streamable HTTP. The MCP
+SDK and the HTTP stack (vera_mcp) are imported when the server starts, not with this module."""
 
 from __future__ import annotations
 
@@ -14,9 +15,6 @@ from typing import Any
 import click
 
 from vera_client.domain.errors import ConfigurationError, VeraError
-from vera_mcp.adapters.logs import configure_json_logging
-from vera_mcp.config import read_settings
-from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
 
 
 class Terminated(Exception):
@@ -33,7 +31,7 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
     loop takes about 2 ms off each HTTP round trip at p50 (docs/mcp.md, Latency); uvicorn would
     pick it by itself, but only for a loop of its own making, and this one is ours."""
     try:
-        import uvloop  # noqa: PLC0415
+        import uvloop
     except ImportError:
         asyncio.run(main)
         return
@@ -42,11 +40,6 @@ def _run(main: Coroutine[Any, Any, None]) -> None:
 
 
 @click.group()
-def commands() -> None:
-    """Commands contributed by the MCP server."""
-
-
-@commands.group()
 def mcp() -> None:
     """The MCP server: agents reach VERA over stdio or streamable HTTP."""
 
@@ -64,6 +57,10 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
     """Serve VERA's tools to MCP clients: --stdio or --http."""
     if transport is None:
         raise click.UsageError("choose a transport: --stdio or --http")
+    from vera_mcp.adapters.logs import configure_json_logging
+    from vera_mcp.config import read_settings
+    from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
+
     try:
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
         settings, vera = read_settings(**overrides)

@@ -1,0 +1,129 @@
+"""`vera graph`: rebuild a group's graph from PostgreSQL, check it against
+PostgreSQL, and explore through it (docs/graph.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import click
+
+from vera_cli.output import print_explored
+from vera_cli.plumbing import client_from_env, database_from_env, friendly_errors, start_if_embedded
+
+if TYPE_CHECKING:
+    from vera_client.bootstrap import Database
+    from vera_worker.graph.projection import GraphCheck, GraphProjection
+
+
+def _started_projection(database: Database) -> GraphProjection:
+    """The configured graph's projection, with the database started. The graph comes first: a
+    missing setting or [graph] extra is said before an embedded server is started for nothing."""
+    from vera_worker.entrypoints.graph_wiring import projection_into, required_graph_store
+
+    store = required_graph_store(database)
+    start_if_embedded(database)
+    return projection_into(database, store)
+
+
+@click.group("graph")
+def graph() -> None:
+    """The graph projection of published knowledge: rebuild, check, explore."""
+
+
+@graph.command("rebuild")
+@click.option("--group", help="Rebuild only this group's graph (default: every group with facts).")
+@friendly_errors
+def rebuild_command(group: str | None) -> None:
+    """Drop each group's graph and project it again from PostgreSQL alone."""
+    from vera_worker.entrypoints.graph_wiring import close_projection
+
+    projection = _started_projection(database_from_env())
+    try:
+        edges = nodes = 0
+        seconds = 0.0
+        groups = projection.groups(group)
+        for name in groups:
+            report = projection.rebuild(name)
+            click.echo(f"{name}: {report.edges} edges, {report.nodes} nodes in {report.seconds:.2f}s")
+            edges, nodes, seconds = edges + report.edges, nodes + report.nodes, seconds + report.seconds
+        click.echo(
+            f"rebuilt {len(groups)} groups on {projection.graph.backend}: "
+            f"{edges} edges, {nodes} nodes in {seconds:.2f}s"
+        )
+    finally:
+        close_projection(projection)
+
+
+def _check_line(check: GraphCheck) -> str:
+    result = check.result
+    state = f"DRIFT: {result.drift}" if result.drift else "in step"
+    return (
+        f"{result.group_id}: edges {result.sql_edges} (sql) / {result.graph_edges} (graph), "
+        f"nodes {result.sql_nodes} / {result.graph_nodes}, digest {check.sql_digest[:12]} / "
+        f"{check.graph_digest[:12]}: {state}"
+    )
+
+
+@graph.command("check")
+@click.option("--group", help="Check only this group (default: every group with facts).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per group.")
+@friendly_errors
+def check_command(group: str | None, as_json: bool) -> None:
+    """Compare each group's graph with PostgreSQL (counts and a digest of edges by fact id
+    and validity); the result is recorded for `vera db status`. Exit 1 on drift."""
+    from vera_worker.entrypoints.graph_wiring import close_projection
+
+    projection = _started_projection(database_from_env())
+    try:
+        checks = projection.check_all(group)
+    finally:
+        close_projection(projection)
+    for check in checks:
+        if as_json:
+            shown = {
+                **dataclasses.asdict(check.result),
+                "sql_digest": check.sql_digest,
+                "graph_digest": check.graph_digest,
+                "seconds": round(check.seconds, 3),
+            }
+            click.echo(json.dumps(shown, default=str))
+        else:
+            click.echo(_check_line(check))
+    drifted = [check for check in checks if check.drifted]
+    if not as_json:
+        click.echo(f"{len(checks)} groups checked, {len(drifted)} with drift")
+    if drifted:
+        sys.exit(1)
+
+
+@graph.command("explore")
+@click.argument("entity")
+@click.option("--depth", type=click.IntRange(1, 5), default=2, show_default=True, help="Hops to walk.")
+@click.option("--as-of", "as_of", type=click.DateTime(), help="Walk the facts that held then (UTC).")
+@click.option("--group", "groups", multiple=True, help="Walk only these groups (repeatable).")
+@click.option("--api-key", envvar="VERA_API_KEY", required=True, help="Key of the caller who explores.")
+@friendly_errors
+def explore_command(
+    entity: str, depth: int, as_of: datetime | None, groups: tuple[str, ...], api_key: str
+) -> None:
+    """The facts around ENTITY (a name, an alias or an id), walked on the graph, with citations."""
+    from vera_worker.entrypoints.graph_wiring import required_graph_store
+
+    database = database_from_env()
+    store = required_graph_store(database)
+    try:
+        with client_from_env(api_key) as vera:
+            facts = vera.explore_graph(
+                store,
+                entity,
+                depth=depth,
+                as_of=as_of.replace(tzinfo=UTC) if as_of else None,
+                groups=groups or None,
+            )
+    finally:
+        store.close()
+    print_explored(facts)

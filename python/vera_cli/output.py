@@ -1,0 +1,70 @@
+"""How the commands print: JSON for scripts (--json), and hits and explored facts for people."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from vera_client.api.reads import ExploredFact
+    from vera_client.api.search import Hit
+
+
+def echo_json(data: object) -> None:
+    """One JSON document on stdout (dates and ids as strings, text as written)."""
+    click.echo(json.dumps(data, default=str, ensure_ascii=False))
+
+
+def echo_json_lines(items: Sequence[object]) -> None:
+    """One JSON object per line for each item (a dataclass): what a list command's --json prints."""
+    for item in items:
+        echo_json(dataclasses.asdict(item))  # type: ignore[call-overload]
+
+
+def _citation_line(hit: Hit) -> str:
+    citation = hit.citation
+    source = citation.get("source") or {}
+    episode = citation.get("episode") or {}
+    assert isinstance(source, dict) and isinstance(episode, dict)
+    valid = str(citation.get("valid_from") or "")[:10]
+    until = str(citation.get("valid_to") or "")[:10]
+    lifecycle = citation.get("lifecycle")
+    parts = [f"{source.get('name', '?')} (tier {citation.get('tier')})", str(episode.get("external_id", ""))]
+    parts.append(f"valid {valid}..{until}" if until else f"valid from {valid}")
+    if lifecycle and lifecycle != "published":
+        parts.append(str(lifecycle))
+    return " · ".join(part for part in parts if part)
+
+
+def print_hits(hits: list[Hit], *, explain: bool) -> None:
+    during = getattr(hits, "during", None)
+    if during is not None:
+        shown = f"{during.start or '...'} .. {during.end or '...'}"
+        read = f" (from {during.text!r})" if during.text != shown else ""
+        click.echo(f"  asked about {shown}{read}")
+    if not hits:
+        click.echo("  (no hits)")
+    for hit in hits:
+        click.echo(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.text}")
+        click.echo(f"      {_citation_line(hit)}")
+        if explain:
+            click.echo("      " + signals_line(dataclasses.asdict(hit.signals)))
+
+
+def signals_line(signals: dict[str, float | None]) -> str:
+    """The signals as "name value" pairs (period only when the search asked about a period)."""
+    return "  ".join(f"{name} {value:.2f}" for name, value in signals.items() if value is not None)
+
+
+def print_explored(facts: list[ExploredFact]) -> None:
+    """One line per fact: hop, subject, predicate, object, and where it comes from."""
+    if not facts:
+        click.echo("  (nothing reached)")
+    for fact in facts:
+        source = (fact.citation.get("source") or {}).get("name") if fact.citation else None
+        cited = f"  [{source}]" if source else ""
+        click.echo(f"  hop {fact.hop}  {fact.subject} {fact.predicate} {fact.object}{cited}")

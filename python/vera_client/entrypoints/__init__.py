@@ -1,1 +1,0 @@
-"""Entrypoints: the `vera` command line."""
