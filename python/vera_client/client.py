@@ -20,14 +20,12 @@ AsyncVeraClient with asyncio, so both have the same methods.
 
 from __future__ import annotations
 
-import asyncio
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 from vera_client.adapters.postgres.executor import AsyncExecutor, Executor, SqlObserver
 from vera_client.adapters.providers.metering import MeterKey, Totals
-from vera_client.api.call import Call
-from vera_client.api.operation import Asynchronous, Blocking, Operation, Plan, Session
+from vera_client.api.operation import Asynchronous, Blocking, Session
 from vera_client.bootstrap import Providers, build_database, build_providers
 from vera_client.config import PoolSettings, VeraSettings
 from vera_client.core import Operations, Shared
@@ -116,19 +114,8 @@ class VeraClient(Operations, Blocking):
     ) -> None:
         self.close()
 
-    def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
-        session = _session(self._shared, self.caller)
-        if operation.call is not None:
-            return self._executor.run(session.caller, operation.call(*args, **kwargs))
-        assert operation.plan is not None
-        plan = operation.plan(session, *args, **kwargs)
-        try:
-            step = next(plan)
-            while True:
-                value = self._executor.run(session.caller, step) if isinstance(step, Call) else step.run()
-                step = plan.send(value)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+    def _start(self) -> tuple[Session, Executor]:
+        return _session(self._shared, self.caller), self._executor
 
     def usage(self) -> dict[MeterKey, Totals]:
         """What calls to hosted providers used and cost (estimated) since the client started."""
@@ -203,22 +190,8 @@ class AsyncVeraClient(Operations, Asynchronous):
     ) -> None:
         await self.close()
 
-    async def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
-        session = _session(self._shared, self.caller)
-        if operation.call is not None:
-            return await self._executor.run(session.caller, operation.call(*args, **kwargs))
-        assert operation.plan is not None
-        plan: Plan[T] = operation.plan(session, *args, **kwargs)
-        try:
-            step = next(plan)
-            while True:
-                if isinstance(step, Call):
-                    value = await self._executor.run(session.caller, step)
-                else:
-                    value = await asyncio.to_thread(step.run)
-                step = plan.send(value)
-        except StopIteration as finished:
-            return finished.value  # type: ignore[no-any-return]
+    def _start(self) -> tuple[Session, AsyncExecutor]:
+        return _session(self._shared, self.caller), self._executor
 
     async def usage(self) -> dict[MeterKey, Totals]:
         """What calls to hosted providers used and cost (estimated) since the client started (a

@@ -15,6 +15,7 @@ returning the result, from an asynchronous face a coroutine method.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Coroutine, Generator, Sequence
@@ -87,18 +88,62 @@ def check_k(k: int) -> None:
         raise InvalidArgumentError(f"k must be between 1 and 1000, not {k}")
 
 
+class Runs(Protocol):
+    """What runs a call as a caller (the executor)."""
+
+    def run(self, caller: Caller, call: Call[T], /) -> T: ...
+
+
+class RunsAsync(Protocol):
+    """What runs a call as a caller under asyncio (the async executor)."""
+
+    async def run(self, caller: Caller, call: Call[T], /) -> T: ...
+
+
 class Blocking:
-    """A face that returns results (VeraClient)."""
+    """A face that returns results (VeraClient): it drives an operation with blocking I/O."""
+
+    def _start(self) -> tuple[Session, Runs]:
+        """The session an operation runs as, and what runs its calls."""
+        raise NotImplementedError
 
     def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
-        raise NotImplementedError
+        session, runner = self._start()
+        if operation.call is not None:
+            return runner.run(session.caller, operation.call(*args, **kwargs))
+        assert operation.plan is not None
+        steps = operation.plan(session, *args, **kwargs)
+        try:
+            step = next(steps)
+            while True:
+                value = runner.run(session.caller, step) if isinstance(step, Call) else step.run()
+                step = steps.send(value)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
 
 
 class Asynchronous:
-    """A face whose methods are coroutines (AsyncVeraClient)."""
+    """A face whose methods are coroutines (AsyncVeraClient): model work runs in a thread."""
+
+    def _start(self) -> tuple[Session, RunsAsync]:
+        raise NotImplementedError
 
     async def _perform(self, operation: Operation[Any, T], args: Any, kwargs: Any) -> T:
-        raise NotImplementedError
+        session, runner = self._start()
+        if operation.call is not None:
+            return await runner.run(session.caller, operation.call(*args, **kwargs))
+        assert operation.plan is not None
+        steps = operation.plan(session, *args, **kwargs)
+        try:
+            step = next(steps)
+            while True:
+                if isinstance(step, Call):
+                    value = await runner.run(session.caller, step)
+                else:
+                    value = await asyncio.to_thread(step.run)
+                step = steps.send(value)
+        except StopIteration as finished:
+            return finished.value  # type: ignore[no-any-return]
 
 
 class Operation(Generic[P, T]):
