@@ -20,8 +20,9 @@ from pg_tests.databases import APP_LOGIN
 from pg_tests.seed import World
 from vera_cli.commands.search import search_command
 from vera_client.api.search import Hit
+from vera_client.api.search import search as search_plan
+from vera_client.api.snapshots import search_snapshot as search_snapshot_plan
 from vera_client.client import AsyncVeraClient, VeraClient
-from vera_client.core import Operations
 from vera_client.domain.errors import InvalidArgumentError
 
 # three passages that match "ledger" once, twice and four times: lexical ranks 3, 2, 1
@@ -147,8 +148,8 @@ def _sql_defaults(world: World, function: str) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("function", "operation", "knobs"),
     [
-        ("vera.search", Operations.search, {"k", "k_rrf", "candidates", "ef_search", "lexical_weight"}),
-        ("vera.search_snapshot", Operations.search_snapshot, {"k", "k_rrf", "candidates"}),
+        ("vera.search", search_plan, {"k", "k_rrf", "candidates", "ef_search", "lexical_weight"}),
+        ("vera.search_snapshot", search_snapshot_plan, {"k", "k_rrf", "candidates"}),
     ],
 )
 def test_the_clients_defaults_are_the_sql_functions_defaults(
@@ -157,7 +158,7 @@ def test_the_clients_defaults_are_the_sql_functions_defaults(
     """Every keyword the client shares with the SQL function defaults to the same value, in
     both faces (a SQL default changed without the client, or the other way, fails here)."""
     sql = _sql_defaults(world, function)
-    faces = [getattr(face, operation.__name__) for face in (VeraClient, AsyncVeraClient)]
+    faces = [getattr(object.__new__(face), operation.__name__) for face in (VeraClient, AsyncVeraClient)]
     for face in [operation, *faces]:
         python = {
             name: parameter.default
