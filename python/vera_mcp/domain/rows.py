@@ -8,8 +8,9 @@ declared once (in vera_client) and every face publishes them alike.
 gives EvidenceOut the fields of Evidence: their names, types and defaults, and the
 description each carries as `field(metadata={"description": ...})`. A field whose type
 is a row is typed with that row's model (the one declared with @mirrors, or one derived
-on first use), so one row has one model wherever it appears. Models are filled from the
-client's values by attribute: `EvidenceOut.of(evidence)`.
+on first use), so one row has one model wherever it appears: declare a row's model before
+any model that holds it (a declaration after one was derived is refused). Models are
+filled from the client's values by attribute: `EvidenceOut.of(evidence)`.
 
 A field the row keeps out of its repr (`field(repr=False)`, as NewApiKey.api_key) is a
 secret: deriving a model that would publish it is refused.
@@ -53,15 +54,12 @@ def mirrors(row: type, *, without: Iterable[str] = ()) -> Callable[[type[M]], ty
     return derive
 
 
-def out_model(row: type, *, without: Iterable[str] = ()) -> type[FromClient]:
-    """The model of row (RowOut), derived from it once; see mirrors."""
-    known = _MODELS.get(row)
-    if known is not None and not without:
-        return known
-    return _derive(row, FromClient, f"{row.__name__}Out", None, frozenset(without))
+def out_model(row: type) -> type[FromClient]:
+    """The model of row: the one declared with mirrors, else one derived now (RowOut)."""
+    return _MODELS.get(row) or _derive(row, FromClient, f"{row.__name__}Out", None, frozenset())
 
 
-def _derive(row: type, base: type[M], name: str, doc: str | None, without: frozenset[str]) -> type[M]:
+def _derive(row: type, base: type[M], model_name: str, doc: str | None, without: frozenset[str]) -> type[M]:
     if not dataclasses.is_dataclass(row):
         raise TypeError(f"{row!r} is not a dataclass")
     if row in _MODELS:
@@ -80,8 +78,8 @@ def _derive(row: type, base: type[M], name: str, doc: str | None, without: froze
         for name, field in fields.items()
         if name not in without
     }
-    model = create_model(name, __base__=base, __doc__=doc or _docstring(row), __module__=base.__module__,
-                         **definitions)  # fmt: skip
+    doc = doc or _docstring(row)
+    model = create_model(model_name, __base__=base, __doc__=doc, __module__=base.__module__, **definitions)
     _MODELS[row] = model
     return model
 
