@@ -21,12 +21,14 @@ from vera_client.domain.callers import ApiKey
 from vera_client.domain.errors import ConfigurationError, DatabaseUnavailableError, PermissionDeniedError
 from vera_mcp.adapters.api_keys import ApiKeyVerification
 from vera_mcp.adapters.http_app import DatabaseUnavailableMiddleware
+from vera_mcp.adapters.instruments import instrument
 from vera_mcp.adapters.logs import correlated
 from vera_mcp.adapters.metrics import McpMetrics
 from vera_mcp.adapters.observability import ToolCallObserver
 from vera_mcp.adapters.oidc import OidcVerifier
 from vera_mcp.adapters.quotas import InProcessQuotaLedger, ValkeyQuotaLedger
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
+from vera_mcp.adapters.tools import build_mcp_server
 from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.config import McpSettings, read_settings
 from vera_mcp.domain.access import QuotaExceededError, Scope, ToolClass, VerifiedCaller
@@ -102,7 +104,7 @@ def test_oidc_tokens_are_verified_after_api_keys_only_when_configured() -> None:
 
 
 def test_quotas_count_in_valkey_when_the_cache_has_one_else_in_process() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=())
     settings = McpSettings(quotas={"feedback": "7/min"})
     local = quota_ledger(settings, VeraSettings())(metrics)
     assert isinstance(local, InProcessQuotaLedger)
@@ -175,6 +177,15 @@ def test_arguments_refused_before_run_tool_count_as_a_tool_error() -> None:
     assert (
         'vera_mcp_tool_calls_total{outcome="tool_error",tool="search"} 1.0' in metrics.exposition().decode()
     )
+
+
+def test_the_metrics_name_every_tool_the_server_registered_and_no_other() -> None:
+    runner = ToolRunner(no_pool_client(), server_version="test")
+    server = build_mcp_server(runner)
+    metrics = asyncio.run(instrument(server, runner, tracing=Tracing(None)))
+    registered = {tool.name for tool in asyncio.run(server.list_tools())}
+    assert metrics.tools == registered and {"search", "get_evidence", "remember"} <= registered
+    assert runner.observer.metrics is metrics
 
 
 def test_an_internal_error_names_the_requests_correlation_id() -> None:

@@ -15,8 +15,11 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_mcp.adapters.metrics import DEFAULT_TOOLS, OTHER, HttpMetricsMiddleware, McpMetrics, Outcome
+from vera_mcp.adapters.metrics import OTHER, HttpMetricsMiddleware, McpMetrics, Outcome
 from vera_mcp.domain.access import QuotaExceededError, ToolClass
+
+# the names a server would have registered (instrument() passes the real ones)
+TOOLS = frozenset({"search", "get_fact", "get_context", "propose", "review"})
 
 
 def _app(metrics: McpMetrics) -> Starlette:
@@ -52,7 +55,7 @@ def _label_values(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], 
 
 
 def test_tool_calls_are_counted_and_timed_by_tool_and_outcome() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     metrics.observe_tool_call("search", Outcome.OK, 0.004)
     metrics.observe_tool_call("search", Outcome.OK, 0.2)
     metrics.observe_tool_call("search", Outcome.TOOL_ERROR, 0.001)
@@ -71,7 +74,7 @@ def test_tool_calls_are_counted_and_timed_by_tool_and_outcome() -> None:
 
 
 def test_the_context_manager_records_the_outcome_from_the_exception() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     with metrics.tool_call("get_fact"):
         pass
     with pytest.raises(NotFoundError), metrics.tool_call("get_fact"):
@@ -96,7 +99,7 @@ def test_the_context_manager_records_the_outcome_from_the_exception() -> None:
 
 
 def test_labels_stay_bounded_whatever_callers_send() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     # a caller choosing tool names (or a bug passing a query as one) adds no series
     for _ in range(500):
         metrics.observe_tool_call(f"search {uuid.uuid4()}", Outcome.OK, 0.01)
@@ -117,7 +120,7 @@ def test_labels_stay_bounded_whatever_callers_send() -> None:
 
 
 def test_http_requests_are_counted_by_route_and_status_and_5xx_are_errors() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     with TestClient(_app(metrics), raise_server_exceptions=False) as client:
         assert client.post("/mcp").status_code == 200
         assert client.get("/health/ready").status_code == 500
@@ -132,7 +135,7 @@ def test_http_requests_are_counted_by_route_and_status_and_5xx_are_errors() -> N
 
 
 def test_the_registry_is_its_own() -> None:
-    one, two = McpMetrics(), McpMetrics()  # two in one process do not collide
+    one, two = McpMetrics(tools=TOOLS), McpMetrics(tools=TOOLS)  # two in one process do not collide
     one.observe_tool_call("search", Outcome.OK, 0.1)
     assert (
         one.registry.get_sample_value("vera_mcp_tool_calls_total", {"tool": "search", "outcome": "ok"}) == 1
@@ -147,7 +150,7 @@ def test_the_registry_is_its_own() -> None:
 def test_the_server_can_name_its_tools_and_bad_names_or_outcomes_are_refused() -> None:
     metrics = McpMetrics(tools={"search", "my_tool"})
     metrics.observe_tool_call("my_tool", Outcome.OK, 0.1)
-    metrics.observe_tool_call("whoami", Outcome.OK, 0.1)  # a default name, not registered here
+    metrics.observe_tool_call("whoami", Outcome.OK, 0.1)  # a tool of VERA's, not registered here
     assert (
         metrics.registry.get_sample_value("vera_mcp_tool_calls_total", {"tool": OTHER, "outcome": "ok"}) == 1
     )
@@ -155,17 +158,16 @@ def test_the_server_can_name_its_tools_and_bad_names_or_outcomes_are_refused() -
         McpMetrics(tools={"Search Everything"})
     with pytest.raises(ValueError, match="not a valid Outcome"):
         metrics.observe_tool_call("search", "fine", 0.1)  # type: ignore[arg-type]
-    assert "search" in DEFAULT_TOOLS
 
 
 def test_the_quota_ledger_reports_backend_errors_here() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     metrics.quota_backend_failed(ConnectionError("refused"))
     assert metrics.registry.get_sample_value("vera_mcp_errors_total", {"kind": "quota_backend"}) == 1
 
 
 def test_an_invalid_argument_is_a_tool_error_not_a_server_error() -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     with pytest.raises(InvalidArgumentError), metrics.tool_call("search"):
         raise InvalidArgumentError("k must be 1..50")
     assert metrics.registry.get_sample_value("vera_mcp_errors_total", {"kind": "tool"}) == 0

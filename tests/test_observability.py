@@ -30,6 +30,10 @@ def log_lines() -> Iterator[io.StringIO]:
     logger.removeHandler(handler)
 
 
+# the names a server would have registered (instrument() passes the real ones)
+TOOLS = frozenset({"whoami", "search", "get_context", "get_fact", "review"})
+
+
 def _calls(metrics: McpMetrics, tool: str, outcome: str) -> float | None:
     return metrics.registry.get_sample_value("vera_mcp_tool_calls_total", {"tool": tool, "outcome": outcome})
 
@@ -37,7 +41,7 @@ def _calls(metrics: McpMetrics, tool: str, outcome: str) -> float | None:
 def test_each_call_is_a_span_a_count_and_a_line(log_lines: io.StringIO) -> None:
     exporter = InMemorySpanExporter()
     tracing = tracing_to(exporter)
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     observer = ToolCallObserver(metrics, tracing)
     with correlated("corr-00000001"):
         with observer.tool_call("search"):
@@ -91,7 +95,7 @@ def test_each_call_is_a_span_a_count_and_a_line(log_lines: io.StringIO) -> None:
 
 
 def test_without_tracing_calls_are_still_counted_and_logged(log_lines: io.StringIO) -> None:
-    metrics = McpMetrics()
+    metrics = McpMetrics(tools=TOOLS)
     observer = ToolCallObserver(metrics, configure_tracing(TracingSettings()))
     with observer.tool_call("whoami"):
         pass

@@ -6,7 +6,7 @@ pg_tests/context/)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, cast
 from uuid import UUID
@@ -48,7 +48,11 @@ class Remembered:
     passages: int
     claims_recorded: int
     claims_published: int
-    lifecycle: str | None
+    lifecycle: str | None = field(
+        metadata={
+            "description": "how the source's tier graded the passages: published, pending_review or proposal"
+        }
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

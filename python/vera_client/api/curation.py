@@ -6,7 +6,7 @@ pg_tests/curation/)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -104,7 +104,7 @@ class ProposalState:
     predicate: str
     object: str
     fact_text: str
-    lifecycle: str
+    lifecycle: str = field(metadata={"description": "proposal (waiting), accepted, rejected or retracted"})
     evidence: str | None
     recorded_at: datetime
     reviewed_at: datetime | None

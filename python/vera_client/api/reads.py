@@ -8,7 +8,7 @@ that does not exist."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -29,7 +29,9 @@ class Fact:
     predicate: str
     object: str
     fact_text: str
-    lifecycle: str
+    lifecycle: str = field(
+        metadata={"description": "published, superseded, retracted, pending_review, proposal, …"}
+    )
     tier: int
     authority: float
     verification: str
@@ -37,8 +39,8 @@ class Fact:
     valid_from: datetime
     valid_to: datetime | None
     recorded_at: datetime
-    proposed_for: str | None
-    citation: dict[str, Any]
+    proposed_for: str | None = field(metadata={"description": "for a proposal: the scope it is meant for"})
+    citation: dict[str, Any] = field(metadata={"description": "source, episode, chunk and evidence span"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -52,14 +54,16 @@ class TimelineFact(Fact):
 class ExploredFact(Fact):
     """A fact explore reached, at hop 1 (it names the starting entity) or later."""
 
-    hop: int
+    hop: int = field(
+        metadata={"description": "1: the fact names the starting entity; n: reached through n-1 others"}
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FactChange(Fact):
     """What happened to a fact lately: change is 'published', 'superseded' or 'retracted', at `at`."""
 
-    change: str
+    change: str = field(metadata={"description": "published, superseded or retracted"})
     at: datetime
 
 
@@ -67,7 +71,7 @@ class FactChange(Fact):
 class EntityFact(Fact):
     """A fact about an entity: role 'subject' or 'object'."""
 
-    role: str
+    role: str = field(metadata={"description": "the entity's place in the fact: subject or object"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -105,7 +109,7 @@ class Evidence:
     chunk_text: str | None
     evidence_start: int | None
     evidence_end: int | None
-    evidence_text: str | None
+    evidence_text: str | None = field(metadata={"description": "the span of the chunk the fact cites"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,7 +141,7 @@ class SourceDetail:
     episode_count: int
     last_recorded_at: datetime | None
     last_observed_at: datetime | None
-    age_seconds: float | None
+    age_seconds: float | None = field(metadata={"description": "seconds since its last version was recorded"})
     versions: list[SourceVersion]
 
 

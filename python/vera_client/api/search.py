@@ -6,7 +6,7 @@ in pg_tests/search/)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
 from uuid import UUID
@@ -42,7 +42,13 @@ class Signals:
     recency: float
     feedback: float
     confidence: float
-    period: float | None = None
+    period: float | None = field(
+        default=None,
+        metadata={
+            "description": "the hit's time against the period the query asks about; "
+            "null when it asks about none"
+        },
+    )
 
 
 # the blend's signals in the order vera.search returns them (vera.signal_names())
@@ -54,13 +60,15 @@ class Hit:
     """One ranked answer of vera.search: a fact or a passage, with its citation."""
 
     rank: int
-    kind: str
+    kind: str = field(metadata={"description": "fact or passage"})
     item_id: UUID
     group_id: str
     text: str
     score: float
     signals: Signals
-    citation: dict[str, object]
+    citation: dict[str, object] = field(
+        metadata={"description": "source, episode, chunk, evidence, validity, tier, verification"}
+    )
     subject: str | None = None
     predicate: str | None = None
     object: str | None = None
@@ -86,7 +94,7 @@ class Vote:
     feedback_id: UUID
     group_id: str
     signals: dict[str, float | None]  # period: None when the search asked about no period
-    created: bool
+    created: bool = field(metadata={"description": "false when this vote replaced the caller's earlier one"})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -48,15 +48,16 @@ class PackItem:
     """One item of a pack, in the pack's order (position from 1)."""
 
     position: int
-    kind: str
+    kind: str = field(metadata={"description": "fact or passage"})
     item_id: UUID
     group_id: str
-    text: str
+    text: str = field(metadata={"description": "empty once the source it came from was erased"})
     tokens: int
     citation: dict[str, Any]
     signals: Signals
-    # the source it came from was erased since: its text is gone
-    erased: bool = False
+    erased: bool = field(
+        default=False, metadata={"description": "the source it came from was erased since the pack was made"}
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,7 +66,7 @@ class Omission:
 
     kind: str
     item_id: UUID
-    reason: str
+    reason: str = field(metadata={"description": "over_budget, below_min_authority or above_max_tier"})
     tokens: int | None = None
 
 
@@ -95,7 +96,7 @@ class FreshnessWarning:
 
     kind: str
     item_id: UUID
-    reason: str
+    reason: str = field(metadata={"description": "superseded, ended or stale"})
     detail: str
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from vera_client.domain.errors import InvalidArgumentError
@@ -113,9 +113,11 @@ class TimeRange:
     """Days from start (inclusive) to end (exclusive); None is open. text is what stated it, at
     char_start in the text that was read."""
 
-    start: date | None
-    end: date | None
-    text: str
+    start: date | None = field(metadata={"description": "first day; null: open"})
+    end: date | None = field(metadata={"description": "the day after the last; null: open"})
+    text: str = field(
+        metadata={"description": "the words it was read from (a period passed reads 'start .. end')"}
+    )
     char_start: int
 
     def as_json(self) -> list[str | None]:

@@ -1,7 +1,8 @@
 """Prometheus metrics of the MCP server, on a registry of their own.
 
-Every label takes its value from a set fixed when the metrics are built: tool
-names the server registered (anything else is counted as "other"), the
+Every label takes its value from a set fixed when the metrics are built: the
+names of the tools the server registered (adapters/instruments.py passes them, so
+a new tool needs no list kept in step; anything else is counted as "other"), the
 Outcome enum, tool classes, the HTTP routes the app serves, status codes. A
 query, a principal, a key or a raw path never becomes a label, so a caller
 cannot grow the number of series (nor read anything back from them).
@@ -27,16 +28,6 @@ from vera_mcp.domain.access import QuotaExceededError, ToolClass
 
 OTHER = "other"
 
-# The tools of the MCP server (issue 13). The server passes the names it registered;
-# these are the default.
-DEFAULT_TOOLS = frozenset(
-    {
-        "whoami", "search", "get_context", "get_context_pack", "get_fact", "explain_fact",
-        "get_evidence", "get_entity", "get_source", "explore", "propose", "retract_proposal",
-        "list_proposals", "feedback", "changes", "conflicts", "create_snapshot", "get_snapshot",
-        "search_snapshot", "pending_reviews", "review",
-    }
-)  # fmt: skip
 DEFAULT_ROUTES = frozenset(
     {"/mcp", "/metrics", "/health/live", "/health/ready", "/.well-known/oauth-protected-resource"}
 )
@@ -86,9 +77,7 @@ class McpMetrics:
     """The MCP server's metrics. `tools` and `routes` are the only label values
     allowed for tool names and HTTP routes; anything else is "other"."""
 
-    def __init__(
-        self, *, tools: Iterable[str] = DEFAULT_TOOLS, routes: Iterable[str] = DEFAULT_ROUTES
-    ) -> None:
+    def __init__(self, *, tools: Iterable[str], routes: Iterable[str] = DEFAULT_ROUTES) -> None:
         self.tools = frozenset(tools)
         bad = sorted(name for name in self.tools if not _NAME.match(name))
         if bad or len(self.tools) > _MAX_TOOLS:

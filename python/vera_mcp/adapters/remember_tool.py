@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
-from uuid import UUID
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
+from vera_client.api.context import Remembered
 from vera_client.domain.errors import InvalidArgumentError
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import WRITES
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.arguments import ScopeName
-from vera_mcp.domain.knowledge_shapes import FromClient
 from vera_mcp.domain.limits import LIMITS
+from vera_mcp.domain.rows import FromClient, mirrors
 
 
 class Message(BaseModel):
@@ -56,19 +56,11 @@ SourceName = Annotated[
 ]
 
 
+# claims are never passed here (propose is the agent's way): their counts are always 0
+@mirrors(Remembered, without=["claims_recorded", "claims_published"])
 class RememberedOut(FromClient):
     """What was recorded: one episode of a source; created is false when the same content was
     remembered before (nothing new was recorded)."""
-
-    group_id: str
-    source_id: UUID
-    episode_id: UUID
-    version: int
-    created: bool
-    passages: int
-    lifecycle: str | None = Field(
-        description="how the source's tier graded the passages: published, pending_review or proposal"
-    )
 
 
 def register_remember_tool(server: MCPServer[Any], runner: ToolRunner) -> None:

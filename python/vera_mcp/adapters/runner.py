@@ -80,8 +80,9 @@ class ToolRunner:
         itself (stdio: the key in VERA_API_KEY, verified at start).
     ledger: counts calls per principal and tool class when configured.
     observer: the span, metrics and log line of each call (by default metrics
-        over the default tool names and no tracing; the transports give it the
-        tools they serve, see adapters/instruments.py).
+        that name no tool, every call counted as "other", and no tracing: the
+        server is built after its runner, and adapters/instruments.py gives it
+        the observer of the tools the server registered).
     timeout_s: a call's deadline; past it the call is abandoned with a tool error.
     """
 
@@ -98,7 +99,7 @@ class ToolRunner:
         self.client = client
         self.server_version = server_version
         self.ledger = ledger
-        self.observer = observer or ToolCallObserver(McpMetrics(), Tracing(None))
+        self.observer = observer or ToolCallObserver(McpMetrics(tools=()), Tracing(None))
         self.timeout_s = timeout_s
         self.fixed_caller = fixed_caller
 

@@ -165,10 +165,10 @@ def build_mcp_server(
                 hits = await call.vera.search_snapshot(groups[0], snapshot, query, k=k, during=days)
             else:
                 hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups, during=days)
+            asked = PeriodOut.of(hits.during) if hits.during is not None else None
             return SearchResult(
-                query=query, as_of=as_of, snapshot=snapshot, during=PeriodOut.of(hits.during),
-                hits=[HitOut.of(h) for h in hits],
-            )  # fmt: skip
+                query=query, as_of=as_of, snapshot=snapshot, during=asked, hits=[HitOut.of(h) for h in hits]
+            )
 
         return await runner.run_tool(ctx, "search", ToolClass.READ, Scope.READ, work)
 
@@ -236,7 +236,7 @@ def _snapshot_tools(server: VeraMCPServer, runner: ToolRunner) -> None:
         async def work(call: ToolCall) -> SnapshotList:
             group = await call.scope(scope)
             found = await call.vera.list_snapshots(group)
-            return SnapshotList(scope=group, snapshots=[SnapshotOut.of(group, s) for s in found])
+            return SnapshotList(scope=group, snapshots=[SnapshotOut.of_scope(group, s) for s in found])
 
         return await runner.run_tool(ctx, "list_snapshots", ToolClass.READ, Scope.READ, work)
 
@@ -287,5 +287,5 @@ async def _snapshot(call: ToolCall, group: str, name: str) -> SnapshotOut:
     wanted = name.strip()
     for info in await call.vera.list_snapshots(group):
         if info.name == wanted:
-            return SnapshotOut.of(group, info)
+            return SnapshotOut.of_scope(group, info)
     raise NotFoundError(f"no snapshot {wanted[:100]!r} in {group}")

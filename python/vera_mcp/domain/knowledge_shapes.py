@@ -1,50 +1,40 @@
 """What the knowledge, proposal and context-pack tools answer: pydantic models
 (the SDK publishes their JSON Schema as each tool's output schema), read from
-the client's frozen dataclasses by attribute. Every result carries the ids an
-agent needs to ask further (fact, entity, source, episode, pack) and the
-citation of each fact."""
+the client's frozen dataclasses by attribute. A model of one of the client's rows
+is derived from it (domain/rows.py); those written here gather rows for an agent.
+Every result carries the ids an agent needs to ask further (fact, entity, source,
+episode, pack) and the citation of each fact."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from vera_client.api.reads import ConflictValue, TimelineFact
-from vera_mcp.domain.shapes import PeriodOut, SignalsOut
+from vera_client.api.curation import Proposal, ProposalState, RetractedProposal
+from vera_client.api.reads import (
+    ConflictValue,
+    Entity,
+    Evidence,
+    ExploredFact,
+    Fact,
+    FactChange,
+    SourceDetail,
+    TimelineFact,
+)
+from vera_client.domain.context import ConflictSet, FreshnessWarning, Omission, PackItem
+from vera_mcp.domain.rows import FromClient, mirrors
+
+# imported before any model here is derived: it declares the models of Signals and TimeRange
+# that PackItemOut and ContextPackOut hold (one model per row, domain/rows.py)
+from vera_mcp.domain.shapes import PeriodOut
 
 
-class FromClient(BaseModel):
-    """A model filled from the client's value of the same field names."""
-
-    model_config = ConfigDict(from_attributes=True)
-
-    @classmethod
-    def of(cls, value: object) -> Self:
-        return cls.model_validate(value, from_attributes=True)
-
-
+@mirrors(Fact)
 class FactOut(FromClient):
     """One fact with its citation; ask further with its fact_id (explain_fact, get_evidence)."""
-
-    fact_id: UUID
-    group_id: str
-    subject: str
-    predicate: str
-    object: str
-    fact_text: str
-    lifecycle: str = Field(description="published, superseded, retracted, pending_review, proposal, …")
-    tier: int
-    authority: float
-    verification: str
-    confidence: float
-    valid_from: datetime
-    valid_to: datetime | None
-    recorded_at: datetime
-    proposed_for: str | None = Field(description="for a proposal: the scope it is meant for")
-    citation: dict[str, Any] = Field(description="source, episode, chunk and evidence span")
 
 
 class FactExplanation(BaseModel):
@@ -75,44 +65,14 @@ class FactExplanation(BaseModel):
         )
 
 
+@mirrors(Evidence)
 class EvidenceOut(FromClient):
     """Where a fact came from; nulls where it has no such provenance (or it was erased)."""
 
-    fact_id: UUID
-    group_id: str
-    source_id: UUID | None
-    source_name: str | None
-    source_kind: str | None
-    tier: int
-    episode_id: UUID | None
-    external_id: str | None
-    version: int | None
-    title: str | None
-    uri: str | None
-    observed_at: datetime | None
-    recorded_at: datetime | None
-    chunk_id: UUID | None
-    ordinal: int | None
-    heading: str | None
-    chunk_text: str | None
-    evidence_start: int | None
-    evidence_end: int | None
-    evidence_text: str | None = Field(description="the span of the chunk the fact cites")
 
-
-class EntityFactOut(FactOut):
-    role: str = Field(description="the entity's place in the fact: subject or object")
-
-
+@mirrors(Entity)
 class EntityOut(FromClient):
     """An entity of one group (entities belong to one group), its aliases and its facts then."""
-
-    entity_id: UUID
-    group_id: str
-    canonical_name: str
-    entity_type: str | None
-    aliases: list[str]
-    facts: list[EntityFactOut]
 
 
 class EntityList(BaseModel):
@@ -121,39 +81,14 @@ class EntityList(BaseModel):
     entities: list[EntityOut] = Field(description="one per group searched that knows the entity")
 
 
-class SourceVersionOut(FromClient):
-    """A version of one record of a source (an episode)."""
-
-    episode_id: UUID
-    external_id: str
-    version: int
-    title: str | None
-    observed_at: datetime
-    recorded_at: datetime
-    status: str
-    retracted: bool
-
-
+@mirrors(SourceDetail)
 class SourceOut(FromClient):
     """A source, its freshness and its versions, newest first."""
 
-    source_id: UUID
-    group_id: str
-    kind: str
-    name: str
-    uri: str | None
-    trust_tier: int
-    created_at: datetime
-    retracted_at: datetime | None
-    episode_count: int
-    last_recorded_at: datetime | None
-    last_observed_at: datetime | None
-    age_seconds: float | None = Field(description="seconds since its last version was recorded")
-    versions: list[SourceVersionOut]
 
-
-class ExploredFactOut(FactOut):
-    hop: int = Field(description="1: the fact names the starting entity; n: reached through n-1 others")
+@mirrors(ExploredFact)
+class ExploredFactOut(FromClient):
+    pass
 
 
 class Exploration(BaseModel):
@@ -163,9 +98,9 @@ class Exploration(BaseModel):
     facts: list[ExploredFactOut]
 
 
-class FactChangeOut(FactOut):
-    change: str = Field(description="published, superseded or retracted")
-    at: datetime
+@mirrors(FactChange)
+class FactChangeOut(FromClient):
+    pass
 
 
 class ChangeList(BaseModel):
@@ -173,19 +108,9 @@ class ChangeList(BaseModel):
     changes: list[FactChangeOut] = Field(description="newest first")
 
 
+@mirrors(ConflictValue, without=["conflict", "subject", "predicate"])
 class ConflictingValueOut(FromClient):
-    fact_id: UUID
-    group_id: str
-    object: str
-    lifecycle: str
-    tier: int
-    authority: float
-    verification: str
-    source_id: UUID | None
-    source_name: str | None
-    valid_from: datetime
-    recorded_at: datetime
-    proposed_for: str | None
+    """One of the competing values, and where it comes from."""
 
 
 class ConflictOut(BaseModel):
@@ -212,82 +137,43 @@ class ConflictList(BaseModel):
         return cls(conflicts=list(grouped.values()))
 
 
+@mirrors(Proposal)
 class ProposalOut(FromClient):
     """A proposal: it waits in your personal scope (group_id) for the review of proposed_for."""
 
-    fact_id: UUID
-    group_id: str
-    proposed_for: str
-    lifecycle: str
-    source_id: UUID
-    episode_id: UUID
-    chunk_id: UUID
+
+@mirrors(RetractedProposal)
+class RetractedProposalOut(FromClient):
+    pass
 
 
+@mirrors(ProposalState)
 class ProposalStateOut(FromClient):
-    fact_id: UUID
-    proposed_for: str
-    subject: str
-    predicate: str
-    object: str
-    fact_text: str
-    lifecycle: str = Field(description="proposal (waiting), accepted, rejected or retracted")
-    evidence: str | None
-    recorded_at: datetime
-    reviewed_at: datetime | None
+    pass
 
 
 class ProposalList(BaseModel):
     proposals: list[ProposalStateOut] = Field(description="yours, newest first")
 
 
-class RetractedProposalOut(FromClient):
-    fact_id: UUID
-    lifecycle: str
-
-
+@mirrors(PackItem)
 class PackItemOut(FromClient):
     """An item of a pack; vote on it with pack_feedback(pack_id, position)."""
 
-    position: int
-    kind: str = Field(description="fact or passage")
-    item_id: UUID
-    group_id: str
-    text: str = Field(description="empty once the source it came from was erased")
-    tokens: int
-    citation: dict[str, Any]
-    signals: SignalsOut
-    erased: bool = Field(description="the source it came from was erased since the pack was made")
 
-
+@mirrors(Omission)
 class OmissionOut(FromClient):
-    kind: str
-    item_id: UUID
-    reason: str = Field(description="over_budget, below_min_authority or above_max_tier")
-    tokens: int | None
+    pass
 
 
-class PackValueOut(FromClient):
-    fact_id: UUID
-    group_id: str
-    object: str
-    lifecycle: str
-    tier: int
-    authority: float
-    source_name: str | None
-
-
+@mirrors(ConflictSet)
 class PackConflictOut(FromClient):
-    subject: str
-    predicate: str
-    values: list[PackValueOut]
+    pass
 
 
+@mirrors(FreshnessWarning)
 class WarningOut(FromClient):
-    kind: str
-    item_id: UUID
-    reason: str = Field(description="superseded, ended or stale")
-    detail: str
+    pass
 
 
 class ContextPackOut(FromClient):

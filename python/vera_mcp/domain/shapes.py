@@ -1,19 +1,22 @@
 """What the tools answer: pydantic models, so that the SDK publishes their JSON
-Schema as each tool's output schema, built from the client's values."""
+Schema as each tool's output schema, filled from the client's values. A model of
+one of the client's rows is derived from it (domain/rows.py); those written here
+reshape or gather rows for an agent."""
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from typing import Any
+from dataclasses import asdict
+from datetime import datetime
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
 from vera_client.api.access import Membership
 from vera_client.api.curation import PendingPassage, PendingReview
-from vera_client.api.search import Hit, Vote
+from vera_client.api.search import Hit, Signals, Vote
 from vera_client.api.snapshots import SnapshotInfo
 from vera_client.domain.time_scopes import TimeRange
+from vera_mcp.domain.rows import FromClient, mirrors
 
 
 class ScopeInfo(BaseModel):
@@ -40,78 +43,19 @@ class WhoAmI(BaseModel):
     limits: dict[str, int]
 
 
-class SignalsOut(BaseModel):
+@mirrors(Signals)
+class SignalsOut(FromClient):
     """The seven signals of the blend, each in [0, 1]."""
 
-    relevance: float
-    authority: float
-    verification: float
-    recency: float
-    feedback: float
-    confidence: float
-    period: float | None = Field(
-        default=None,
-        description="the hit's time against the period the query asks about; null when it asks about none",
-    )
 
-
-class HitOut(BaseModel):
+@mirrors(Hit)
+class HitOut(FromClient):
     """One ranked hit. Give feedback with its kind and item_id and the query that found it."""
 
-    rank: int
-    kind: str = Field(description="fact or passage")
-    item_id: UUID
-    group_id: str
-    text: str
-    score: float
-    signals: SignalsOut
-    citation: dict[str, Any] = Field(
-        description="source, episode, chunk, evidence, validity, tier, verification"
-    )
-    subject: str | None = None
-    predicate: str | None = None
-    object: str | None = None
-    blend_score: float | None = None
-    rerank_score: float | None = None
 
-    @classmethod
-    def of(cls, hit: Hit) -> HitOut:
-        s = hit.signals
-        return cls(
-            rank=hit.rank,
-            kind=hit.kind,
-            item_id=hit.item_id,
-            group_id=hit.group_id,
-            text=hit.text,
-            score=hit.score,
-            signals=SignalsOut(
-                relevance=s.relevance,
-                authority=s.authority,
-                verification=s.verification,
-                recency=s.recency,
-                feedback=s.feedback,
-                confidence=s.confidence,
-                period=s.period,
-            ),
-            citation=hit.citation,
-            subject=hit.subject,
-            predicate=hit.predicate,
-            object=hit.object,
-            blend_score=hit.blend_score,
-            rerank_score=hit.rerank_score,
-        )
-
-
-class PeriodOut(BaseModel):
+@mirrors(TimeRange, without=["char_start"])
+class PeriodOut(FromClient):
     """The period a search asked about: the `during` passed, or the one the query's words state."""
-
-    start: date | None = Field(description="first day; null: open")
-    end: date | None = Field(description="the day after the last; null: open")
-    text: str = Field(description="the words it was read from (a period passed reads 'start .. end')")
-
-    @classmethod
-    def of(cls, period: TimeRange | None) -> PeriodOut | None:
-        return cls(start=period.start, end=period.end, text=period.text) if period is not None else None
 
 
 class SearchResult(BaseModel):
@@ -126,41 +70,18 @@ class SearchResult(BaseModel):
     hits: list[HitOut]
 
 
-class VoteOut(BaseModel):
-    feedback_id: UUID
-    group_id: str
-    created: bool = Field(description="false when this vote replaced the caller's earlier one")
-    signals: dict[str, float | None]
-
-    @classmethod
-    def of(cls, vote: Vote) -> VoteOut:
-        return cls(
-            feedback_id=vote.feedback_id, group_id=vote.group_id, created=vote.created, signals=vote.signals
-        )
+@mirrors(Vote)
+class VoteOut(FromClient):
+    pass
 
 
-class SnapshotOut(BaseModel):
-    snapshot_id: UUID
+@mirrors(SnapshotInfo, without=["embedding_dim", "weights"])
+class SnapshotOut(FromClient):
     scope: str
-    name: str
-    created_at: datetime
-    sealed: bool
-    item_count: int
-    embedding_model: str | None
-    search_version: str
 
     @classmethod
-    def of(cls, scope: str, info: SnapshotInfo) -> SnapshotOut:
-        return cls(
-            snapshot_id=info.snapshot_id,
-            scope=scope,
-            name=info.name,
-            created_at=info.created_at,
-            sealed=info.sealed,
-            item_count=info.item_count,
-            embedding_model=info.embedding_model,
-            search_version=info.search_version,
-        )
+    def of_scope(cls, scope: str, info: SnapshotInfo) -> SnapshotOut:
+        return cls.model_validate({**asdict(info), "scope": scope})
 
 
 class SnapshotList(BaseModel):
