@@ -24,7 +24,8 @@ from cryptography.x509.oid import NameOID
 from tests.oidc_idp import AUDIENCE, TestIdp, running_idp
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import ConfigurationError, PrincipalDisabledError
-from vera_mcp.adapters.oidc import JwksKeys, OidcVerifier, StaticKey, load_public_key, parse_jwks
+from vera_mcp.adapters.oidc import OidcVerifier
+from vera_mcp.adapters.oidc_keys import JwksKeys, StaticKey, load_public_key, parse_jwks
 from vera_mcp.domain.access import Scope, VerifiedCaller
 from vera_mcp.domain.oidc import ClaimRule, OidcSettings, Profile, ProvisionedRole
 
