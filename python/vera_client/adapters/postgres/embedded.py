@@ -293,7 +293,7 @@ class EmbeddedPostgres:
         if len(lines) < 8 or lines[7].strip() != "ready":
             return stopped
         pid = int(lines[0])
-        if not _process_alive(pid):
+        if not process_alive(pid):
             return stopped
         port = int(lines[3])
         listen = lines[5].strip()
@@ -308,7 +308,8 @@ class EmbeddedPostgres:
         )
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of that pid exists (one of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

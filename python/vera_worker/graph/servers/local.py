@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from vera_client.adapters.postgres.embedded import process_alive
 from vera_client.domain.errors import GraphServerError, PortInUseError
 
 HOST = "127.0.0.1"
@@ -110,13 +111,7 @@ def process_runs(pid: int, program_marker: str) -> bool:
     """Whether `pid` is a live (not zombie) process whose command line contains `program_marker`."""
     if not Path("/proc").is_dir():
         # no /proc (macOS): the pid's liveness is all we can see
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return process_alive(pid)
     for _ in range(_CMDLINE_READS):
         seen = _proc_state_and_cmdline(pid)
         if seen is None or seen[0] in {"Z", "X"}:
