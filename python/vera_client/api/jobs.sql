@@ -27,7 +27,7 @@ order by queue_name;
 -- name: graph_facts
 -- The named facts of a group as the graph needs them, and whether each belongs there.
 -- Vectors both as pgvector's binary (floats without parsing) and its text (a Cypher list literal
--- for FalkorDB): python/vera_client/adapters/graph/vectors.py says why.
+-- for FalkorDB): python/vera_client/domain/vectors.py says why.
 select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
        fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at,
        public.vector_send(fact_embedding) as fact_embedding, fact_embedding::text as fact_embedding_text,
@@ -39,7 +39,7 @@ from vera.graph_facts(%(group)s, %(fact_ids)s::uuid[]);
 -- name: graph_group_facts
 -- One keyset page of the facts that belong in a group's graph (a rebuild).
 -- Vectors both as pgvector's binary (floats without parsing) and its text (a Cypher list literal
--- for FalkorDB): python/vera_client/adapters/graph/vectors.py says why.
+-- for FalkorDB): python/vera_client/domain/vectors.py says why.
 select fact_id, group_id, episode_id, source_id, subject_id, subject_name, object_id, object_name, predicate,
        fact_text, lifecycle, valid_from, valid_to, recorded_at, retired_at,
        public.vector_send(fact_embedding) as fact_embedding, fact_embedding::text as fact_embedding_text,

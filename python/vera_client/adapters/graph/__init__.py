@@ -1,1 +1,0 @@
-"""How vectors are spelled between PostgreSQL and the graph stores (vectors.py)."""
