@@ -159,6 +159,9 @@ class Operation(Generic[P, T]):
         self.function = function
         self.call = call
         self.plan = plan
+        # help(VeraClient.search) reads the operation itself
+        self.__name__ = function.__name__
+        self.__doc__ = function.__doc__
         # what a caller passes: a plan's session is the face's own
         parameters = list(inspect.signature(function).parameters.values())
         self.signature = inspect.Signature(parameters[1:] if plan is not None else parameters)
