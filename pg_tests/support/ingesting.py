@@ -9,12 +9,12 @@ import tempfile
 from contextlib import closing
 from pathlib import Path
 
-from pg_tests.support.databases import APP_LOGIN, Database
+from pg_tests.support.clients import client_for
+from pg_tests.support.databases import Database
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
-from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport
@@ -50,7 +50,7 @@ def run_worker(
 
 def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
     """Register the manifest's sources and queue one run each (committed)."""
-    with VeraClient(db.dsn(APP_LOGIN), key) as vera:
+    with client_for(db, key) as vera:
         registered = register_manifest(vera, group, manifest)
         request_all(vera, registered)
     return registered
