@@ -1,9 +1,11 @@
-"""Fixtures of the pg_tests: the checkout's test server (pg_tests/databases.py),
-started once per session; the schema built once into a template database
-through the migration runner; a clone of it for each test module, which the
-tests that only read or roll back share, and `make_database` for a test that
-needs databases of its own. Each is dropped as soon as its module or test is
-done."""
+"""Fixtures of the pg_tests (every folder's): the checkout's test server
+(pg_tests/support/databases.py), started once per session; the schema built once
+into a template database through the migration runner; a clone of it for each
+test module, which the tests that only read or roll back share, and
+`make_database` for a test that needs databases of its own. Each is dropped as
+soon as its module or test is done. On the module's database: `world` (two
+seeded tenants), `owner_a` and `owner_b` (clients as their owners) and
+`worker_sql` (the worker's pool)."""
 
 from __future__ import annotations
 
@@ -12,10 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from tests.standins import standin, standin_server  # noqa: F401 - the stand-in server's fixtures
 
-# ROOT and Database live in pg_tests.databases; test_catalog.py and
-# test_migrations.py still import them from here.
-from pg_tests.databases import (
-    ROOT,
+from pg_tests.support.clients import client_for
+from pg_tests.support.databases import (
     Clones,
     Database,
     build_template,
@@ -24,14 +24,13 @@ from pg_tests.databases import (
     leftover_clones,
     run_without_durability,
 )
-from pg_tests.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
-from pg_tests.ingesting import worker_executor
-from pg_tests.seed import World, seed_world
+from pg_tests.support.graph_servers import *  # noqa: F403 - the graph servers' fixtures and hooks
+from pg_tests.support.ingesting import worker_executor
+from pg_tests.support.seed import World, seed_world
 from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 from vera_client.adapters.postgres.executor import Executor
+from vera_client.client import VeraClient
 from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
-
-__all__ = ["ROOT", "Database"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -96,6 +95,20 @@ def db(clones: Clones) -> Iterator[Database]:
 def world(db: Database) -> World:
     """Two seeded tenants in this module's database, committed."""
     return seed_world(db)
+
+
+@pytest.fixture(scope="module")
+def owner_a(world: World) -> Iterator[VeraClient]:
+    """A client as tenant A's owner (no providers: searches by words alone), shared by the module."""
+    with client_for(world, world.a.owner_key) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def owner_b(world: World) -> Iterator[VeraClient]:
+    """A client as tenant B's owner (no providers), shared by the module."""
+    with client_for(world, world.b.owner_key) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")

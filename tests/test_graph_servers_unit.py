@@ -1,6 +1,6 @@
 """The parts of the local graph servers that need no server: the state file,
 port checks, the FalkorDB config, the launcher's readiness and staleness rules,
-argument checks. pg_tests/test_graph_servers.py starts the real servers."""
+argument checks. pg_tests/graph/test_graph_servers.py starts the real servers."""
 
 from __future__ import annotations
 

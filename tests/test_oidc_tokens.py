@@ -1,6 +1,6 @@
 """OIDC access tokens against a real JWKS served on 127.0.0.1 (tests/oidc_idp.py):
 what is accepted, what is refused and why, key rotation and the refetch rate
-limit. Identities go to an in-memory directory here; pg_tests/test_oidc.py runs
+limit. Identities go to an in-memory directory here; pg_tests/access/test_oidc.py runs
 the same verifier against PostgreSQL."""
 
 from __future__ import annotations

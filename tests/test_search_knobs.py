@@ -1,6 +1,6 @@
 """The stage-1 knobs of search (k_rrf, candidates, ef_search) go to vera.search as
 they are: the plan's SQL call, with and without a reranker (which asks SQL for its
-whole head). What SQL does with them is in pg_tests/test_client.py."""
+whole head). What SQL does with them is in pg_tests/client/test_client.py."""
 
 from __future__ import annotations
 

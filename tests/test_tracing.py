@@ -1,6 +1,6 @@
 """Traces: spans for tool calls with SQL calls as their children, exported
 over OTLP/HTTP to a real local receiver only when an endpoint is configured.
-(pg_tests/test_sql_spans.py runs the same through the executor on the real
+(pg_tests/client/test_sql_spans.py runs the same through the executor on the real
 PostgreSQL.)"""
 
 from __future__ import annotations

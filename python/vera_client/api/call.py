@@ -81,7 +81,7 @@ def listed(groups: Sequence[str] | None) -> list[str] | None:
 
 
 # --- readers: rows -> results. A reader that reads columns by name says which (`expects`), so
-# that one test (pg_tests/test_api_rows.py) holds every query's result columns, as the catalog
+# that one test (pg_tests/client/test_api_rows.py) holds every query's result columns, as the catalog
 # describes them, against the rows that read them: a spelling cannot drift.
 
 

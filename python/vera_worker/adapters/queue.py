@@ -31,7 +31,7 @@ from vera_worker.graph.projection import GraphProjection
 logger = logging.getLogger(__name__)
 
 
-# The worker serves every queue SQL defers into (pg_tests/test_jobs.py runs one job of each kind
+# The worker serves every queue SQL defers into (pg_tests/jobs/test_jobs.py runs one job of each kind
 # through a real worker process).
 SERVED_QUEUES = tuple(job.queue for job in JobName)
 

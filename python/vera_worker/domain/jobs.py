@@ -1,6 +1,6 @@
 """The jobs that SQL defers in the same transaction as its writes (the
 transactional outbox) and the worker runs: their names, which SQL uses as
-exact strings (pg_tests/test_jobs.py checks that both sides agree), and the
+exact strings (pg_tests/jobs/test_jobs.py checks that both sides agree), and the
 payloads the worker reads from them. Every job names the principal whose
 request deferred it; the worker acts with that principal's rights."""
 

@@ -1,0 +1,1 @@
+"""Tests of context packs and remember (vera_client/api/context)."""

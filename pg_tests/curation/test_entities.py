@@ -1,0 +1,156 @@
+"""Entity resolution (sql/functions/120_entities.sql) through publish_claims:
+exact -> trigram -> semantic, provisional entities and the judge's job."""
+
+from __future__ import annotations
+
+import math
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from pg_tests.support.seed import World, caller
+from pg_tests.support.writes import claim, publish, record_episode, register_source
+
+
+def _scope(conn: psycopg.Connection, world: World) -> tuple[str, object]:
+    group = conn.execute(
+        "select vera.create_group(%s, 'project', 'resolution')", (world.a.organisation,)
+    ).fetchone()
+    assert group is not None
+    source = register_source(conn, group[0], "cmdb", 1, kind="cmdb")
+    episode, _, _ = record_episode(conn, group[0], source, "export.csv", "x")
+    return group[0], episode
+
+
+def _unit(*components: float) -> list[float]:
+    norm = math.sqrt(sum(c * c for c in components))
+    return [c / norm for c in components]
+
+
+def test_exact_normalised_names_resolve_to_one_entity(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        first = publish(conn, group, episode, [claim("Payments-API", "runs on", "blue")])
+        again = publish(
+            conn, group, episode, [claim("payments api", "owned by", "red"), claim("PAYMENTS_API", "x", "y")]
+        )
+        assert first[0]["resolution"] == "new"
+        assert [r["resolution"] for r in again] == ["exact", "exact"]
+        assert {r["subject_entity_id"] for r in first + again} == {first[0]["subject_entity_id"]}
+
+
+def test_a_typo_resolves_by_trigram_and_its_form_becomes_an_alias(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        [known] = publish(conn, group, episode, [claim("customer-billing-service", "runs on", "blue")])
+        [typo] = publish(conn, group, episode, [claim("customer-biling-service", "owned by", "red")])
+        assert typo["resolution"] == "fuzzy"
+        assert typo["subject_entity_id"] == known["subject_entity_id"]
+        aliases = {row[0] for row in conn.execute(
+            "select alias_norm from vera.entity_aliases where group_id = %s and entity_id = %s",
+            (group, known["subject_entity_id"]))}  # fmt: skip
+        assert aliases == {"customer billing service", "customer biling service"}
+
+
+def test_sibling_names_do_not_merge(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        rows = publish(conn, group, episode, [claim("payments-api", "runs on", "blue")])
+        siblings = publish(
+            conn,
+            group,
+            episode,
+            [claim("payments-worker", "runs on", "blue"), claim("payments-api-v2", "runs on", "green"),
+             claim("payment-api", "runs on", "green")],
+        )  # fmt: skip
+        assert [s["resolution"] for s in siblings[:2]] == ["new", "new"]
+        assert rows[0]["subject_entity_id"] not in {s["subject_entity_id"] for s in siblings[:2]}
+
+
+def test_a_very_close_name_embedding_links_at_once(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        [known] = publish(
+            conn,
+            group,
+            episode,
+            [claim("Kubernetes", "kind", "platform", subject_embedding=_unit(1, 0.1, 0))],
+            "toy-3",
+        )
+        [close] = publish(
+            conn,
+            group,
+            episode,
+            [claim("k8s", "kind", "orchestrator", subject_embedding=_unit(1, 0.12, 0.01))],
+            "toy-3",
+        )
+        assert close["resolution"] == "semantic"
+        assert close["subject_entity_id"] == known["subject_entity_id"]  # fmt: skip
+
+
+def test_a_looser_match_is_provisional_and_goes_to_the_judge(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        [known] = publish(
+            conn,
+            group,
+            episode,
+            [claim("Postgres", "kind", "database", subject_embedding=_unit(1, 0, 0))],
+            "toy-3",
+        )
+        [loose] = publish(conn, group, episode,
+                          [claim("primary db", "kind", "database", subject_embedding=_unit(1, 1, 0))], "toy-3")  # fmt: skip
+        assert loose["resolution"] == "provisional"
+        assert loose["subject_entity_id"] != known["subject_entity_id"]
+        status = conn.execute(
+            "select status from vera.entities where entity_id = %s", (loose["subject_entity_id"],)
+        )
+        assert status.fetchone() == ("provisional",)
+        conn.commit()
+    with world.db.admin() as admin:
+        jobs = admin.execute(
+            "select args from procrastinate.procrastinate_jobs where task_name = 'vera.judge_equivalence' "
+            "and args ->> 'group_id' = %s", (group,)).fetchall()  # fmt: skip
+    assert len(jobs) == 1
+    [entity] = jobs[0][0]["entities"]
+    assert entity["entity_id"] == str(loose["subject_entity_id"])
+    assert entity["candidates"] == [str(known["subject_entity_id"])]
+
+
+def test_an_unrelated_embedding_makes_a_new_active_entity(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        publish(
+            conn, group, episode, [claim("Redis", "kind", "cache", subject_embedding=_unit(1, 0, 0))], "toy-3"
+        )
+        [other] = publish(
+            conn,
+            group,
+            episode,
+            [claim("Oslo office", "kind", "site", subject_embedding=_unit(0, 0, 1))],
+            "toy-3",
+        )
+        assert other["resolution"] == "new"
+
+
+def test_thresholds_are_settings(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        conn.execute("select vera.set_setting(%s, 'er.trigram_link', %s)", (group, Jsonb(0.3)))
+        [known] = publish(conn, group, episode, [claim("payments-api", "runs on", "blue")])
+        [sibling] = publish(conn, group, episode, [claim("payments-worker", "runs on", "blue")])
+        # a threshold that low merges siblings: which is why the default is high
+        assert sibling["subject_entity_id"] == known["subject_entity_id"]
+
+
+def test_resolution_on_a_reused_connection_restores_the_trigram_threshold(world: World) -> None:
+    """A transaction-local setting of pg_trgm's threshold made before the module is loaded in a
+    backend leaves an empty placeholder behind; the next resolution must not 'restore' that
+    empty value (22023 invalid value for parameter) on the same pooled connection."""
+    with world.db.connect() as conn:  # a fresh backend: pg_trgm's module not loaded yet
+        conn.execute("select set_config('pg_trgm.similarity_threshold', '0.5', true)")
+        conn.commit()
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        [row] = publish(conn, world.a.organisation, None, [claim("reused-connection-api", "runs on", "blue")])
+        assert row["lifecycle"] in {"published", "proposal"}
+        conn.rollback()

@@ -1,0 +1,2 @@
+"""Tests of the worker's jobs: the queue, extraction, judges, queue metrics, stalled jobs, cleanup
+(vera_client/api/jobs)."""

@@ -1,0 +1,93 @@
+"""The lexical half's candidates (sql/functions/177_lexical_candidates.sql): a round of
+facts that one frequent word holds is cut at the budget (vera.lexical_budget) and reads
+the parts of the facts' full-text index that should hold its rows, or the word's whole
+posting list when most parts would. BM25's scores: test_bm25.py; MaxScore's exact top n
+against a brute force: test_term_stats.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from uuid import UUID
+
+import pytest
+
+from pg_tests.support.seed import World, caller
+from pg_tests.support.writes import claim, project_with_source, publish, record_episode
+
+# A frequent word in a group of its own: 2,000 facts hold "alpha" once, 600 of them "beta" too
+# (BM25 ties them all: facts are not length-normalised), so each search's rounds are cut at the
+# budget (vera.lexical_budget: 250 facts read).
+FREQUENT_FACTS = 2000
+
+
+@pytest.fixture
+def frequent(world: World) -> Iterator[str]:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, source = project_with_source(conn, world.a.organisation, "bm25 cut")
+        episode, _, _ = record_episode(conn, group, source, "frequent", "frequent")
+        publish(conn, group, episode, [claim("alpha", "is", "fact 0")])
+        conn.commit()
+    with world.db.admin() as admin:
+        admin.execute(
+            """
+            insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text,
+                                    tier, authority, verification, lifecycle, source_id, episode_id)
+            select f.group_id, f.subject_entity_id, f.predicate, 'fact ' || i,
+                   'alpha fact ' || lpad(i::text, 4, '0') || case when i %% 10 < 3 then ' beta' else '' end,
+                   1, 1.0, 'auto', 'published', f.source_id, f.episode_id
+              from vera.facts f, generate_series(1, %s) i
+             where f.group_id = %s
+            """,
+            (FREQUENT_FACTS - 1, group),
+        )
+    yield group
+    with caller(world.db, world.a.owner_key) as conn:
+        conn.execute("select vera.erase_source(%s, %s, 'test done')", (group, source))
+        conn.commit()
+
+
+def _cut_list(world: World, group: str, word: str) -> list[UUID]:
+    with caller(world.db, world.a.owner_key) as conn:
+        rows = conn.execute(
+            "select item_id from vera.search(%s, groups => %s, k => 40, candidates => 40,"
+            " weights => '{\"relevance\": 1}')",
+            (word, [group]),
+        ).fetchall()
+        conn.rollback()
+    return [row[0] for row in rows]
+
+
+def _first_read(world: World, group: str, word: str, parts: list[str] | None) -> list[UUID]:
+    """The 40 facts a cut round keeps, computed apart: of the first 250 facts holding the word in
+    these parts (all when None), in the table's order, the first 40 in the order of equal scores."""
+    with world.db.admin() as conn:
+        rows = conn.execute(
+            """
+            with read as (
+                select * from vera.facts f
+                 where f.group_id = %(group)s and f.tsv @@ to_tsquery('simple', %(word)s)
+                   and (%(parts)s::text[] is null or right(f.fact_id::text, 1) = any (%(parts)s))
+                 order by f.ctid limit 250)
+            select fact_id from read
+             order by vera.fact_order_key(fact_text, predicate, object_value, valid_from), fact_id limit 40
+            """,
+            {"group": group, "word": word, "parts": parts},
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_a_cut_round_of_a_frequent_word_reads_its_first_parts(world: World, frequent: str) -> None:
+    """2,000 facts hold "alpha": the round reads the parts that should hold its 250 rows (three of
+    the sixteen: 1.5 x 250 x 16 / 2,000), in the index's posting lists of those parts only."""
+    hits = _cut_list(world, frequent, "alpha")
+    assert len(hits) == 40
+    assert {str(hit)[-1] for hit in hits} <= {"0", "1", "2"}
+    assert hits == _first_read(world, frequent, "alpha", ["0", "1", "2"])
+
+
+def test_a_cut_round_that_needs_most_parts_reads_the_words_whole_list(world: World, frequent: str) -> None:
+    """600 facts hold "beta": more than parts_by_key parts would hold its 250 rows, so the round
+    reads the word's posting list without parts, the first 250 in the table's order."""
+    hits = _cut_list(world, frequent, "beta")
+    assert len(hits) == 40
+    assert hits == _first_read(world, frequent, "beta", None)

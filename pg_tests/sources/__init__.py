@@ -1,0 +1,1 @@
+"""Tests of sources, episodes, ingestion and time scopes (vera_client/api/sources)."""

@@ -1,0 +1,74 @@
+"""Ingestion through the real worker, for tests: register sources, queue their
+runs through the SQL API, and drain the Procrastinate queue in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import closing
+from pathlib import Path
+
+from pg_tests.support.clients import client_for
+from pg_tests.support.databases import Database
+from vera_client.adapters.examples import example_dir
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
+from vera_client.api.sources import Source
+from vera_client.domain.ports import Embedder
+from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.folder.manifest import register_manifest, request_all
+from vera_worker.connectors.folder.run import SourceIngestion
+
+
+def worker_executor(db: Database) -> Executor:
+    """A worker's pool on db (role vera_worker), checked as `vera worker`'s is
+    (Database.worker_executor); close it when done."""
+    return Executor.connect(db.dsn("vera_worker"), check=True)
+
+
+def run_worker(
+    db: Database, objects: Path, embedder: Embedder | None = None, events: list[IngestEvent] | None = None
+) -> list[IngestReport]:
+    """Work off every due job of the worker's queues; the ingestion runs' reports."""
+    reports: list[IngestReport] = []
+    store = LocalObjectStore(objects)
+    with closing(worker_executor(db)) as sql:
+        ingestion = SourceIngestion(
+            sql,
+            objects=store,
+            embedder_for_model=lambda _pinned: embedder,
+            on_progress=events.append if events is not None else None,
+            on_report=reports.append,
+            # test folders live below the temporary directory; the example corpus ships with VERA
+            allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
+        )
+        drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
+    return reports
+
+
+def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
+    """Register the manifest's sources and queue one run each (committed)."""
+    with client_for(db, key) as vera:
+        registered = register_manifest(vera, group, manifest)
+        request_all(vera, registered)
+    return registered
+
+
+def worker_process_env(db: Database, objects: Path, **settings: str) -> dict[str, str]:
+    """The environment of a real `vera worker` process on db: the test server, the
+    deterministic embedder, objects under `objects`, sources below the temporary directory;
+    settings adds VERA_* variables (e.g. VERA_WORKER__STALLED_AFTER="2")."""
+    return {
+        **os.environ,
+        "VERA_DB__DATA_DIR": str(db.server.data_dir),
+        "VERA_DB__PORT": str(db.server.port),
+        "VERA_DB__DATABASE": db.name,
+        "VERA_DB__DSN": "",
+        "VERA_DB__ADMIN_DSN": "",
+        "VERA_EMBEDDER__PROVIDER": "deterministic",
+        "VERA_OBJECTS__ROOT": str(objects),
+        "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
+        **settings,
+    }
