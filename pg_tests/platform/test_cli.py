@@ -206,7 +206,7 @@ def test_search_prints_ranked_cited_hits_and_json(demo_db: Database) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["search", "   "], "query text or a query embedding"),
+        (["search", "   "], "search needs a query: the words to look for"),
         (["search", "x", "--group", "o:0000000000000000"], "cannot read group"),
         (["search", "x", "--api-key", "not-a-key"], "API key"),
     ],

@@ -5,7 +5,7 @@
     VERA_DB__GATEWAY_DSN=postgresql://vera_gateway@db.internal/vera   # the MCP server's login
     VERA_DB__DATA_DIR=/srv/vera/postgres                   # embedded server's data
     VERA_DB__TCP=true                                      # embedded: also listen on 127.0.0.1
-    VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage
+    VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage | none
     VERA_EMBEDDER__API_KEY=sk-...                          # or the provider's own variable (OPENAI_API_KEY)
     VERA_EMBEDDER__RESILIENCE__TIMEOUT_SECONDS=20          # per call: breaker, bucket, retry, timeout
     VERA_RERANKER__PROVIDER=voyage                         # none | llm | voyage
@@ -96,9 +96,11 @@ class ResilienceSettings(BaseModel):
 
 
 class EmbedderSettings(BaseModel):
-    """Which embedder computes vectors; a group's pin must match its model and dimension."""
+    """Which embedder computes vectors; a group's pin must match its model and dimension. "none":
+    this process embeds nothing, so it searches by words only (the lexical half) and writes
+    passages without vectors; a group's vectors stay searchable by a process that runs its model."""
 
-    provider: Literal["local", "deterministic", "openai", "voyage"] = "local"
+    provider: Literal["local", "deterministic", "openai", "voyage", "none"] = "local"
     model: str | None = Field(default=None, description="defaults per provider")
     dim: int | None = Field(default=None, ge=1, le=16000, description="defaults per model")
     base_url: str | None = Field(default=None, description="API base URL (a proxy or compatible server)")

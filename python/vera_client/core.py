@@ -93,6 +93,24 @@ class Shared:
                 return embedder, model
         return None
 
+    def words_only(self, pins: Sequence[tuple[str, int]]) -> str | None:
+        """Why a query to groups with these pins goes by words alone although they hold vectors
+        (embedder_for found none): no embedder here, or none of their models runs here. None
+        when nothing is lost: no pins, no providers (a client built without them), or a model
+        that runs here but does not read the query's language."""
+        if self.providers is None or not pins:
+            return None
+        if not self.providers.embeds:
+            return "no embedder is configured here (VERA_EMBEDDER__PROVIDER=none)"
+        if any(self._runs_here(model, dim) for model, dim in pins):
+            return None
+        models = ", ".join(sorted({model for model, _ in pins}))
+        return f"the groups' embedding model ({models}) does not run here"
+
+    def _runs_here(self, model: str, dim: int) -> bool:
+        embedder = self.providers.embedder_for_model(model) if self.providers is not None else None
+        return embedder is not None and embedder.dim == dim
+
     def embedder_for_model(self, model: str | None) -> Embedder | None:
         """The embedder of a group's pinned model (the configured one before it has a pin); None
         without providers, or when that model does not run here."""

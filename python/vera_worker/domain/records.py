@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+from vera_client.domain.time_scopes import with_time_scope
 
 _PREDICATE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 # camelCase splits before upper-casing, as vera.normalize_predicate does
@@ -95,10 +95,7 @@ class ParsedRecord:
             chunk = passage.as_chunk()
             if self.validity is not None:
                 chunk["time_scope"], chunk["time_scope_version"] = [list(self.validity)], 0
-            else:
-                chunk["time_scope"] = time_scope(passage.text, passage.heading)
-                chunk["time_scope_version"] = EXTRACTION_VERSION
-            chunks.append(chunk)
+            chunks.append(with_time_scope(chunk))
         return chunks
 
 

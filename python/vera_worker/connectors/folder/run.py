@@ -334,7 +334,7 @@ class SourceIngestion:
                 )
             )
             if episode.created and passages:
-                tx.run(sources_api.store_chunks(request.group_id, episode.episode_id, passages, model))
+                tx.run(sources_api.store_chunks_call(request.group_id, episode.episode_id, passages, model))
             if episode.created and claims:
                 tx.run(curation_api.publish_claims(request.group_id, episode.episode_id, claims, model))
         # known from here on: the episode is committed, its entry goes with the next batch
