@@ -101,3 +101,14 @@ class ParsedRecord:
 
 class RecordFormatError(ValueError):
     """The record cannot be read (not UTF-8, malformed front matter or CSV)."""
+
+
+def unnamed(name: str, message: str) -> str:
+    """A failure's message without the file name its parts begin with (a parser's warning and
+    error name their file, "team.md front matter: ..."), for a report that names the file
+    beside it already: the name is said once."""
+    parts = []
+    for part in message.split("; "):
+        prefix = next((p for p in (f"{name}: ", f"{name} ") if part.startswith(p)), "")
+        parts.append(part.removeprefix(prefix))
+    return "; ".join(parts)

@@ -52,7 +52,7 @@ from vera_worker.connectors.folder.episodes import modified_at, object_key, reco
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.scan import scan_files, scope_path, source_root
 from vera_worker.domain.formats import mime_type, parse_record
-from vera_worker.domain.records import ParsedRecord, RecordFormatError
+from vera_worker.domain.records import ParsedRecord, RecordFormatError, unnamed
 from vera_worker.domain.statements import functional_predicates
 
 logger = logging.getLogger(__name__)
@@ -276,7 +276,7 @@ class SourceIngestion:
             return
         if record.warnings and not record.passages and not record.claims:
             # nothing read, and the parser says why: a failure, tried again on the next run
-            self._fail(run, state.key, "nothing read: " + "; ".join(record.warnings))
+            self._fail(run, state.key, "nothing read: " + unnamed(state.key, "; ".join(record.warnings)))
             return
         for warning in record.warnings:
             run.report.warnings.append((state.key, warning))
@@ -356,6 +356,7 @@ class SourceIngestion:
         self._event(run, "retracted", key)
 
     def _fail(self, run: _Run, key: str, message: str) -> None:
+        message = unnamed(key, message)  # shown beside the file's name: said once
         run.report.failed.append((key, message))
         logger.warning("ingest %s: %s: %s", run.source.name, key, message)
         self._event(run, "failed", key, message=message)
