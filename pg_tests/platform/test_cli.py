@@ -293,9 +293,7 @@ def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_pa
     assert added.exit_code == 0 and "source 'handbook'" in added.output and "tier 2" in added.output
     ingested = run_vera(["ingest", str(folder / "ops")], env)
     assert ingested.exit_code == 0, ingested.output
-    assert (
-        "1 file: 1 ingested" in ingested.output and "1 passage, 0 claims, 1 embedding" in ingested.output
-    )
+    assert "1 file: 1 ingested" in ingested.output and "1 passage, 0 claims, 1 embedding" in ingested.output
     found = run_vera(["search", "parcel queue backs up", "--json", "-k", "1"], env)
     assert json.loads(found.output)["text"].startswith("When the parcel queue backs up")
     listed = run_vera(["source", "list"], env)
