@@ -161,7 +161,7 @@ def get_context(
     )
     competing: list[ConflictValue] = []
     if any(hit.kind == "fact" for hit in hits):
-        competing = yield from ask(conflicts(max_rows=1000, groups=groups))
+        competing = yield from ask(conflicts(limit=1000, groups=groups))
     count_tokens = session.services.count_tokens
     pack = yield from ask(
         Work(
