@@ -68,6 +68,8 @@ class IngestProgress:
             return
         if event.kind == "failed":
             self.say(f"  FAILED {event.source}: {event.key}: {event.message}")
+        elif event.kind == "skipped":
+            self.say(f"  skipped {event.source}: {event.message}")
         elif event.kind == "warned":
             self._warnings += 1
             if self._warnings <= SHOWN_WARNINGS:
@@ -118,6 +120,7 @@ def summarize(reports: Sequence[IngestReport]) -> str:
     stopped = "; stopped when asked: the next run reads the rest" if total.stopped else ""
     return (
         f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
-        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.warnings)} warnings; "
+        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.skipped)} skipped, "
+        f"{len(total.warnings)} warnings; "
         f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings{stopped}"
     )
