@@ -35,7 +35,7 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     first_key = KEY.search(first.output)
     # the example corpus, loaded and asked; as of before the migration the old cluster answers
     # ingested through the worker: every file once, with progress
-    assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed, 0 warnings" in first.output
+    assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed, 0 skipped, 0 warnings" in first.output
     assert "cmdb: 1 file to read or retract" in first.output and "services.csv" not in first.stderr
     # no model configured (VERA_LLM__BASE_URL): the demo runs offline and says extraction is off
     assert "free-text extraction is off" in first.output

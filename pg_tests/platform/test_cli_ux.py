@@ -157,8 +157,9 @@ def test_the_ingest_summary_counts_and_names_warnings_and_fails_an_empty_file(
     assert run_vera(["source", "add", "cmdb", str(folder), "--tier", "1"], env).exit_code == 0
     result = run_vera(["ingest", "--source", "cmdb"], env)
     assert result.exit_code == 1
-    assert "3 files: 2 ingested, 0 unchanged, 0 retracted, 1 failed, 1 warning; 0 passages, 2 claims" in (
-        result.output
+    assert (
+        "3 files: 2 ingested, 0 unchanged, 0 retracted, 1 failed, 0 skipped, 1 warning; 0 passages, 2 claims"
+        in (result.output)
     )
     assert "warning cmdb: owners.csv row 1: 'since' is not a date: 'someday'" in result.stderr
     named = [line for line in result.stderr.splitlines() if "team.md" in line]

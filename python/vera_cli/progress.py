@@ -69,6 +69,8 @@ class IngestProgress:
             return
         if event.kind == "failed":
             self.say(f"  FAILED {event.source}: {event.key}: {event.message}")
+        elif event.kind == "skipped":
+            self.say(f"  skipped {event.source}: {event.message}")
         elif event.kind == "warned":
             self._warnings += 1
             if self._warnings <= SHOWN_WARNINGS:
@@ -120,7 +122,8 @@ def summarize(reports: Sequence[IngestReport]) -> str:
     return (
         f"{counted(total.scanned, 'file')}: {total.ingested} ingested, "
         f"{total.unchanged + total.untouched} unchanged, {total.retracted} retracted, "
-        f"{len(total.failed)} failed, {counted(len(total.warnings), 'warning')}; "
+        f"{len(total.failed)} failed, {len(total.skipped)} skipped, "
+        f"{counted(len(total.warnings), 'warning')}; "
         f"{counted(total.passages, 'passage')}, {counted(total.claims, 'claim')}, "
         f"{counted(total.embeddings, 'embedding')}{stopped}"
     )

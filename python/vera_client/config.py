@@ -212,14 +212,40 @@ class PoolSettings(BaseModel):
     timeout_seconds: float = Field(default=30.0, gt=0, description="waiting for a free connection")
 
 
+_MIB = 1024 * 1024
+
+
+class ReadLimits(BaseModel):
+    """What the folder connector reads of one file (VERA_WORKER__READ_LIMITS__*): a file over its
+    kind's size is skipped before a byte of it is read (a warning names it, the run goes on);
+    a CSV is read up to csv_rows data rows (more could not be published: a record publishes at
+    most 10,000 claims, and every row states one or more)."""
+
+    markdown_bytes: int = Field(default=8 * _MIB, ge=1, description="largest .md/.markdown file read")
+    text_bytes: int = Field(default=8 * _MIB, ge=1, description="largest .txt file read")
+    csv_bytes: int = Field(default=16 * _MIB, ge=1, description="largest .csv file read")
+    csv_rows: int = Field(default=10_000, ge=1, description="data rows read of one CSV file; the rest cut")
+
+    def max_bytes(self, mime: str | None) -> int:
+        """The size limit of a file of that MIME type (the smallest for an unknown one)."""
+        by_mime = {
+            "text/markdown": self.markdown_bytes,
+            "text/csv": self.csv_bytes,
+            "text/plain": self.text_bytes,
+        }
+        return by_mime.get(mime or "", min(by_mime.values()))
+
+
 class WorkerSettings(BaseModel):
     """The Procrastinate worker that ingests sources and runs jobs."""
 
     concurrency: int = Field(default=2, ge=1, le=64)
-    # Folder sources may only read at or below these folders (symbolic links resolved). A
-    # tenant names a source's root freely, so a multi-tenant operator lists each tenant's
-    # share here; the default is the home folder of the user the worker runs as.
+    # Folder sources may only read at or below these folders (symbolic links resolved), and
+    # within the folders an operator allowed the source's organisation (`vera tenant roots
+    # add`, checked when the source is registered and again here); the default is the home
+    # folder of the user the worker runs as.
     source_roots: tuple[Path, ...] = Field(default_factory=lambda: (Path.home(),), min_length=1)
+    read_limits: ReadLimits = Field(default_factory=ReadLimits)
     # A job left `doing` by a worker that has sent no heartbeat for this many seconds (killed,
     # its machine lost) is queued again by another worker, which checks every half of it;
     # workers send a heartbeat every third of it. VERA_WORKER__STALLED_AFTER.

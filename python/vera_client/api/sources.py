@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from vera_client.api.call import Call, Json, Rows, record, records, scalar
+from vera_client.api.call import Call, Json, Rows, column, record, records, scalar
 from vera_client.api.jobs import passages_to_time_scope, set_time_scopes
 from vera_client.api.operation import Plan, Session, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
@@ -80,6 +80,12 @@ def request_extraction(group: str, *, redo: bool = False) -> Call[int]:
     """Queue an extract job over the group's passages for the worker, on behalf of the caller; the
     job id. redo: also passages an earlier model or prompt version extracted (`vera reprocess`)."""
     return Call("request_extraction", {"group": group, "redo": redo}, scalar)
+
+
+def source_roots(group: str) -> Call[list[str]]:
+    """The folders the group's folder sources may lie in: its organisation's, as operators set
+    them (`vera tenant roots add`); the worker keeps within them and its own roots."""
+    return Call("source_roots", {"group": group}, column)
 
 
 def source_cursor(group: str, source: UUID) -> Call[dict[str, Any]]:

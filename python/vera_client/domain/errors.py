@@ -175,6 +175,11 @@ class SourceUnavailableError(VeraError):
     """The source cannot be read (its folder is missing or not readable)."""
 
 
+class SourceRootNotAllowedError(PermissionDeniedError):
+    """A folder source's root is not within the folders an operator allowed its organisation
+    (`vera tenant roots add`), or the organisation has none yet (SQLSTATE VR001)."""
+
+
 class ProviderError(VeraError):
     """A model or storage provider (OpenAI, Voyage, S3, Valkey, ...) failed."""
 
@@ -204,6 +209,7 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA005": NotAuthenticatedError,
     "VA006": PrincipalDisabledError,
     "VN001": NotFoundError,
+    "VR001": SourceRootNotAllowedError,
     "42501": PermissionDeniedError,
     "22004": InvalidArgumentError,
     "22023": InvalidArgumentError,
