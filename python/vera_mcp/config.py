@@ -101,6 +101,24 @@ class McpSettings(BaseSettings):
         description="Origin headers accepted besides the public URL's and loopback ('http://name:*')",
     )
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="a request's head (line and headers) must arrive within this"
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="a request's body must arrive within this of its head"
+    )
+    keep_alive_s: float = Field(
+        default=5.0, gt=0, le=300, description="an idle kept-alive connection is closed after this"
+    )
+    max_connections: int = Field(
+        default=512,
+        ge=1,
+        le=100_000,
+        description="connections open at once; more are answered 503 and closed",
+    )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, le=1 << 20, description="the largest request head (line and headers)"
+    )
     request_timeout_s: float = Field(default=30.0, gt=0, le=600)
     api_key_cache_s: float = Field(
         default=30.0,

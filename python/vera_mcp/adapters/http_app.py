@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -24,6 +25,7 @@ from starlette.types import Scope as AsgiScope
 
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.errors import DatabaseUnavailableError
+from vera_mcp.adapters.connections import guarded_protocol
 from vera_mcp.adapters.health import health_routes
 from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
 from vera_mcp.adapters.logs import CorrelationIdMiddleware
@@ -153,16 +155,27 @@ async def build_http_app(
     return app
 
 
+def uvicorn_config(app: Starlette, settings: McpSettings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's configuration of the server: the connection limits of settings (docs/mcp.md)."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "warning",
+        "log_config": None,  # uvicorn's records go to the root logger: JSON lines like the rest
+        # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
+        "proxy_headers": True,
+        "server_header": False,
+        "http": guarded_protocol(
+            header_timeout_s=settings.header_timeout_s,
+            body_timeout_s=settings.body_timeout_s,
+            max_connections=settings.max_connections,
+        ),
+        "timeout_keep_alive": settings.keep_alive_s,
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+    }
+    return uvicorn.Config(app, **(options | overrides))
+
+
 async def serve_http(app: Starlette, settings: McpSettings) -> None:
     """Run the app with uvicorn until it is told to stop (SIGINT/SIGTERM)."""
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        log_config=None,  # uvicorn's records go to the root logger: JSON lines like the rest
-        # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
-        proxy_headers=True,
-        server_header=False,
-    )
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(uvicorn_config(app, settings)).serve()
