@@ -92,7 +92,7 @@ def guarded_protocol(
             self._deadline = None
             if self.transport is not None and not self.transport.is_closing():
                 what = "request head" if phase == "head" else "request body"
-                client = "%s:%d" % self.client if self.client else "a client"
+                client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
                 log.info("closed the connection of %s: its %s took over %g s", client, what, seconds)
                 self.transport.close()
 
