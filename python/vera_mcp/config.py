@@ -29,7 +29,7 @@ from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_mcp.domain.access import ToolClass
 from vera_mcp.domain.oidc import OidcSettings
-from vera_mcp.domain.quotas import QuotaLimits, parse_rate
+from vera_mcp.domain.quotas import QuotaLimits, ThrottleLimits, parse_rate
 
 DEFAULT_PORT = 8765
 
@@ -100,6 +100,20 @@ class McpSettings(BaseSettings):
         default_factory=list,
         description="Origin headers accepted besides the public URL's and loopback ('http://name:*')",
     )
+    probe_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted on /health/* only (a load balancer probing the pod's address)",
+    )
+    auth_failures_per_address: str = Field(
+        default="30/min",
+        description="failed bearer tokens one client address may send (COUNT/UNIT); then 429",
+    )
+    auth_failures_per_key_prefix: str = Field(
+        default="10/min", description="failed API keys with one key prefix (COUNT/UNIT); then 429"
+    )
+    auth_negative_cache_s: float = Field(
+        default=10.0, ge=0, le=300, description="a refused token is refused from memory for this long; 0: off"
+    )
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
     header_timeout_s: float = Field(
         default=10.0, gt=0, le=300, description="a request's head (line and headers) must arrive within this"
@@ -142,6 +156,22 @@ class McpSettings(BaseSettings):
         description="OTLP/HTTP collector of traces (the standard OTEL_EXPORTER_OTLP_ENDPOINT); "
         "none: no traces are recorded or sent",
     )
+
+    @field_validator("auth_failures_per_address", "auth_failures_per_key_prefix")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        try:
+            parse_rate(value)
+        except VeraError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    def auth_throttle_limits(self) -> ThrottleLimits:
+        return ThrottleLimits(
+            per_address=parse_rate(self.auth_failures_per_address),
+            per_key_prefix=parse_rate(self.auth_failures_per_key_prefix),
+            negative_cache_s=self.auth_negative_cache_s,
+        )
 
     @field_validator("public_url", "otlp_endpoint")
     @classmethod

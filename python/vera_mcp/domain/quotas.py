@@ -110,3 +110,13 @@ class QuotaLimits:
                 ) from None
             rates[tool_class] = value if isinstance(value, Rate) else parse_rate(value)
         return cls(MappingProxyType(rates))
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleLimits:
+    """Failed bearer tokens allowed per client address and per API key prefix, and how long a
+    refused token is refused from memory (adapters/auth_throttle.py)."""
+
+    per_address: Rate
+    per_key_prefix: Rate
+    negative_cache_s: float
