@@ -132,8 +132,8 @@ def test_random_keys_cost_a_bounded_number_of_key_checks(
     with from_address("127.0.0.2") as colleague:
         assert initialize(colleague, server, world.a.owner_key).status_code == 200
     metrics = httpx.get(server.base + "/metrics").text
-    assert 'vera_mcp_auth_refusals_total{outcome="throttled"}' in metrics
-    throttled_count = next(line for line in metrics.splitlines() if 'outcome="throttled"' in line)
+    assert 'vera_mcp_auth_refusals_total{reason="throttled"}' in metrics
+    throttled_count = next(line for line in metrics.splitlines() if 'reason="throttled"' in line)
     assert float(throttled_count.split()[-1]) >= 300 - 2 * PER_ADDRESS
 
 

@@ -113,11 +113,11 @@ class McpMetrics:
             "vera_mcp_auth_refusals",
             "Bearer tokens refused: refused (checked and wrong), remembered (refused again from the "
             "negative cache), throttled (429: too many failures from the address or key prefix).",
-            ("outcome",),
+            ("reason",),
             registry=self.registry,
         )
-        for outcome in AUTH_REFUSALS:
-            self._auth_refusals.labels(outcome)
+        for reason in AUTH_REFUSALS:
+            self._auth_refusals.labels(reason)
         # the refusal and error series exist from the start: an alert on a rate needs its zero
         for tool_class in ToolClass:
             self._refusals.labels(tool_class.value)
@@ -142,9 +142,9 @@ class McpMetrics:
     def observe_quota_refusal(self, tool_class: ToolClass) -> None:
         self._refusals.labels(ToolClass(tool_class).value).inc()
 
-    def observe_auth_refusal(self, outcome: str) -> None:
+    def observe_auth_refusal(self, reason: str) -> None:
         """One bearer token refused (ChainedTokenVerifier.on_refusal)."""
-        self._auth_refusals.labels(outcome if outcome in AUTH_REFUSALS else OTHER).inc()
+        self._auth_refusals.labels(reason if reason in AUTH_REFUSALS else OTHER).inc()
 
     def observe_http_request(self, path: str, status: int) -> None:
         code = str(status) if 100 <= status <= 599 else OTHER

@@ -40,7 +40,7 @@ class ChainedTokenVerifier:
 
     With a throttle, a token no verifier accepts is counted against the client's address
     and key prefix and refused from memory for a while (adapters/auth_throttle.py);
-    `on_refusal(outcome)` hears of each refusal ("refused", "remembered", "throttled")."""
+    `on_refusal(reason)` hears of each refusal ("refused", "remembered", "throttled")."""
 
     def __init__(
         self,
@@ -52,7 +52,7 @@ class ChainedTokenVerifier:
         self.verifications = list(verifications)
         self.resource = resource
         self.throttle = throttle
-        self.on_refusal: Callable[[str], None] = lambda _outcome: None
+        self.on_refusal: Callable[[str], None] = lambda _reason: None
 
     async def verify_token(self, token: str) -> AccessToken | None:
         throttle = self.throttle
