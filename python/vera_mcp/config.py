@@ -8,6 +8,7 @@
     VERA_MCP_ALLOWED_ORIGINS='["https://app.example.com"]'
     VERA_MCP_OIDC__ISSUER=https://login.example.com/realms/lumen   # OIDC access tokens (see OidcSettings)
     VERA_MCP_QUOTAS__READ=120/min           # per principal and tool class
+    VERA_MCP_QUOTAS__ORGANISATION__READ=1200/min   # a ceiling the organisation's principals share
     VERA_MCP_LOG_LEVEL=info
     OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318   # traces; none are recorded without it
 
@@ -34,6 +35,39 @@ from vera_mcp.domain.quotas import QuotaLimits, ThrottleLimits, parse_rate
 DEFAULT_PORT = 8765
 
 
+class OrganisationQuotaSettings(BaseModel):
+    """Calls per organisation and tool class, "COUNT/UNIT": a ceiling every principal of one
+    organisation shares (service accounts included); a class not set keeps its default, ten
+    times a principal's (vera_mcp.domain.quotas.DEFAULT_ORGANISATION_RATES)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    read: str | None = None
+    context: str | None = None
+    propose: str | None = None
+    feedback: str | None = None
+    snapshot: str | None = None
+    review: str | None = None
+
+    @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
+    @classmethod
+    def _readable(cls, value: str | None) -> str | None:
+        return _readable_rate(value)
+
+    def overrides(self) -> Mapping[str, str]:
+        return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
+
+
+def _readable_rate(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_rate(value)
+    except VeraError as error:  # a form it cannot read: say which, as a validation error
+        raise ValueError(str(error)) from None
+    return value
+
+
 class QuotaSettings(BaseModel):
     """Calls per principal and tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps
     its default (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
@@ -47,6 +81,7 @@ class QuotaSettings(BaseModel):
     feedback: str | None = None
     snapshot: str | None = None
     review: str | None = None
+    organisation: OrganisationQuotaSettings = Field(default_factory=OrganisationQuotaSettings)
     key_prefix: str = Field(
         default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
     )
@@ -54,19 +89,13 @@ class QuotaSettings(BaseModel):
     @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            parse_rate(value)
-        except VeraError as error:  # a form it cannot read: say which, as a validation error
-            raise ValueError(str(error)) from None
-        return value
+        return _readable_rate(value)
 
     def overrides(self) -> Mapping[str, str]:
         return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
 
     def limits(self) -> QuotaLimits:
-        return QuotaLimits.from_settings(self.overrides())
+        return QuotaLimits.from_settings(self.overrides(), organisation=self.organisation.overrides())
 
 
 class McpSettings(BaseSettings):
@@ -160,11 +189,7 @@ class McpSettings(BaseSettings):
     @field_validator("auth_failures_per_address", "auth_failures_per_key_prefix")
     @classmethod
     def _rate(cls, value: str) -> str:
-        try:
-            parse_rate(value)
-        except VeraError as error:
-            raise ValueError(str(error)) from None
-        return value
+        return _readable_rate(value) or value
 
     def auth_throttle_limits(self) -> ThrottleLimits:
         return ThrottleLimits(
