@@ -35,29 +35,6 @@ from vera_mcp.domain.quotas import QuotaLimits, ThrottleLimits, parse_rate
 DEFAULT_PORT = 8765
 
 
-class OrganisationQuotaSettings(BaseModel):
-    """Calls per organisation and tool class, "COUNT/UNIT": a ceiling every principal of one
-    organisation shares (service accounts included); a class not set keeps its default, ten
-    times a principal's (vera_mcp.domain.quotas.DEFAULT_ORGANISATION_RATES)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    read: str | None = None
-    context: str | None = None
-    propose: str | None = None
-    feedback: str | None = None
-    snapshot: str | None = None
-    review: str | None = None
-
-    @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
-    @classmethod
-    def _readable(cls, value: str | None) -> str | None:
-        return _readable_rate(value)
-
-    def overrides(self) -> Mapping[str, str]:
-        return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
-
-
 def _readable_rate(value: str | None) -> str | None:
     if value is None:
         return None
@@ -68,10 +45,8 @@ def _readable_rate(value: str | None) -> str | None:
     return value
 
 
-class QuotaSettings(BaseModel):
-    """Calls per principal and tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps
-    its default (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
-    VERA_CACHE__VALKEY_URL is set (shared by every instance), in process otherwise."""
+class ClassRates(BaseModel):
+    """A rate per tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps its default."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -81,10 +56,6 @@ class QuotaSettings(BaseModel):
     feedback: str | None = None
     snapshot: str | None = None
     review: str | None = None
-    organisation: OrganisationQuotaSettings = Field(default_factory=OrganisationQuotaSettings)
-    key_prefix: str = Field(
-        default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
-    )
 
     @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
     @classmethod
@@ -93,6 +64,23 @@ class QuotaSettings(BaseModel):
 
     def overrides(self) -> Mapping[str, str]:
         return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
+
+
+class OrganisationQuotaSettings(ClassRates):
+    """Calls per organisation and tool class: a ceiling every principal of one organisation
+    shares (service accounts included); a class not set keeps its default, ten times a
+    principal's (vera_mcp.domain.quotas.DEFAULT_ORGANISATION_RATES)."""
+
+
+class QuotaSettings(ClassRates):
+    """Calls per principal and tool class; a class not set keeps its default
+    (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
+    VERA_CACHE__VALKEY_URL is set (shared by every instance), in process otherwise."""
+
+    organisation: OrganisationQuotaSettings = Field(default_factory=OrganisationQuotaSettings)
+    key_prefix: str = Field(
+        default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
+    )
 
     def limits(self) -> QuotaLimits:
         return QuotaLimits.from_settings(self.overrides(), organisation=self.organisation.overrides())
