@@ -265,6 +265,7 @@ def build_object_store(settings: VeraSettings) -> ObjectStore:
         access_key_id=objects.access_key_id.get_secret_value() if objects.access_key_id else None,
         secret_access_key=objects.secret_access_key.get_secret_value() if objects.secret_access_key else None,
         call_guard=lambda call: chain.call(lambda _timeout: call()),
+        max_object_bytes=objects.max_object_bytes,
     )
 
 

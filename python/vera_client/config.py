@@ -93,6 +93,11 @@ class ResilienceSettings(BaseModel):
     retry_base_seconds: float = Field(default=0.5, ge=0)
     retry_max_seconds: float = Field(default=20.0, ge=0)
     timeout_seconds: float = Field(default=30.0, gt=0, description="one attempt's deadline")
+    max_response_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="the largest answer read, counted as received and after decompression (64 MiB)",
+    )
 
 
 class EmbedderSettings(BaseModel):
@@ -174,6 +179,9 @@ class ObjectStoreSettings(BaseModel):
     region: str | None = None
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
+    max_object_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=1024, description="the largest object read back (256 MiB)"
+    )
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
 
 

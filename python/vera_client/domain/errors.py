@@ -200,6 +200,11 @@ class ProviderResponseError(ProviderError):
     """The provider answered with an error or a response VERA cannot use (not retried when 4xx)."""
 
 
+class ProviderAnswerTooLargeError(ProviderResponseError):
+    """The provider's answer is larger than the configured limit, as received or once decompressed
+    (not retried: reading stopped at the limit)."""
+
+
 # Specific codes first; class-level fallbacks (first two characters) after.
 ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA001": MalformedApiKeyError,
