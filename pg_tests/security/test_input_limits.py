@@ -9,7 +9,7 @@ import pytest
 
 from pg_tests.support.searching import search
 from pg_tests.support.seed import World, caller
-from pg_tests.support.writes import claim, project_with_source, publish, record_episode
+from pg_tests.support.writes import SQL_ERRORS, claim, project_with_source, publish, record_episode
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +73,19 @@ def test_any_of_with_no_word_matches_nothing(world: World) -> None:
             "select coalesce(to_tsvector('simple', 'ledger green') @@ vera.any_of(array['']), false)"
         ).fetchone()
     assert row == (False,)
+
+
+def test_an_entity_object_over_500_characters_is_22001_not_the_entities_check(world: World) -> None:
+    """An object that is an entity becomes an entity's name (at most 500 characters, as a
+    subject); a literal object may have 2,000."""
+    with caller(world.db, world.a.owner_key) as conn:
+        project, source = project_with_source(conn, world.a.organisation, "entity-object")
+        episode, _, _ = record_episode(conn, project, source, "long", "long")
+        conn.execute("savepoint before_call")
+        with pytest.raises(SQL_ERRORS) as raised:
+            publish(conn, project, episode, [claim("ledger-db", "owned by", "t" * 501, object_is_entity=True)])
+        conn.execute("rollback to savepoint before_call")
+        # a literal value of the same length is fine
+        publish(conn, project, episode, [claim("ledger-db", "described as", "t" * 2000)])
+    assert raised.value.sqlstate == "22001", raised.value
+    assert "claim 0: object is over 500 characters" in str(raised.value)

@@ -46,6 +46,9 @@ begin
             when coalesce(btrim(x.object), '') = '' then 'object is empty'
             when char_length(x.subject) > 500 then 'subject is over 500 characters'
             when char_length(x.object) > 2000 then 'object is over 2000 characters'
+            -- an object that is an entity becomes an entity's name, as long as a subject may be
+            when x.object_is_entity and char_length(btrim(x.object)) > 500
+                then 'object is over 500 characters (it names an entity, as a subject does)'
             when char_length(x.fact_text) > 4000 then 'fact_text is over 4000 characters'
             when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
             when x.verification not in ('human_verified', 'auto', 'pending')
@@ -56,6 +59,7 @@ begin
             when x.evidence_end < x.evidence_start then 'evidence_end is before evidence_start'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
+                  or (x.object_is_entity and char_length(btrim(x.object)) > 500)
              then '22001' else '22023' end as code) checks
      where checks.reason is not null
      order by x.i
@@ -81,7 +85,7 @@ comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid cl
 -- review (0.70), tier 4 is a proposal (0.40). Shared scopes (o:, w:, p:)
 -- accept only verified knowledge: tier 4 or verification 'pending' becomes a
 -- proposal in the caller's own u: scope, naming the scope it is meant for.
--- Limits: 10,000 claims per call; subject 500, object 2,000, fact_text 4,000 characters.
+-- Limits: 10,000 claims per call; subject 500, object 2,000 (an entity: 500), fact_text 4,000 characters.
 -- Returns one row per claim (duplicates within the batch share a fact).
 create or replace function vera.publish_claims(
     group_id text, episode_id uuid, claims jsonb, embedding_model text default null
