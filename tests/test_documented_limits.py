@@ -23,7 +23,9 @@ FUNCTIONS = ROOT / "sql" / "functions"
 _FUNCTION = re.compile(r"create or replace function vera\.(\w+)")
 _LIMITS = (
     re.compile(r"check_length\((?:[^,()]|\([^()]*\))+,\s*'(?P<label>[^']+)',\s*(?P<limit>\d+)\)"),
-    re.compile(r"'(?:[^'\n]*?\b)?(?P<label>%|[A-Za-z_][\w ]*?) is over (?P<limit>[\d,]+) (?:characters|bytes)"),
+    re.compile(
+        r"'(?:[^'\n]*?\b)?(?P<label>%|[A-Za-z_][\w ]*?) is over (?P<limit>[\d,]+) (?:characters|bytes)"
+    ),
     re.compile(r"'(?P<label>[A-Za-z_][\w ]*?) must be (?:from )?[01] to (?P<limit>[\d,]+)"),
     re.compile(r"'(?:%: )?(?P<label>[^'%]*?)at most (?P<limit>[\d,]+) (?P<what>[a-z ]+?)(?: per| in|,|')"),
     re.compile(r"'(?P<label>[\w ]+) is % characters; at most (?P<limit>\d+)'"),
@@ -69,7 +71,8 @@ def documented_rows() -> list[str]:
     """The rows of docs/sql-api.md's Input limits table."""
     text = (ROOT / "docs" / "sql-api.md").read_text()
     section = text.split("### Input limits", 1)[1].split("\n#", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| argument")]
+    lines = section.splitlines()
+    return [line for line in lines if line.startswith("| ") and not line.startswith("| argument")]
 
 
 def test_the_limits_are_found() -> None:

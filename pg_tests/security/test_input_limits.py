@@ -83,7 +83,9 @@ def test_an_entity_object_over_500_characters_is_22001_not_the_entities_check(wo
         episode, _, _ = record_episode(conn, project, source, "long", "long")
         conn.execute("savepoint before_call")
         with pytest.raises(SQL_ERRORS) as raised:
-            publish(conn, project, episode, [claim("ledger-db", "owned by", "t" * 501, object_is_entity=True)])
+            publish(
+                conn, project, episode, [claim("ledger-db", "owned by", "t" * 501, object_is_entity=True)]
+            )
         conn.execute("rollback to savepoint before_call")
         # a literal value of the same length is fine
         publish(conn, project, episode, [claim("ledger-db", "described as", "t" * 2000)])
