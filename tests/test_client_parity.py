@@ -130,3 +130,16 @@ def test_without_a_dot_env_file_nothing_changes(clean_environment: Path) -> None
     settings = VeraSettings()
     assert settings.api_key is None
     assert settings.embedder.provider == "local"
+
+
+@pytest.mark.parametrize(
+    "name", ["get_entity", "explore", "explore_graph", "changes", "conflicts", "list_proposals"]
+)
+def test_a_lists_length_is_limit_on_both_faces_of_the_api(name: str) -> None:
+    """The MCP tools take `limit` (public: agents send it); the client's methods took `max_rows`
+    until issue 29, so one call had two names. The SQL functions keep their `max_rows`."""
+    for face in (client_module.VeraClient, client_module.AsyncVeraClient):
+        operation = getattr(face, name)
+        assert isinstance(operation, Operation)
+        parameters = operation.signature.parameters
+        assert "limit" in parameters and "max_rows" not in parameters, (face.__name__, name)

@@ -111,3 +111,16 @@ def test_worker_dsn_falls_back_to_the_application_dsn_only(monkeypatch: pytest.M
     assert build_database(VeraSettings()).worker_dsn.startswith("postgresql://vera_app@")
     monkeypatch.setenv("VERA_DB__WORKER_DSN", "postgresql://vera_worker@db.internal/vera")
     assert build_database(VeraSettings()).worker_dsn.startswith("postgresql://vera_worker@")
+
+
+def test_the_embedder_can_be_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, VERA_EMBEDDER__PROVIDER=none was refused: a client without a model could not say so."""
+    monkeypatch.setenv("VERA_EMBEDDER__PROVIDER", "none")
+    providers = build_providers(VeraSettings())
+    assert not providers.embeds
+    # no group gets an embedder here, pinned or not: searches go by words, passages have no vector
+    assert providers.embedder_for_model(None) is None
+    assert providers.embedder_for_model("all-MiniLM-L6-v2") is None
+    assert providers.embedder_for_model("deterministic-hash-384") is None
+    with pytest.raises(ConfigurationError, match=r"VERA_EMBEDDER__PROVIDER=none"):
+        providers.embedder()

@@ -21,14 +21,14 @@ def test_a_long_run_shows_a_line_each_tenth_and_names_a_failure_once() -> None:
     events = [IngestEvent("planned", "wiki", total=50)]
     for done in range(1, 51):
         if done == 7:
-            events.append(IngestEvent("failed", "wiki", "bad.md", done, 50, message="bad.md: not UTF-8"))
+            events.append(IngestEvent("failed", "wiki", "bad.md", done, 50, message="not UTF-8"))
         else:
             events.append(IngestEvent("ingested", "wiki", f"f{done}.md", done, 50, passages=1))
     lines = _shown(events)
     assert lines == [
         "  wiki: 50 files to read or retract",
         "  wiki: 5/50 files",
-        "  FAILED wiki: bad.md: bad.md: not UTF-8",
+        "  FAILED wiki: bad.md: not UTF-8",  # the run names the file once (issue 29)
         "  wiki: 10/50 files",
         *[f"  wiki: {n}/50 files" for n in range(15, 50, 5)],
     ]

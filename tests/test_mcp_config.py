@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from vera_client.domain.errors import ConfigurationError
 from vera_mcp.adapters.http_app import transport_security
-from vera_mcp.config import McpSettings
+from vera_mcp.config import McpSettings, read_settings
+from vera_mcp.domain.access import ToolClass
 
 
 def test_defaults_listen_on_loopback() -> None:
@@ -39,3 +41,14 @@ def test_only_the_public_host_and_loopback_are_answered_by_default() -> None:
     security = transport_security(McpSettings(public_url="http://10.0.0.5:9000"))
     assert "10.0.0.5:9000" in security.allowed_hosts and "10.0.0.5:*" not in security.allowed_hosts
     assert not any("evil" in host for host in security.allowed_hosts)
+
+
+def test_an_organisation_ceiling_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERA_MCP_QUOTAS__ORGANISATION__READ", "900/min")
+    monkeypatch.setenv("VERA_MCP_AUTH_FAILURES_PER_ADDRESS", "5/min")
+    settings, _ = read_settings()
+    assert str(settings.quotas.limits().organisation_rate(ToolClass.READ)) == "900/min"
+    assert settings.auth_throttle_limits().per_address.limit == 5
+    monkeypatch.setenv("VERA_MCP_QUOTAS__ORGANISATION__READ", "lots")
+    with pytest.raises(ConfigurationError, match="VERA_MCP_QUOTAS__ORGANISATION__READ: bad quota 'lots'"):
+        read_settings()

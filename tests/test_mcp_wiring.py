@@ -5,6 +5,7 @@ outcome every kind of tool call is counted under."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 from typing import Any
 
 import httpx
@@ -36,7 +37,8 @@ from vera_mcp.domain.oidc import OidcSettings
 from vera_mcp.entrypoints.wiring import close_ledger, close_verifiers, default_verifiers, quota_ledger
 
 KEY = "vera_0123456789ab_" + "s" * 43
-READER = VerifiedCaller(caller=ApiKey(KEY), principal_id="p-ada", scopes=frozenset({Scope.READ}), via="oidc")
+READER = VerifiedCaller(caller=ApiKey(KEY), principal_id="p-ada", scopes=frozenset({Scope.READ}), via="oidc",
+                        organisations=frozenset())  # fmt: skip
 OIDC = {"issuer": "https://login.example.com/realm", "audience": "https://vera.example.com/mcp",
         "jwks_url": "https://login.example.com/realm/jwks.json"}  # fmt: skip
 
@@ -116,7 +118,9 @@ def test_quotas_count_in_valkey_when_the_cache_has_one_else_in_process() -> None
 
 
 class Refusing:
-    async def take(self, principal_id: str, tool_class: ToolClass) -> None:
+    async def take(
+        self, principal_id: str, tool_class: ToolClass, organisations: Collection[str] = ()
+    ) -> None:
         raise QuotaExceededError(tool_class, "3/min", 12.0)
 
 

@@ -15,7 +15,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_mcp.adapters.metrics import OTHER, HttpMetricsMiddleware, McpMetrics, Outcome
+from vera_mcp.adapters.metrics import AUTH_REFUSALS, OTHER, HttpMetricsMiddleware, McpMetrics, Outcome
 from vera_mcp.domain.access import QuotaExceededError, ToolClass
 
 # the names a server would have registered (instrument() passes the real ones)
@@ -113,9 +113,10 @@ def test_labels_stay_bounded_whatever_callers_send() -> None:
     assert _label_values(samples, "route") <= {*metrics.routes, OTHER}
     assert _value(samples, "vera_mcp_http_requests_total", route=OTHER, status="404") == 50
     assert _label_values(samples, "outcome") <= {o.value for o in Outcome}
+    assert _label_values(samples, "reason") <= set(AUTH_REFUSALS)
     # nothing that is not a label we chose
     assert {name for (_, labels) in samples for name, _ in labels} <= {
-        "tool", "outcome", "tool_class", "route", "status", "kind", "le",
+        "tool", "outcome", "tool_class", "route", "status", "kind", "le", "reason",
     }  # fmt: skip
 
 

@@ -180,6 +180,9 @@ def _refusal(harness: Harness, token: str, caplog: pytest.LogCaptureFixture) -> 
         (lambda _now: {"sub": "bad\nsubject"}, "control characters"),
         (lambda _now: {"groups": ["other-team"]}, "matches no claim mapping rule"),
         (lambda _now: {"groups": None}, "matches no claim mapping rule"),
+        (lambda _now: {"exp": 1e300}, "more than 86400 s ahead"),
+        (lambda now: {"exp": now + 2 * 86_400}, "more than 86400 s ahead"),
+        (lambda now: {"iat": now - 3 * 86_400, "exp": now + 60}, "lifetime"),
     ],
     ids=[
         "expired",
@@ -194,6 +197,9 @@ def _refusal(harness: Harness, token: str, caplog: pytest.LogCaptureFixture) -> 
         "sub with a newline",
         "no rule matches",
         "no groups claim",
+        "exp 1e300",
+        "exp two days ahead",
+        "issued three days before it expires",
     ],
 )
 def test_refused_claims(

@@ -347,3 +347,41 @@ def test_valkey_going_away_mid_run_keeps_counting(tmp_path: Path) -> None:
 def test_a_bad_key_prefix_is_refused() -> None:
     with pytest.raises(InvalidArgumentError, match="prefix"):
         ValkeyQuotaLedger("valkey://127.0.0.1:1/0", key_prefix="has space")
+
+
+# -- the organisation's ceiling -------------------------------------------------
+
+
+def test_many_principals_of_one_organisation_share_its_ceiling(make_ledger: MakeLedger) -> None:
+    """An admin who mints service accounts multiplies the per-principal allowance, not the
+    organisation's: 20 principals of 5 calls each get 8 calls between them."""
+
+    async def scenario() -> None:
+        limits = QuotaLimits.from_settings({"read": "5/min"}, organisation={"read": "8/min"})
+        ledger = make_ledger(limits, Clock(START + 30))
+        try:
+            allowed, refusals = 0, []
+            for n in range(20):
+                for _ in range(5):
+                    try:
+                        await ledger.take(str(uuid.UUID(int=100 + n)), ToolClass.READ, ("o-acme",))
+                        allowed += 1
+                    except QuotaExceededError as refused:
+                        refusals.append(refused)
+            assert allowed == 8
+            assert {r.limit for r in refusals} == {"8/min per organisation"}
+            assert {r.retry_after for r in refusals} == {30.0}
+            # another organisation, and a principal's own limit, count apart
+            assert await _outcomes(ledger, ALICE, ToolClass.READ, 6) == [None] * 5 + [30.0]
+            await ledger.take(BOB, ToolClass.READ, ("o-other",))
+        finally:
+            await _close(ledger)
+
+    asyncio.run(scenario())
+
+
+def test_the_organisation_ceiling_defaults_to_ten_principals() -> None:
+    limits = QuotaLimits()
+    for tool_class, rate in DEFAULT_RATES.items():
+        ceiling = limits.organisation_rate(tool_class)
+        assert (ceiling.limit, ceiling.window_seconds) == (10 * rate.limit, rate.window_seconds)

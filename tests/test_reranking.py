@@ -7,10 +7,9 @@ from uuid import uuid4
 
 import pytest
 
-from vera_client.api.search import Hit, Signals
+from vera_client.api.search import Hit, Signals, normalised, rerank_hits
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.ports import RerankScore
-from vera_client.domain.reranking import normalised, rerank_hits
 
 
 def _hit(rank: int, score: float) -> Hit:

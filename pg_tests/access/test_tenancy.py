@@ -360,6 +360,7 @@ ISOLATION_TESTED = {
     "setting(text,text)": "test_settings",
     "set_setting(text,text,jsonb)": "test_settings",
     "register_source(text,text,text,integer,text,jsonb,text)": "test_sources",
+    "source_roots(text)": "test_source_roots::test_operators_manage_the_folders_and_only_operators (worker only)",
     "record_episode(text,uuid,text,bytea,text,text,timestamp with time zone,text,text)": "test_sources",
     "store_chunks(text,uuid,jsonb,text)": "test_sources",
     "list_sources(text)": "test_ingestion",

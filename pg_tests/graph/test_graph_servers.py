@@ -7,7 +7,11 @@ own; Neo4j is the session's (pg_tests/support/graph_servers.py), started once.""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,3 +190,33 @@ def test_neo4j_listens_on_loopback_only_and_a_second_start_finds_it(
     status = again.status()
     assert status.running and status.pid is not None and status.url == neo4j_url
     assert _listening_addresses(status.pid) == {HOST}
+
+
+def test_vera_graph_serve_reuses_the_running_neo4j_and_leaves_it_on_ctrl_c(
+    neo4j_url: str, neo4j_data_dir: Path
+) -> None:
+    """`vera graph serve --neo4j` (issue 29) on the folder of the session's Neo4j: it prints the
+    URL and settings at once, and Ctrl-C leaves a server it did not start running (one it
+    started it stops: tests/test_graph_serve.py)."""
+    vera = Path(sys.executable).with_name("vera")
+    command = [str(vera), "graph", "serve", "--neo4j", "--data-dir", str(neo4j_data_dir),
+               "--port", str(_port(neo4j_url))]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(  # noqa: S603 - our own command
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as serving:
+        assert serving.stdout is not None
+        seen = []
+        for line in serving.stdout:
+            seen.append(line.rstrip("\n"))
+            if line.startswith("Ctrl-C"):
+                break
+        serving.send_signal(signal.SIGINT)
+        rest, errors = serving.communicate(timeout=60)
+    assert serving.returncode == 0, errors
+    assert (
+        seen[0] == f"Neo4j was already running at {neo4j_url} (log: {neo4j_data_dir / 'neo4j-launcher.log'})"
+    )
+    assert f"  export VERA_MEMORY__GRAPH_URL={neo4j_url}" in seen
+    assert rest.strip() == f"left running from {neo4j_data_dir}"
+    assert Neo4jLauncher(neo4j_data_dir).status().running

@@ -42,7 +42,7 @@ from pg_tests.support.seed import World
 from vera_client.config import CacheSettings, VeraSettings
 from vera_mcp.adapters.logs import HEADER, configure_json_logging
 from vera_mcp.adapters.tracing import tracing_to
-from vera_mcp.config import McpSettings, QuotaSettings
+from vera_mcp.config import McpSettings, OrganisationQuotaSettings, QuotaSettings
 from vera_mcp.domain.oidc import ClaimRule, OidcSettings
 from vera_mcp.entrypoints.wiring import quota_ledger
 
@@ -274,9 +274,33 @@ def test_quotas_in_valkey_refuse_the_fourth_read_and_say_when_to_retry(world: Wo
     assert metric(scrape, "vera_mcp_quota_refusals_total", tool_class="read") == 1
     assert metric(scrape, "vera_mcp_tool_calls_total", tool="search", outcome="refused_quota") == 1
     assert metric(scrape, "vera_mcp_tool_calls_total", tool="search", outcome="ok") == 4
-    # the counters are Valkey's, shared by every instance: one key per principal in this window
+    # the counters are Valkey's, shared by every instance: one key per principal in this window,
+    # and one per organisation (the ceiling its principals share)
     keys = valkey.Valkey.from_url(valkey_url).keys("quota-test:quota:v1:read:*")
-    assert len(keys) == 2
+    assert len(keys) == 4
+
+
+def test_the_principals_of_one_organisation_share_its_ceiling(world: World) -> None:
+    """An owner and a viewer of tenant A (as an admin's service accounts would) draw on one
+    organisation allowance; tenant B's owner on another."""
+    quotas = QuotaSettings(read="10/min", organisation=OrganisationQuotaSettings(read="3/min"))
+    ledger = quota_ledger(McpSettings(quotas=quotas), VeraSettings())
+    with http_server(world.db, quotas=quotas, ledger=ledger) as server:
+
+        async def scenario() -> tuple[list[Any], Any]:
+            wait_for_a_fresh_minute()
+            calls = []
+            for key in (world.a.owner_key, world.a.viewer_key, world.a.owner_key, world.a.viewer_key):
+                async with http_session(server.url, key) as session:
+                    calls.append(await session.call_tool("whoami", {}))
+            async with http_session(server.url, world.b.owner_key) as other:
+                theirs = await other.call_tool("whoami", {})
+            return calls, theirs
+
+        calls, theirs = run(scenario())
+    assert [call.is_error for call in calls] == [False, False, False, True]
+    assert "quota exceeded for read tools (3/min per organisation)" in text_of(calls[3])
+    assert not theirs.is_error
 
 
 def test_quotas_over_stdio_are_counted_in_process(world: World) -> None:

@@ -35,8 +35,8 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     first_key = KEY.search(first.output)
     # the example corpus, loaded and asked; as of before the migration the old cluster answers
     # ingested through the worker: every file once, with progress
-    assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed, 0 warnings" in first.output
-    assert "cmdb: 1 files to read or retract" in first.output and "services.csv" not in first.stderr
+    assert "6 files: 6 ingested, 0 unchanged, 0 retracted, 0 failed, 0 skipped, 0 warnings" in first.output
+    assert "cmdb: 1 file to read or retract" in first.output and "services.csv" not in first.stderr
     # no model configured (VERA_LLM__BASE_URL): the demo runs offline and says extraction is off
     assert "free-text extraction is off" in first.output
     assert "billing-api runs on k8s-hanoi-2" in first.output
@@ -206,7 +206,7 @@ def test_search_prints_ranked_cited_hits_and_json(demo_db: Database) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["search", "   "], "query text or a query embedding"),
+        (["search", "   "], "search needs a query: the words to look for"),
         (["search", "x", "--group", "o:0000000000000000"], "cannot read group"),
         (["search", "x", "--api-key", "not-a-key"], "API key"),
     ],
@@ -293,13 +293,11 @@ def test_source_add_ingest_search_and_a_worker_process(demo_db: Database, tmp_pa
     assert added.exit_code == 0 and "source 'handbook'" in added.output and "tier 2" in added.output
     ingested = run_vera(["ingest", str(folder / "ops")], env)
     assert ingested.exit_code == 0, ingested.output
-    assert (
-        "1 files: 1 ingested" in ingested.output and "1 passages, 0 claims, 1 embeddings" in ingested.output
-    )
+    assert "1 file: 1 ingested" in ingested.output and "1 passage, 0 claims, 1 embedding" in ingested.output
     found = run_vera(["search", "parcel queue backs up", "--json", "-k", "1"], env)
     assert json.loads(found.output)["text"].startswith("When the parcel queue backs up")
     listed = run_vera(["source", "list"], env)
-    assert "'handbook'" in listed.output and "1 records" in listed.output
+    assert "'handbook'" in listed.output and "1 record " in listed.output
 
     # queued only, then worked off by a real `vera worker --once` process
     (folder / "ops" / "queues.md").unlink()

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from pg_tests.support.clients import client_for
 from pg_tests.support.databases import APP_LOGIN, ROOT
-from pg_tests.support.seed import World
+from pg_tests.support.seed import World, create_project
 from vera_client.distribution import DISTRIBUTION
 
 # what only the extras install ([local], [s3], [cache], [worker], [server], [context])
@@ -120,3 +121,43 @@ def test_the_slim_vera_command_names_the_extra_of_a_missing_command(slim: Path, 
     assert f"pip install '{DISTRIBUTION}[graph]'" in checked.stderr.decode(), checked.stderr
     helped = subprocess.run([str(vera), "--help"], capture_output=True, timeout=60, check=True)  # noqa: S603
     assert b"search" in helped.stdout
+
+
+def _minilm_group(world: World) -> str:
+    """A group whose passage has a vector of all-MiniLM-L6-v2 (as the worker of a full install
+    writes it): the group pins the model that only the [local] extra runs."""
+    group = create_project(world, "slim-words")
+    with client_for(world, world.a.owner_key) as vera:
+        source = vera.register_source(group, "notes", "ledger notes", 2)
+        episode = vera.record_episode(group, source, "ledger.md", b"\x01" * 32)
+        vector = [1.0] + [0.0] * 383
+        vera.store_chunks(
+            group, episode.episode_id,
+            [{"text": "The ledger service settles payments nightly.", "embedding": vector}],
+            "all-MiniLM-L6-v2",
+        )  # fmt: skip
+    return group
+
+
+def test_the_slim_vera_command_searches_by_words_and_says_so_once(world: World, slim: Path) -> None:
+    """Before, `vera search` of a base install failed asking for the [local] extra (its default
+    embedder), and VERA_EMBEDDER__PROVIDER=none was refused as a setting."""
+    group = _minilm_group(world)
+    vera = slim.parent / "vera"
+    env = {**os.environ, "VERA_DB__DSN": world.db.dsn(APP_LOGIN), "VERA_API_KEY": world.a.owner_key}
+    for provider, why in [
+        (None, f"pip install '{DISTRIBUTION}[local]'"),
+        ("none", "no embedder is configured here (VERA_EMBEDDER__PROVIDER=none)"),
+    ]:
+        ran_env = {k: v for k, v in env.items() if k != "VERA_EMBEDDER__PROVIDER"}
+        if provider is not None:
+            ran_env["VERA_EMBEDDER__PROVIDER"] = provider
+        ran = subprocess.run(  # noqa: S603
+            [str(vera), "search", "ledger", "--group", group], capture_output=True, text=True,
+            timeout=60, check=False, env=ran_env, cwd=slim.parent,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert "The ledger service settles payments nightly." in ran.stdout
+        notes = [line for line in ran.stderr.splitlines() if line.strip()]
+        assert len(notes) == 1 and notes[0].startswith("vera: searched by words only: "), ran.stderr
+        assert why in notes[0], notes

@@ -26,6 +26,7 @@ from vera_client.domain.errors import (
     PermissionDeniedError,
     ProviderTimeoutError,
     ProviderUnavailableError,
+    SourceRootNotAllowedError,
     SourceUnavailableError,
 )
 from vera_worker.adapters.queue import build_app, drain
@@ -158,7 +159,8 @@ def test_a_bad_file_is_reported_and_read_again_next_time(world: World, folder: P
     [report] = run_worker(world.db, tmp_path / "objects", None, events)
     assert report.ingested == 3
     assert sorted(report.failed) == [
-        ("broken.md", "broken.md: starts with a UTF-8 byte-order mark but is not UTF-8 (byte 6)"),
+        # the failure names its file beside the message, which does not name it again
+        ("broken.md", "starts with a UTF-8 byte-order mark but is not UTF-8 (byte 6)"),
         ("front.md", report.failed[1][1]),
     ]
     assert "malformed YAML front matter" in report.failed[1][1]
@@ -188,11 +190,9 @@ def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
     assert sorted(key for key, _ in report.failed) == ["hosts.csv", "team.md"]
     failed = dict(report.failed)
     assert failed["team.md"] == (
-        "nothing read: team.md front matter: key '所有者' cannot be a predicate (it needs letters A-Z)"
+        "nothing read: front matter: key '所有者' cannot be a predicate (it needs letters A-Z)"
     )
-    assert failed["hosts.csv"].startswith(
-        "nothing read: hosts.csv line 2: a quoted field opened here is never"
-    )
+    assert failed["hosts.csv"].startswith("nothing read: line 2: a quoted field opened here is never")
     assert report.warnings == [
         ("legacy.txt", "legacy.txt: not UTF-8 (byte 45); read as cp1252"),
         ("owners.csv", "owners.csv row 1: 'since' is not a date: 'someday'"),
@@ -495,8 +495,9 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
 def test_the_worker_reads_only_below_the_folders_the_operator_allows(
     world: World, worker_sql: Executor, tmp_path: Path
 ) -> None:
-    """A tenant names its source's root freely (say, another tenant's share, or /etc): the worker
-    reads it only when it lies within VERA_WORKER__SOURCE_ROOTS, symbolic links resolved."""
+    """A tenant names its source's root within its organisation's folders (say, another tenant's
+    share below them, or /etc outside them, refused at registration): the worker reads it only
+    when it lies within VERA_WORKER__SOURCE_ROOTS too, symbolic links resolved."""
     allowed, elsewhere = tmp_path / "tenant-a", tmp_path / "tenant-b"
     for folder in (allowed, elsewhere):
         folder.mkdir()
@@ -506,7 +507,11 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
     ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"),
                                 embedder_for_model=lambda _: None, allowed_roots=[allowed])  # fmt: skip
-    for name, root in (("outside", elsewhere), ("through a link", allowed / "link"), ("etc", Path("/etc"))):
+    with pytest.raises(
+        SourceRootNotAllowedError
+    ):  # outside the organisation's folders (/tmp): refused at once
+        _register(world, create_project(world, "ingest-roots-etc"), Path("/etc"))
+    for name, root in (("outside", elsewhere), ("through a link", allowed / "link")):
         group = create_project(world, f"ingest-roots-{name}")
         source = _register(world, group, root)
         request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)

@@ -365,3 +365,27 @@ def test_an_as_of_before_anything_known_says_so(world: World, episode: tuple[str
                 "select * from vera.search('in 1995', groups => array[%s], during => 'empty')", (group,)
             )
         assert refused.value.sqlstate == "22023"
+
+
+def test_passages_stored_through_the_client_carry_the_times_they_state(
+    world: World, owner_a: VeraClient, episode: tuple[str, UUID]
+) -> None:
+    """Before, VeraClient.store_chunks stored no time scope: a period search found the passage
+    without its period signal until `vera reprocess --time-scopes` ran."""
+    group, episode_id = episode
+    text = "The Hartley estate was held in trust from 1811 to 1827."
+    stated = [["1900-01-01", "1901-01-01"]]
+    owner_a.store_chunks(group, episode_id, [
+        {"text": text},
+        # a scope of the caller's own is kept as given (version 0: never read again)
+        {"text": "The Hartley trust papers were filed in 1811.", "time_scope": stated},
+    ])  # fmt: skip
+    scopes = _scopes(world, group)
+    assert scopes[text] == ('{["1811-01-01 00:00:00+00","1828-01-01 00:00:00+00")}', EXTRACTION_VERSION)
+    assert scopes["The Hartley trust papers were filed in 1811."] == (
+        '{["1900-01-01 00:00:00+00","1901-01-01 00:00:00+00")}', 0)  # fmt: skip
+    found = owner_a.search(
+        "Hartley estate trust", groups=[group], during=(date(1811, 1, 1), date(1828, 1, 1))
+    )
+    assert found[0].text == text
+    assert found[0].signals.period == 1.0

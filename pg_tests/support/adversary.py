@@ -173,6 +173,8 @@ def _seed_tenant(db: Database, tenant: Tenant) -> None:
             "select * from vera.create_tenant(%s, %s, %s)",
             (tenant.name, f"Owner of {tenant.name}", f"owner@{tenant.name.lower()}.example"),
         ).fetchone()  # type: ignore[misc]
+        # the folder sources' roots below (never read: no worker runs here)
+        admin.execute("select vera.add_source_root(%s, %s)", (org, f"/srv/{tenant.marker}"))
     tenant.org = org
     tenant.principals["owner"] = owner
     tenant.keys["owner"] = owner_key

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pg_tests.support.clients import client_for
 from pg_tests.support.databases import Database
+from pg_tests.support.seed import allow_folders
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
@@ -49,7 +50,12 @@ def run_worker(
 
 
 def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:
-    """Register the manifest's sources and queue one run each (committed)."""
+    """Register the manifest's sources and queue one run each (committed); the manifest's folder
+    is allowed to the group's organisation first, as `vera demo` allows the example corpus."""
+    with db.admin() as admin:
+        organisation = admin.execute("select vera.root_group(%s)", (group,)).fetchone()
+        assert organisation is not None
+        allow_folders(admin, organisation[0], str(manifest.parent))
     with client_for(db, key) as vera:
         registered = register_manifest(vera, group, manifest)
         request_all(vera, registered)

@@ -29,7 +29,7 @@ from pg_tests.support.databases import Database
 from vera_client.client import AsyncVeraClient
 from vera_client.config import DbSettings, EmbedderSettings, PoolSettings, VeraSettings
 from vera_mcp.adapters.api_keys import ApiKeyVerification
-from vera_mcp.adapters.http_app import build_http_app
+from vera_mcp.adapters.http_app import build_http_app, uvicorn_config
 from vera_mcp.adapters.instruments import LedgerFactory, no_ledger
 from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.config import McpSettings
@@ -146,7 +146,8 @@ class HttpServer:
                 ledger=self.ledger,
                 tracing=self.tracing,
             )
-            config = uvicorn.Config(self.app, host="127.0.0.1", port=self.settings.port, log_level="warning")
+            # the server's own limits (header and body deadlines, connection cap), on loopback
+            config = uvicorn_config(self.app, self.settings, host="127.0.0.1")
             self._server = uvicorn.Server(config)
             try:
                 await self._server.serve()

@@ -3,6 +3,8 @@ predicates and texts, so that any leak between them would show."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +42,16 @@ def _one(conn: psycopg.Connection, sql: str, params: dict[str, object] | None = 
     return row[0]
 
 
+# the folders the tests register live below the temporary directory
+TEST_FOLDERS = (os.path.realpath(tempfile.gettempdir()),)
+
+
+def allow_folders(conn: psycopg.Connection, organisation: str, *folders: str) -> None:
+    """As an operator: the organisation's folder sources may lie below these folders (real paths)."""
+    for folder in folders:
+        conn.execute("select vera.add_source_root(%s, %s)", (organisation, os.path.realpath(folder)))
+
+
 def seed_tenant(conn: psycopg.Connection, name: str) -> SeededTenant:
     """As the superuser (RLS does not apply): one organisation, fully populated."""
     org, owner, owner_key = conn.execute(
@@ -50,6 +62,7 @@ def seed_tenant(conn: psycopg.Connection, name: str) -> SeededTenant:
         "select personal_group_id from vera.principals where principal_id = %(p)s",
         {"p": owner},
     )
+    allow_folders(conn, org, *TEST_FOLDERS)
     workspace = _one(
         conn,
         "insert into vera.groups (group_id, kind, parent_group_id, name) "

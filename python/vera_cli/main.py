@@ -53,7 +53,7 @@ COMMANDS = {
     ),
     "graph": Entry(
         "vera_cli.commands.graph:graph",
-        "The graph projection of published knowledge: rebuild, check, explore.",
+        "The graph projection of published knowledge: rebuild, check, explore, serve.",
     ),
     "ingest": Entry(
         "vera_cli.commands.ingest:ingest_command",

@@ -40,12 +40,30 @@ def _citation_line(hit: Hit) -> str:
     return " · ".join(part for part in parts if part)
 
 
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """A count and its noun, singular for one: "1 file", "3 files"."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+# what each signal of the blend measures, in the words --explain prints them with; recency is
+# how lately its source stated the item (docs/sql-api.md, sql/functions/170_ranking.sql), which
+# a reader takes for how new the fact is unless it says so
+SIGNAL_LABELS = {"recency": "stated lately"}
+_ABSENT = {"period": " (no period asked)"}
+EXPLAIN_LEGEND = (
+    "  signals 0..1; stated lately = recency: how lately its source stated or confirmed it "
+    "(1.00 now, halved every 30 days by default), not how new the fact is"
+)
+
+
 def print_hits(hits: list[Hit], *, explain: bool) -> None:
     during = getattr(hits, "during", None)
     if during is not None:
         shown = f"{during.start or '...'} .. {during.end or '...'}"
         read = f" (from {during.text!r})" if during.text != shown else ""
         click.echo(f"  asked about {shown}{read}")
+    if explain and hits:
+        click.echo(EXPLAIN_LEGEND)
     if not hits:
         click.echo("  (no hits)")
     for hit in hits:
@@ -56,8 +74,13 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
 
 
 def signals_line(signals: dict[str, float | None]) -> str:
-    """The signals as "name value" pairs (period only when the search asked about a period)."""
-    return "  ".join(f"{name} {value:.2f}" for name, value in signals.items() if value is not None)
+    """The seven signals as "name value" pairs; period is "-" when the search asked about no period."""
+    return "  ".join(
+        f"{SIGNAL_LABELS.get(name, name)} {value:.2f}"
+        if value is not None
+        else f"{name} -{_ABSENT.get(name, '')}"
+        for name, value in signals.items()
+    )
 
 
 def print_explored(facts: list[ExploredFact]) -> None:

@@ -22,6 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from vera_cli.output import counted
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport, combined
 
 # warnings named one by one; past this the summary's count (and --json) carries the rest
@@ -68,6 +69,8 @@ class IngestProgress:
             return
         if event.kind == "failed":
             self.say(f"  FAILED {event.source}: {event.key}: {event.message}")
+        elif event.kind == "skipped":
+            self.say(f"  skipped {event.source}: {event.message}")
         elif event.kind == "warned":
             self._warnings += 1
             if self._warnings <= SHOWN_WARNINGS:
@@ -79,7 +82,7 @@ class IngestProgress:
 
     def _planned(self, event: IngestEvent) -> None:
         if not self._live:
-            self.say(f"  {event.source}: {event.total} files to read or retract")
+            self.say(f"  {event.source}: {counted(event.total, 'file')} to read or retract")
             if event.total >= PLAIN_FROM:
                 self._next_line[event.source] = _step(event.total)
             return
@@ -104,7 +107,7 @@ class IngestProgress:
             return
         due = self._next_line.get(event.source)
         if due is not None and event.done >= due and event.done < event.total:
-            self.say(f"  {event.source}: {event.done}/{event.total} files")
+            self.say(f"  {event.source}: {event.done}/{counted(event.total, 'file')}")
             self._next_line[event.source] = event.done + _step(event.total)
 
 
@@ -117,7 +120,10 @@ def summarize(reports: Sequence[IngestReport]) -> str:
     total = combined(reports)
     stopped = "; stopped when asked: the next run reads the rest" if total.stopped else ""
     return (
-        f"{total.scanned} files: {total.ingested} ingested, {total.unchanged + total.untouched} unchanged, "
-        f"{total.retracted} retracted, {len(total.failed)} failed, {len(total.warnings)} warnings; "
-        f"{total.passages} passages, {total.claims} claims, {total.embeddings} embeddings{stopped}"
+        f"{counted(total.scanned, 'file')}: {total.ingested} ingested, "
+        f"{total.unchanged + total.untouched} unchanged, {total.retracted} retracted, "
+        f"{len(total.failed)} failed, {len(total.skipped)} skipped, "
+        f"{counted(len(total.warnings), 'warning')}; "
+        f"{counted(total.passages, 'passage')}, {counted(total.claims, 'claim')}, "
+        f"{counted(total.embeddings, 'embedding')}{stopped}"
     )

@@ -115,13 +115,22 @@ class Providers:
     _embedders: dict[str, Embedder] = field(default_factory=dict, init=False, repr=False)
 
     def embedder(self) -> Embedder:
-        """The configured embedder (VERA_EMBEDDER__PROVIDER), cached."""
+        """The configured embedder (VERA_EMBEDDER__PROVIDER), cached; ConfigurationError with none."""
         return self._configured()
+
+    @property
+    def embeds(self) -> bool:
+        """False with VERA_EMBEDDER__PROVIDER=none: this process computes no vector."""
+        return self.settings.embedder.provider != "none"
 
     def embedder_for_model(self, pinned: str | None) -> Embedder | None:
         """Which embedder serves a group: the configured one for a group without a
         pin or pinned to its model; for a group pinned to another model, that model
-        when it runs here; otherwise none (its new text is then found by words only)."""
+        when it runs here; otherwise none (its new text is then found by words only).
+        With VERA_EMBEDDER__PROVIDER=none, none for every group: this process searches by
+        words and stores passages without vectors."""
+        if not self.embeds:
+            return None
         configured = self._configured()
         if pinned is None or pinned == configured.model:
             return configured
@@ -172,6 +181,8 @@ def _secret(value: SecretStr | None, variable: str, what: str) -> str:
 
 def _hosted_or_local_embedder(settings: VeraSettings, meter: Meter) -> Embedder:
     embedder = settings.embedder
+    if embedder.provider == "none":
+        raise ConfigurationError("no embedder is configured (VERA_EMBEDDER__PROVIDER=none)")
     if embedder.provider in ("local", "deterministic"):
         return _local_embedder(settings)
     from vera_client.adapters.embedders import openai, voyage
@@ -254,6 +265,7 @@ def build_object_store(settings: VeraSettings) -> ObjectStore:
         access_key_id=objects.access_key_id.get_secret_value() if objects.access_key_id else None,
         secret_access_key=objects.secret_access_key.get_secret_value() if objects.secret_access_key else None,
         call_guard=lambda call: chain.call(lambda _timeout: call()),
+        max_object_bytes=objects.max_object_bytes,
     )
 
 

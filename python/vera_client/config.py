@@ -5,7 +5,7 @@
     VERA_DB__GATEWAY_DSN=postgresql://vera_gateway@db.internal/vera   # the MCP server's login
     VERA_DB__DATA_DIR=/srv/vera/postgres                   # embedded server's data
     VERA_DB__TCP=true                                      # embedded: also listen on 127.0.0.1
-    VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage
+    VERA_EMBEDDER__PROVIDER=openai                         # local | deterministic | openai | voyage | none
     VERA_EMBEDDER__API_KEY=sk-...                          # or the provider's own variable (OPENAI_API_KEY)
     VERA_EMBEDDER__RESILIENCE__TIMEOUT_SECONDS=20          # per call: breaker, bucket, retry, timeout
     VERA_RERANKER__PROVIDER=voyage                         # none | llm | voyage
@@ -93,12 +93,19 @@ class ResilienceSettings(BaseModel):
     retry_base_seconds: float = Field(default=0.5, ge=0)
     retry_max_seconds: float = Field(default=20.0, ge=0)
     timeout_seconds: float = Field(default=30.0, gt=0, description="one attempt's deadline")
+    max_response_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="the largest answer read, counted as received and after decompression (64 MiB)",
+    )
 
 
 class EmbedderSettings(BaseModel):
-    """Which embedder computes vectors; a group's pin must match its model and dimension."""
+    """Which embedder computes vectors; a group's pin must match its model and dimension. "none":
+    this process embeds nothing, so it searches by words only (the lexical half) and writes
+    passages without vectors; a group's vectors stay searchable by a process that runs its model."""
 
-    provider: Literal["local", "deterministic", "openai", "voyage"] = "local"
+    provider: Literal["local", "deterministic", "openai", "voyage", "none"] = "local"
     model: str | None = Field(default=None, description="defaults per provider")
     dim: int | None = Field(default=None, ge=1, le=16000, description="defaults per model")
     base_url: str | None = Field(default=None, description="API base URL (a proxy or compatible server)")
@@ -172,6 +179,9 @@ class ObjectStoreSettings(BaseModel):
     region: str | None = None
     access_key_id: SecretStr | None = None
     secret_access_key: SecretStr | None = None
+    max_object_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=1024, description="the largest object read back (256 MiB)"
+    )
     resilience: ResilienceSettings = Field(default_factory=ResilienceSettings)
 
 
@@ -210,14 +220,40 @@ class PoolSettings(BaseModel):
     timeout_seconds: float = Field(default=30.0, gt=0, description="waiting for a free connection")
 
 
+_MIB = 1024 * 1024
+
+
+class ReadLimits(BaseModel):
+    """What the folder connector reads of one file (VERA_WORKER__READ_LIMITS__*): a file over its
+    kind's size is skipped before a byte of it is read (a warning names it, the run goes on);
+    a CSV is read up to csv_rows data rows (more could not be published: a record publishes at
+    most 10,000 claims, and every row states one or more)."""
+
+    markdown_bytes: int = Field(default=8 * _MIB, ge=1, description="largest .md/.markdown file read")
+    text_bytes: int = Field(default=8 * _MIB, ge=1, description="largest .txt file read")
+    csv_bytes: int = Field(default=16 * _MIB, ge=1, description="largest .csv file read")
+    csv_rows: int = Field(default=10_000, ge=1, description="data rows read of one CSV file; the rest cut")
+
+    def max_bytes(self, mime: str | None) -> int:
+        """The size limit of a file of that MIME type (the smallest for an unknown one)."""
+        by_mime = {
+            "text/markdown": self.markdown_bytes,
+            "text/csv": self.csv_bytes,
+            "text/plain": self.text_bytes,
+        }
+        return by_mime.get(mime or "", min(by_mime.values()))
+
+
 class WorkerSettings(BaseModel):
     """The Procrastinate worker that ingests sources and runs jobs."""
 
     concurrency: int = Field(default=2, ge=1, le=64)
-    # Folder sources may only read at or below these folders (symbolic links resolved). A
-    # tenant names a source's root freely, so a multi-tenant operator lists each tenant's
-    # share here; the default is the home folder of the user the worker runs as.
+    # Folder sources may only read at or below these folders (symbolic links resolved), and
+    # within the folders an operator allowed the source's organisation (`vera tenant roots
+    # add`, checked when the source is registered and again here); the default is the home
+    # folder of the user the worker runs as.
     source_roots: tuple[Path, ...] = Field(default_factory=lambda: (Path.home(),), min_length=1)
+    read_limits: ReadLimits = Field(default_factory=ReadLimits)
     # A job left `doing` by a worker that has sent no heartbeat for this many seconds (killed,
     # its machine lost) is queued again by another worker, which checks every half of it;
     # workers send a heartbeat every third of it. VERA_WORKER__STALLED_AFTER.

@@ -20,14 +20,13 @@ from vera_client.api.access import Access
 from vera_client.api.context import Context
 from vera_client.api.curation import Curation
 from vera_client.api.reads import Reads
-from vera_client.api.search import Hit, Search
+from vera_client.api.search import Search
 from vera_client.api.snapshots import Snapshots
 from vera_client.api.sources import Sources
 from vera_client.bootstrap import Providers
 from vera_client.domain.callers import Caller
 from vera_client.domain.languages import model_reads
-from vera_client.domain.ports import Embedder
-from vera_client.domain.reranking import rerank_hits
+from vera_client.domain.ports import Embedder, Reranker
 
 
 class Operations(Access, Sources, Curation, Search, Snapshots, Reads, Context):
@@ -94,19 +93,32 @@ class Shared:
                 return embedder, model
         return None
 
+    def words_only(self, pins: Sequence[tuple[str, int]]) -> str | None:
+        """Why a query to groups with these pins goes by words alone although they hold vectors
+        (embedder_for found none): no embedder here, or none of their models runs here. None
+        when nothing is lost: no pins, no providers (a client built without them), or a model
+        that runs here but does not read the query's language."""
+        if self.providers is None or not pins:
+            return None
+        if not self.providers.embeds:
+            return "no embedder is configured here (VERA_EMBEDDER__PROVIDER=none)"
+        if any(self._runs_here(model, dim) for model, dim in pins):
+            return None
+        models = ", ".join(sorted({model for model, _ in pins}))
+        return f"the groups' embedding model ({models}) does not run here"
+
+    def _runs_here(self, model: str, dim: int) -> bool:
+        embedder = self.providers.embedder_for_model(model) if self.providers is not None else None
+        return embedder is not None and embedder.dim == dim
+
     def embedder_for_model(self, model: str | None) -> Embedder | None:
         """The embedder of a group's pinned model (the configured one before it has a pin); None
         without providers, or when that model does not run here."""
         return self.providers.embedder_for_model(model) if self.providers is not None else None
 
-    def reranking(self, rerank: bool) -> bool:
-        return rerank and self.providers is not None and self.providers.reranker is not None
-
-    def rerank(self, text: str, hits: list[Hit]) -> list[Hit]:
-        assert self.providers is not None and self.providers.reranker is not None
-        head = hits[: self.rerank_top_n]
-        scores = self.providers.reranker.rerank(text, [hit.text for hit in head]) if head else []
-        return rerank_hits(hits, scores, weight=self.rerank_weight)
+    @property
+    def reranker(self) -> Reranker | None:
+        return self.providers.reranker if self.providers is not None else None
 
     def count_tokens(self, text: str) -> int:
         return self.token_counter.count(text)

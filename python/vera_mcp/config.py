@@ -8,6 +8,7 @@
     VERA_MCP_ALLOWED_ORIGINS='["https://app.example.com"]'
     VERA_MCP_OIDC__ISSUER=https://login.example.com/realms/lumen   # OIDC access tokens (see OidcSettings)
     VERA_MCP_QUOTAS__READ=120/min           # per principal and tool class
+    VERA_MCP_QUOTAS__ORGANISATION__READ=1200/min   # a ceiling the organisation's principals share
     VERA_MCP_LOG_LEVEL=info
     OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318   # traces; none are recorded without it
 
@@ -29,15 +30,23 @@ from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_mcp.domain.access import ToolClass
 from vera_mcp.domain.oidc import OidcSettings
-from vera_mcp.domain.quotas import QuotaLimits, parse_rate
+from vera_mcp.domain.quotas import QuotaLimits, ThrottleLimits, parse_rate
 
 DEFAULT_PORT = 8765
 
 
-class QuotaSettings(BaseModel):
-    """Calls per principal and tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps
-    its default (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
-    VERA_CACHE__VALKEY_URL is set (shared by every instance), in process otherwise."""
+def _readable_rate(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_rate(value)
+    except VeraError as error:  # a form it cannot read: say which, as a validation error
+        raise ValueError(str(error)) from None
+    return value
+
+
+class ClassRates(BaseModel):
+    """A rate per tool class, "COUNT/UNIT" (e.g. "120/min"); a class not set keeps its default."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -47,26 +56,34 @@ class QuotaSettings(BaseModel):
     feedback: str | None = None
     snapshot: str | None = None
     review: str | None = None
-    key_prefix: str = Field(
-        default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
-    )
 
     @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            parse_rate(value)
-        except VeraError as error:  # a form it cannot read: say which, as a validation error
-            raise ValueError(str(error)) from None
-        return value
+        return _readable_rate(value)
 
     def overrides(self) -> Mapping[str, str]:
         return {c.value: rate for c in ToolClass if (rate := getattr(self, c.value)) is not None}
 
+
+class OrganisationQuotaSettings(ClassRates):
+    """Calls per organisation and tool class: a ceiling every principal of one organisation
+    shares (service accounts included); a class not set keeps its default, ten times a
+    principal's (vera_mcp.domain.quotas.DEFAULT_ORGANISATION_RATES)."""
+
+
+class QuotaSettings(ClassRates):
+    """Calls per principal and tool class; a class not set keeps its default
+    (vera_mcp.domain.quotas.DEFAULT_RATES). The counters live in Valkey when
+    VERA_CACHE__VALKEY_URL is set (shared by every instance), in process otherwise."""
+
+    organisation: OrganisationQuotaSettings = Field(default_factory=OrganisationQuotaSettings)
+    key_prefix: str = Field(
+        default="vera", min_length=1, max_length=100, description="separates deployments sharing a Valkey"
+    )
+
     def limits(self) -> QuotaLimits:
-        return QuotaLimits.from_settings(self.overrides())
+        return QuotaLimits.from_settings(self.overrides(), organisation=self.organisation.overrides())
 
 
 class McpSettings(BaseSettings):
@@ -100,7 +117,39 @@ class McpSettings(BaseSettings):
         default_factory=list,
         description="Origin headers accepted besides the public URL's and loopback ('http://name:*')",
     )
+    probe_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host headers accepted on /health/* only (a load balancer probing the pod's address)",
+    )
+    auth_failures_per_address: str = Field(
+        default="30/min",
+        description="failed bearer tokens one client address may send (COUNT/UNIT); then 429",
+    )
+    auth_failures_per_key_prefix: str = Field(
+        default="10/min", description="failed API keys with one key prefix (COUNT/UNIT); then 429"
+    )
+    auth_negative_cache_s: float = Field(
+        default=10.0, ge=0, le=300, description="a refused token is refused from memory for this long; 0: off"
+    )
     max_body_bytes: int = Field(default=1 << 20, ge=1024, le=64 << 20)
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="a request's head (line and headers) must arrive within this"
+    )
+    body_timeout_s: float = Field(
+        default=30.0, gt=0, le=600, description="a request's body must arrive within this of its head"
+    )
+    keep_alive_s: float = Field(
+        default=5.0, gt=0, le=300, description="an idle kept-alive connection is closed after this"
+    )
+    max_connections: int = Field(
+        default=512,
+        ge=1,
+        le=100_000,
+        description="connections open at once; more are answered 503 and closed",
+    )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, le=1 << 20, description="the largest request head (line and headers)"
+    )
     request_timeout_s: float = Field(default=30.0, gt=0, le=600)
     api_key_cache_s: float = Field(
         default=30.0,
@@ -124,6 +173,18 @@ class McpSettings(BaseSettings):
         description="OTLP/HTTP collector of traces (the standard OTEL_EXPORTER_OTLP_ENDPOINT); "
         "none: no traces are recorded or sent",
     )
+
+    @field_validator("auth_failures_per_address", "auth_failures_per_key_prefix")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        return _readable_rate(value) or value
+
+    def auth_throttle_limits(self) -> ThrottleLimits:
+        return ThrottleLimits(
+            per_address=parse_rate(self.auth_failures_per_address),
+            per_key_prefix=parse_rate(self.auth_failures_per_key_prefix),
+            negative_cache_s=self.auth_negative_cache_s,
+        )
 
     @field_validator("public_url", "otlp_endpoint")
     @classmethod

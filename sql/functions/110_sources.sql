@@ -3,7 +3,9 @@ set role vera_owner;
 
 -- Contract: registers (or updates, by name) a source in a group the caller
 -- administers: its trust tier decides how its claims are published, so only
--- admins set it. Returns the source id.
+-- admins set it. A config with a "root" (a folder source) must name an
+-- absolute path at or below one of the organisation's source roots, which
+-- operators set (vera.add_source_root; VR001 otherwise). Returns the source id.
 create or replace function vera.register_source(
     group_id text, kind text, name text, trust_tier integer,
     token_env text default null, config jsonb default '{}', uri text default null
@@ -39,6 +41,8 @@ begin
     if pg_catalog.octet_length(register_source.config::text) > 65536 then
         raise exception 'config is over 65,536 bytes' using errcode = '22001';
     end if;
+    -- a folder source's root lies within its organisation's folders (VR001)
+    perform vera.check_source_root(register_source.group_id, register_source.config);
     insert into vera.sources as s (group_id, kind, name, trust_tier, token_env, config, uri, created_by)
     values (register_source.group_id, register_source.kind, btrim(register_source.name), register_source.trust_tier,
             register_source.token_env, coalesce(register_source.config, '{}'), register_source.uri,

@@ -119,6 +119,13 @@ alter table vera.api_key_usage force row level security;
 drop policy if exists owner_manages on vera.api_key_usage;
 create policy owner_manages on vera.api_key_usage to vera_owner using (true) with check (true);
 
+-- the folders of each organisation's sources: operators write them, the definer
+-- functions (register_source, source_roots) read them; no login role selects them
+alter table vera.source_roots enable row level security;
+alter table vera.source_roots force row level security;
+drop policy if exists owner_manages on vera.source_roots;
+create policy owner_manages on vera.source_roots to vera_owner using (true) with check (true);
+
 -- BM25 statistics: written by the write path's triggers and read by search,
 -- all definer functions; no login role selects them
 do $statistics$

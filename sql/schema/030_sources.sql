@@ -104,4 +104,25 @@ comment on column vera.chunks.time_scope is
 comment on column vera.chunks.time_scope_version is
     'Version of VERA''s reader that read time_scope (time_scopes.EXTRACTION_VERSION); 0: stated by the caller or front matter';
 
+-- The folders an organisation's folder sources may name as their root (and what
+-- lies below them), set by operators only (`vera tenant roots add`): a source's
+-- root is a path on the worker's machine, and a worker serving several tenants
+-- must not read one tenant's share for another. Checked by vera.register_source
+-- (a root outside these: VR001) and again by the worker before it reads, on real
+-- paths and within its own VERA_WORKER__SOURCE_ROOTS. A root group (organisation
+-- or personal scope) with none may register no folder source (0007_source_roots).
+create table vera.source_roots (
+    group_id   text not null references vera.groups (group_id) on delete cascade,
+    root       text not null
+               constraint source_roots_absolute check (
+                   root ~ '^/' and char_length(root) <= 4096
+                   and (root = '/' or right(root, 1) <> '/')
+                   and root !~ '//' and root !~ '(^|/)\.\.?(/|$)'),
+    added_at   timestamptz not null default now(),
+    added_by   text not null default session_user,
+    primary key (group_id, root)
+);
+comment on table vera.source_roots is
+    'Folders (absolute, normalised) below which an organisation''s folder sources may lie; operators only';
+
 reset role;

@@ -46,6 +46,7 @@ def _extraction_line(llm: LlmSettings) -> str:
 def demo() -> None:
     """Start the embedded PostgreSQL, ingest the example corpus through the worker, and ask it questions."""
     from vera_cli.commands.ingest import drain_with_progress
+    from vera_cli.commands.tenant import local_source_roots
     from vera_cli.progress import summarize
     from vera_client.adapters.examples import example_dir
     from vera_client.adapters.postgres import provisioning
@@ -65,6 +66,8 @@ def demo() -> None:
         database.admin_dsn, DEMO_ORGANISATION, DEMO_OWNER, key_name, revoke_earlier=False
     )
     api_key, revoked = own_demo_key(database, demo_tenant.api_key, key_name)
+    # the demo's organisation may read the user's own folders and the example corpus
+    local_source_roots(database, demo_tenant.group_id, example_dir(), embedded_only=False)
     demo_tenant = dataclasses.replace(demo_tenant, api_key=api_key)
     click.echo(f"tenant:     {DEMO_ORGANISATION} ({demo_tenant.group_id}), owner {DEMO_OWNER}")
     click.echo(f"api key:    {demo_tenant.api_key}")

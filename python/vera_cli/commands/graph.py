@@ -1,22 +1,26 @@
 """`vera graph`: rebuild a group's graph from PostgreSQL, check it against
-PostgreSQL, and explore through it (docs/graph.md)."""
+PostgreSQL, explore through it, and serve a Neo4j for development (docs/graph.md)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import sys
+import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vera_cli.output import print_explored
-from vera_cli.plumbing import client_from_env, database_from_env, friendly_errors, start_if_embedded
+from vera_cli.plumbing import client_from_env, database_from_env, fail, friendly_errors, start_if_embedded
 
 if TYPE_CHECKING:
     from vera_client.bootstrap import Database
     from vera_worker.graph.projection import GraphCheck, GraphProjection
+    from vera_worker.graph.servers.local import LocalServer
 
 
 def _started_projection(database: Database) -> GraphProjection:
@@ -31,7 +35,7 @@ def _started_projection(database: Database) -> GraphProjection:
 
 @click.group("graph")
 def graph() -> None:
-    """The graph projection of published knowledge: rebuild, check, explore."""
+    """The graph projection of published knowledge: rebuild, check, explore, serve."""
 
 
 @graph.command("rebuild")
@@ -127,3 +131,77 @@ def explore_command(
     finally:
         store.close()
     print_explored(facts)
+
+
+# the standard Bolt port: what a Neo4j client tries first
+NEO4J_PORT = 7687
+# how often `serve` looks whether the server it watches still answers
+WATCH_SECONDS = 2.0
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) stop the server as Ctrl-C does."""
+
+    def interrupted(_signal: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupted)
+
+
+def _watch(server: LocalServer) -> None:
+    """Until Ctrl-C: the server must keep answering (a crash is one line naming its log)."""
+    while True:
+        time.sleep(WATCH_SECONDS)
+        if not server.status().running:
+            fail(f"Neo4j stopped answering (log: {server.log_file})")
+
+
+@graph.command("serve")
+@click.option("--neo4j", "neo4j", is_flag=True, help="Serve Neo4j 5.26 Community (Java 17+ and Maven).")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Its store and log.  [default: neo4j/ beside the embedded PostgreSQL's data]",
+)
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=NEO4J_PORT, show_default=True, help="Bolt port."
+)
+@click.option("--heap", default="1g", show_default=True, help="Java heap (512m, 2g, ...).")
+@friendly_errors
+def serve_command(neo4j: bool, data_dir: Path | None, port: int, heap: str) -> None:
+    """Run the Neo4j the tests use, for development: Bolt on 127.0.0.1 without authentication.
+
+    The first start builds its launcher with Maven (java/neo4j-launcher of a source checkout);
+    a start takes ~40 s. It prints the bolt URL and the VERA_MEMORY__GRAPH_* settings that
+    point VERA at it, and runs until Ctrl-C, which stops it. A Neo4j already running from
+    the same folder is reused, and left running.
+    """
+    if not neo4j:
+        fail("say which server: --neo4j (FalkorDB needs no server of its own: `vera demo` starts one)")
+    from vera_worker.graph.servers import neo4j as launcher_module
+
+    folder = data_dir or database_from_env().settings.db.data_dir.parent / "neo4j"
+    server = launcher_module.Neo4jLauncher(folder, port, heap=heap, launcher_dir=launcher_module.LAUNCHER_DIR)
+    already = server.status().running
+    _stop_on_signals()
+    try:
+        if not already:
+            click.echo(f"starting Neo4j from {server.data_dir} (a minute or so; the first start builds it)")
+        url = server.start()
+        click.echo(f"Neo4j {'was already running' if already else 'runs'} at {url} (log: {server.log_file})")
+        click.echo("point VERA at it (development only: no authentication, 127.0.0.1 only):")
+        click.echo("  export VERA_MEMORY__GRAPH_BACKEND=neo4j")
+        click.echo(f"  export VERA_MEMORY__GRAPH_URL={url}")
+        click.echo("then `vera graph rebuild` once; `vera worker` keeps it up to date.")
+        click.echo(
+            "Ctrl-C stops it." if not already else "Ctrl-C leaves it running (started before this command)."
+        )
+        _watch(server)
+    except KeyboardInterrupt:
+        if already:
+            click.echo(f"left running from {server.data_dir}")
+            return
+        server.stop()
+        click.echo("Neo4j stopped")

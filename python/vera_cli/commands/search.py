@@ -90,6 +90,8 @@ def search_command(  # noqa: PLR0917 (one parameter per option: click passes the
             during=during,
             detect_time=detect_time,
         )
+    if hits.words_only:  # once, on stderr: stdout holds only the hits
+        click.echo(f"vera: searched by words only: {hits.words_only}", err=True)
     if as_json:
         echo_json_lines(hits)
     else:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from vera_cli.output import echo_json_lines
+from vera_cli.output import counted, echo_json_lines
 from vera_cli.plumbing import api_key_option, client_from_env, fail, friendly_errors
 from vera_client.domain.errors import NotFoundError
 
@@ -171,10 +171,15 @@ def source_list(group: str | None, as_json: bool, api_key: str) -> None:
     for item in found:
         retracted = "  (retracted)" if item.retracted_at else ""
         where = item.config.get("root") or item.uri or ""
-        click.echo(
-            f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  "
-            f"{item.tracked_records:>5} records  {where}{retracted}"
+        # a folder's cursor counts the files it read; a source written through the API
+        # (remember, record_episode) has no cursor, so a count of 0 would say nothing true
+        held = (
+            f"{counted(item.tracked_records, 'record'):>12}"
+            if item.config.get("root")
+            else "written through the API"
         )
+        line = f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  {held}"
+        click.echo(f"{line}  {where}{retracted}")
 
 
 @source.command("retract")
@@ -196,8 +201,8 @@ def source_retract(  # noqa: PLR0917 (one parameter per option: click passes the
         target = vera.find_source(name, group)
         if erase and not yes:
             question = (
-                f"Erase source {target.name!r} in {target.group_id}: its {target.tracked_records} records' "
-                "episodes, passages, facts and raw bytes, for good?"
+                f"Erase source {target.name!r} in {target.group_id} for good: its episodes, passages, "
+                "facts and raw bytes?"
             )
             try:
                 confirmed = click.confirm(question, default=False, err=True)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from vera_cli.output import echo_json, echo_json_lines
-from vera_cli.plumbing import database_from_env, friendly_errors, start_if_embedded
+from vera_cli.plumbing import database_from_env, fail, friendly_errors, start_if_embedded
 from vera_client.domain.deployment import LoginLimits
+
+if TYPE_CHECKING:
+    from vera_client.bootstrap import Database
 
 
 @click.group()
@@ -28,12 +33,89 @@ def tenant_create(organisation: str, owner: str, email: str | None, as_json: boo
 
     database = database_from_env()
     created = provisioning.create_tenant(database.admin_dsn, organisation, owner, email)
+    roots = local_source_roots(database, created.group_id)
     if as_json:
-        echo_json(dataclasses.asdict(created))
+        echo_json({**dataclasses.asdict(created), "source_roots": roots})
         return
     click.echo(f"organisation: {created.group_id}")
     click.echo(f"owner:        {created.owner_principal_id}")
     click.echo(f"api key:      {created.api_key}   (shown once; store it now)")
+    if roots:
+        click.echo(f"folders:      {', '.join(roots)}   (its sources may lie below them; embedded install)")
+    else:
+        click.echo(f"folders:      none yet: vera tenant roots add {created.group_id} PATH")
+
+
+def local_source_roots(
+    database: Database, organisation: str, *extra: Path, embedded_only: bool = True
+) -> list[str]:
+    """On an embedded install (the user's own database), the user's own folders become the
+    organisation's source roots: the worker's VERA_WORKER__SOURCE_ROOTS (default: the home
+    folder) and extra; elsewhere an operator adds them (`vera tenant roots add`), unless
+    embedded_only is False (`vera demo`: its own organisation, made with the admin DSN)."""
+    from vera_client.adapters.postgres import provisioning
+
+    if embedded_only and database.server is None:
+        return []
+    folders = [*database.settings.worker.source_roots, *extra]
+    provisioning.add_source_roots(database.admin_dsn, organisation, folders)
+    return [str(folder.expanduser().resolve()) for folder in folders]
+
+
+@tenant.group("roots")
+def tenant_roots() -> None:
+    """The folders each organisation's folder sources may lie in (checked at `vera source add`
+    and again by the worker, within its own VERA_WORKER__SOURCE_ROOTS)."""
+
+
+@tenant_roots.command("add")
+@click.argument("organisation")
+@click.argument("path", type=click.Path(path_type=Path))
+@friendly_errors
+def tenant_roots_add(organisation: str, path: Path) -> None:
+    """Let ORGANISATION's (id or name) folder sources lie at or below PATH (its real path is kept)."""
+    from vera_client.adapters.postgres import provisioning
+
+    database = database_from_env()
+    start_if_embedded(database)
+    group = provisioning.add_source_roots(database.admin_dsn, organisation, [path])
+    click.echo(f"{group}: folder sources may lie below {path.expanduser().resolve()}")
+
+
+@tenant_roots.command("remove")
+@click.argument("organisation")
+@click.argument("path", type=click.Path(path_type=Path))
+@friendly_errors
+def tenant_roots_remove(organisation: str, path: Path) -> None:
+    """Withdraw PATH from ORGANISATION's folders; sources below it are refused from their next run."""
+    from vera_client.adapters.postgres import provisioning
+
+    database = database_from_env()
+    start_if_embedded(database)
+    if not provisioning.remove_source_root(database.admin_dsn, organisation, path):
+        fail(f"{path} is not among the folders of {organisation} (see vera tenant roots list)")
+    click.echo(f"{organisation}: {path} withdrawn")
+
+
+@tenant_roots.command("list")
+@click.argument("organisation", required=False)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per folder.")
+@friendly_errors
+def tenant_roots_list(organisation: str | None, as_json: bool) -> None:
+    """The folders of ORGANISATION (id or name), or of every organisation."""
+    from vera_client.adapters.postgres import provisioning
+
+    database = database_from_env()
+    start_if_embedded(database)
+    found = provisioning.list_source_roots(database.admin_dsn, organisation)
+    if as_json:
+        echo_json_lines(found)
+        return
+    if not found:
+        click.echo("no folders: an organisation without any may register no folder source "
+                   "(vera tenant roots add ORGANISATION PATH)")  # fmt: skip
+    for item in found:
+        click.echo(f"{item.group_id}  {item.organisation_name!r:<28} {item.root}")
 
 
 @tenant.group("login")

@@ -27,7 +27,7 @@ from vera_client.domain.context import (
     warnings_json,
 )
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.time_scopes import EXTRACTION_VERSION, TimeRange, time_scope
+from vera_client.domain.time_scopes import TimeRange, stated_scope
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -161,7 +161,7 @@ def get_context(
     )
     competing: list[ConflictValue] = []
     if any(hit.kind == "fact" for hit in hits):
-        competing = yield from ask(conflicts(max_rows=1000, groups=groups))
+        competing = yield from ask(conflicts(limit=1000, groups=groups))
     count_tokens = session.services.count_tokens
     pack = yield from ask(
         Work(
@@ -189,7 +189,7 @@ def get_context(
 def pack_feedback(session: Session, pack: UUID, position: int, vote: str) -> Plan[Vote]:
     """'up' or 'down' on the item at a position of one of the caller's packs, as on a search hit."""
     stored = yield from ask(get_context_pack(pack))
-    vector, model = yield from query_vector(session, stored.query, stored.groups)
+    vector, model, _ = yield from query_vector(session, stored.query, stored.groups)
     return (yield from ask(record_pack_feedback(pack, position, vote, vector=vector, embedding_model=model)))
 
 
@@ -224,10 +224,7 @@ def remember(
     else:
         raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
     preview = yield from ask(remember_passages(content=content, messages=messages, group=group))
-    scopes = [
-        {"time_scope": time_scope(p["text"], p.get("heading")), "time_scope_version": EXTRACTION_VERSION}
-        for p in preview.passages
-    ]
+    scopes = [stated_scope(p["text"], p.get("heading")) for p in preview.passages]
     vectors, model = yield from _passage_vectors(session, preview)
     call = remember_call(
         content=content, messages=messages, source=source, at=at, group=group, claims=claims,

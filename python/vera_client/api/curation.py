@@ -197,9 +197,9 @@ def retract_proposal(fact: UUID) -> Call[RetractedProposal]:
     return Call("retract_proposal", {"fact": fact}, record(RetractedProposal))
 
 
-def list_proposals(*, max_rows: int = 100) -> Call[list[ProposalState]]:
+def list_proposals(*, limit: int = 100) -> Call[list[ProposalState]]:
     """The caller's own proposals, newest first, with their state."""
-    return Call("list_proposals", {"max_rows": max_rows}, records(ProposalState))
+    return Call("list_proposals", {"max_rows": limit}, records(ProposalState))
 
 
 class Curation:

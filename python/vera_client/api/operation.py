@@ -20,15 +20,12 @@ import functools
 import inspect
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 from vera_client.api.call import Call
 from vera_client.domain.callers import Caller
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.ports import Embedder
-
-if TYPE_CHECKING:
-    from vera_client.api.search import Hit
+from vera_client.domain.ports import Embedder, Reranker
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -66,11 +63,17 @@ class Services(Protocol):
 
     def embedder_for(self, pins: Sequence[tuple[str, int]], text: str) -> tuple[Embedder, str] | None: ...
 
+    def words_only(self, pins: Sequence[tuple[str, int]]) -> str | None: ...
+
     def embedder_for_model(self, model: str | None) -> Embedder | None: ...
 
-    def reranking(self, rerank: bool) -> bool: ...
+    @property
+    def rerank_weight(self) -> float: ...
 
-    def rerank(self, text: str, hits: list[Hit]) -> list[Hit]: ...
+    @property
+    def reranker(self) -> Reranker | None:
+        """The configured reranker (stage 3 of search), if any."""
+        ...
 
     def count_tokens(self, text: str) -> int: ...
 

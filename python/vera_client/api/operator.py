@@ -1,12 +1,14 @@
 """Operator work, on an operator connection (no caller: row-level security does not
-apply): tenants, their owners' keys, and the per-group vector indexes that are due
-(sql/functions/050_tenants.sql, 175_vector_indexes.sql; queries in operator.sql; the
+apply): tenants, their owners' keys, the folders each organisation's sources may lie in,
+and the per-group vector indexes that are due (sql/functions/050_tenants.sql,
+108_source_roots.sql, 175_vector_indexes.sql; queries in operator.sql; the
 login roles of SQL applications are adapters/postgres/logins.py's)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
 from vera_client.api.call import Call, Columns, Rows, expects, nothing, records, scalar
@@ -67,6 +69,32 @@ def revoke_all_keys(principal: UUID) -> Call[None]:
 def issue_api_key(principal: UUID, name: str) -> Call[str]:
     """A new key for a principal, returned once."""
     return Call("issue_key", {"principal": principal, "name": name}, scalar)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceRoot:
+    """A folder an organisation's folder sources may lie in (at or below it), set by an operator."""
+
+    group_id: str
+    organisation_name: str
+    root: str
+    added_at: datetime
+    added_by: str
+
+
+def add_source_root(organisation: str, root: str) -> Call[str]:
+    """Let an organisation's (id or unique name) folder sources lie at or below root; its id."""
+    return Call("add_source_root", {"organisation": organisation, "root": root}, scalar)
+
+
+def remove_source_root(organisation: str, root: str) -> Call[bool]:
+    """Withdraw a folder from an organisation's source roots; whether it was there."""
+    return Call("remove_source_root", {"organisation": organisation, "root": root}, scalar)
+
+
+def list_source_roots(organisation: str | None = None) -> Call[list[SourceRoot]]:
+    """The source roots of one organisation (id or unique name), or of all."""
+    return Call("list_source_roots", {"organisation": organisation}, records(SourceRoot))
 
 
 def read_path_installed() -> Call[bool]:

@@ -24,6 +24,19 @@ where principal_id = %(principal)s and revoked_at is null;
 -- Operator: a new key for a principal, returned once.
 select api_key from vera.issue_api_key(%(principal)s, %(name)s, null);
 
+-- name: add_source_root
+-- Operator: lets an organisation's folder sources lie at or below a folder; the organisation's id.
+select vera.add_source_root(%(organisation)s, %(root)s);
+
+-- name: remove_source_root
+-- Operator: withdraws a folder from an organisation's source roots; whether it was there.
+select vera.remove_source_root(%(organisation)s, %(root)s);
+
+-- name: list_source_roots
+-- Operator: the folders each organisation's folder sources may lie in (one organisation, or all).
+select *
+from vera.list_source_roots(%(organisation)s);
+
 -- name: read_path_installed
 -- Whether vera.missing_vector_indexes exists (not before the first migrate).
 select to_regprocedure('vera.missing_vector_indexes(integer)') is not null;

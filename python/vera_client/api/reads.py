@@ -215,10 +215,11 @@ def get_entity(
     *,
     groups: Sequence[str] | None = None,
     as_of: datetime | None = None,
-    max_rows: int = 200,
+    limit: int = 200,
 ) -> Call[list[Entity]]:
-    """The entity of that name (or id) in each group searched, its aliases and its facts then."""
-    params = {"entity": name_or_id, "groups": listed(groups), "as_of": as_of, "max_rows": max_rows}
+    """The entity of that name (or id) in each group searched, its aliases and its facts then
+    (at most limit rows, 1-1000)."""
+    params = {"entity": name_or_id, "groups": listed(groups), "as_of": as_of, "max_rows": limit}
     return Call("get_entity", params, entities)
 
 
@@ -254,31 +255,29 @@ def explore(
     depth: int = 2,
     as_of: datetime | None = None,
     groups: Sequence[str] | None = None,
-    max_rows: int = 100,
+    limit: int = 100,
 ) -> Call[list[ExploredFact]]:
-    """Facts reached breadth-first from an entity, 1-5 hops (vera.explore's order)."""
+    """Facts reached breadth-first from an entity, 1-5 hops (vera.explore's order), at most limit."""
     params = {
         "entity": entity,
         "depth": depth,
         "as_of": as_of,
         "groups": listed(groups),
-        "max_rows": max_rows,
+        "max_rows": limit,
     }
     return Call("explore", params, records(ExploredFact))
 
 
 def changes(
-    since: datetime, *, max_rows: int = 100, groups: Sequence[str] | None = None
+    since: datetime, *, limit: int = 100, groups: Sequence[str] | None = None
 ) -> Call[list[FactChange]]:
     """Facts published, superseded or retracted after since, newest first."""
-    return Call(
-        "changes", {"since": since, "max_rows": max_rows, "groups": listed(groups)}, records(FactChange)
-    )
+    return Call("changes", {"since": since, "max_rows": limit, "groups": listed(groups)}, records(FactChange))
 
 
-def conflicts(*, max_rows: int = 100, groups: Sequence[str] | None = None) -> Call[list[ConflictValue]]:
+def conflicts(*, limit: int = 100, groups: Sequence[str] | None = None) -> Call[list[ConflictValue]]:
     """Competing values of functional predicates, side by side (one row per value)."""
-    return Call("conflicts", {"max_rows": max_rows, "groups": listed(groups)}, records(ConflictValue))
+    return Call("conflicts", {"max_rows": limit, "groups": listed(groups)}, records(ConflictValue))
 
 
 def explore_starts(entity: str, groups: Sequence[str] | None) -> Call[list[tuple[str, UUID]]]:
@@ -307,7 +306,7 @@ def explore_graph(
     depth: int = 2,
     as_of: datetime | None = None,
     groups: Sequence[str] | None = None,
-    max_rows: int = 100,
+    limit: int = 100,
 ) -> Plan[list[ExploredFact]]:
     """explore's answer walked on the graph projection: the start entities and the rows
     (order, citations, what the caller may read) come from SQL, the walk from the graph."""
@@ -318,7 +317,7 @@ def explore_graph(
     instant = as_of if as_of is not None else datetime.now(UTC)
     steps = yield from ask(Work(lambda: graph.explore(starts, depth, instant)))
     reached = [(step.fact_id, step.hop) for step in steps]
-    return (yield from ask(explore_facts(reached, instant, groups, max_rows)))
+    return (yield from ask(explore_facts(reached, instant, groups, limit)))
 
 
 class Reads:

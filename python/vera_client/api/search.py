@@ -6,9 +6,9 @@ in pg_tests/search/)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from vera_client.api.call import (
@@ -26,6 +26,8 @@ from vera_client.api.call import (
     scalar,
 )
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
+from vera_client.domain.errors import InvalidArgumentError, MissingExtraError
+from vera_client.domain.ports import Embedder, RerankScore
 from vera_client.domain.time_scopes import TimeRange, as_period, query_time
 
 ItemKind = str  # "fact" or "passage"
@@ -73,18 +75,23 @@ class Hit:
     predicate: str | None = None
     object: str | None = None
     # stage 3, when a reranker ran on this hit: score = (1 - w) * blend_score min-max normalised
-    # over the reranked head + w * rerank_score (vera_client.domain.reranking)
+    # over the reranked head + w * rerank_score (rerank_hits, below)
     blend_score: float | None = None
     rerank_score: float | None = None
 
 
 class Hits(list[Hit]):
     """A search's hits, best first, and the period it asked about: passed as `during`, or found
-    in the query's words (None: it asked about none)."""
+    in the query's words (None: it asked about none). `words_only` says why the query was
+    searched by words alone although the groups hold vectors (no embedder here, or their model
+    does not run here); None when it was embedded, or nothing was lost."""
 
-    def __init__(self, hits: Iterable[Hit] = (), during: TimeRange | None = None) -> None:
+    def __init__(
+        self, hits: Iterable[Hit] = (), during: TimeRange | None = None, words_only: str | None = None
+    ) -> None:
         super().__init__(hits)
         self.during = during
+        self.words_only = words_only
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,6 +215,48 @@ def reset_weights(group: str) -> Call[None]:
     return Call("reset_weights", {"group": group}, nothing)
 
 
+# --- stage 3: the reranker
+# An optional reranker (a cross-encoder or an LLM scorer)
+# re-scores the best hits of the blend. Only the top N (the head) are sent
+# (rerankers are slow and priced per token). The blend's scores are first
+# min-max normalised over the head, so that both terms span [0, 1] as the
+# design says (a blend score is a weighted sum that rarely leaves 0.4-0.9,
+# while a reranker uses its whole range): the final score is
+# (1 - w) * normalised blend + w * rerank, so the blend's signals (authority,
+# validity, feedback) still count, and the head is re-sorted among itself.
+# Hits below the head keep their blend score and their place after it.
+
+
+def normalised(scores: Sequence[float]) -> list[float]:
+    """Min-max over the scores: the lowest 0, the highest 1; all 1.0 when they are all equal
+    (nothing separates them, so the reranker alone orders them, as with one hit)."""
+    low, high = min(scores, default=0.0), max(scores, default=0.0)
+    if high <= low:
+        return [1.0 for _ in scores]
+    return [(score - low) / (high - low) for score in scores]
+
+
+def rerank_hits(hits: Sequence[Hit], scores: Sequence[RerankScore], *, weight: float) -> list[Hit]:
+    """hits (best first, blend order) with the first len(scores) re-scored and re-sorted; ranks renumbered.
+
+    Each re-scored hit keeps its blend score (blend_score, as the blend gave it) and the
+    reranker's (rerank_score); its score becomes (1 - weight) * min-max normalised blend
+    + weight * rerank. Equal finals keep the blend's order (a stable sort).
+    """
+    if not 0 <= weight <= 1:
+        raise InvalidArgumentError(f"the reranker weight must be between 0 and 1, not {weight}")
+    by_index = {score.index: score.score for score in scores}
+    head = hits[: len(scores)]
+    blends = normalised([hit.score for hit in head])
+    rescored = [
+        replace(hit, score=(1 - weight) * blend + weight * by_index[i], blend_score=hit.score,
+                rerank_score=by_index[i])
+        for i, (hit, blend) in enumerate(zip(head, blends, strict=True))
+    ]  # fmt: skip
+    ordered = sorted(rescored, key=lambda hit: -hit.score) + list(hits[len(scores) :])
+    return [replace(hit, rank=rank) for rank, hit in enumerate(ordered, start=1)]
+
+
 # --- plans
 
 
@@ -220,13 +269,29 @@ def asked_period(
     return query_time(text) if detect and text else None
 
 
-def query_vector(
-    session: Session, text: str | None, groups: Sequence[str] | None
-) -> Plan[tuple[list[float] | None, str | None]]:
+class QueryVector(NamedTuple):
+    """A query's vector and its model; without one the search goes by words alone, and
+    words_only says why when the groups hold vectors (Hits.words_only)."""
+
+    vector: list[float] | None
+    model: str | None
+    words_only: str | None = None
+
+
+def _embedded(embedder: Embedder, text: str) -> list[float] | str:
+    """The query's vector, or why it has none: a model whose extra is not installed here
+    (the local embedder of a base install) leaves the search to words, and says so."""
+    try:
+        return embedder.embed([text])[0]
+    except MissingExtraError as missing:
+        return str(missing)
+
+
+def query_vector(session: Session, text: str | None, groups: Sequence[str] | None) -> Plan[QueryVector]:
     """The query's vector by the embedder of the first pinned model that runs here and reads its
-    language; (None, None) searches by words alone."""
+    language; without one the search goes by words alone."""
     if not text or not text.strip():
-        return None, None
+        return QueryVector(None, None)
     services = session.services
     known = services.known_pins(session.caller, groups)
     if known is None:
@@ -234,10 +299,12 @@ def query_vector(
         services.remember_pins(session.caller, groups, known)
     chosen = services.embedder_for(known, text)
     if chosen is None:
-        return None, None
+        return QueryVector(None, None, services.words_only(known))
     embedder, model = chosen
-    vectors = yield from ask(Work(lambda: embedder.embed([text])))
-    return vectors[0], model
+    vector = yield from ask(Work(lambda: _embedded(embedder, text)))
+    if isinstance(vector, str):
+        return QueryVector(None, None, vector)
+    return QueryVector(vector, model)
 
 
 def search(
@@ -270,20 +337,24 @@ def search(
     2020") unless detect_time is False. The hits' `during` says which was used; their
     period signal compares each hit's time with it (docs/time.md)."""
     check_k(k)
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError("search needs a query: the words to look for")
     asked = asked_period(text, during, detect_time)
     services = session.services
-    reranking = services.reranking(rerank)
-    vector, model = yield from query_vector(session, text, groups)
+    reranker = services.reranker if rerank else None
+    vector, model, words_only = yield from query_vector(session, text, groups)
     call = search_call(
-        text, vector=vector, embedding_model=model, k=max(k, services.rerank_top_n) if reranking else k,
+        text, vector=vector, embedding_model=model, k=max(k, services.rerank_top_n) if reranker else k,
         as_of=as_of, groups=groups, weights=weights, lexical_weight=lexical_weight,
         vector_weight=vector_weight, k_rrf=k_rrf, candidates=candidates, ef_search=ef_search, during=asked,
     )  # fmt: skip
     blended = yield from ask(call)
-    if not (reranking and blended):
-        return Hits(blended[:k], asked)
-    reranked = yield from ask(Work(lambda: services.rerank(text, blended)))
-    return Hits(reranked[:k], asked)
+    if reranker is None or not blended:
+        return Hits(blended[:k], asked, words_only)
+    # stage 3: the reranker re-scores the head; the rest keeps its blend score after it
+    head = [hit.text for hit in blended[: services.rerank_top_n]]
+    scores = yield from ask(Work(lambda: reranker.rerank(text, head) if head else []))
+    return Hits(rerank_hits(blended, scores, weight=services.rerank_weight)[:k], asked, words_only)
 
 
 def feedback(
@@ -301,7 +372,7 @@ def feedback(
     """record_feedback: 'up' or 'down' on a hit of a query (embedded, and its period found, as
     search embeds it and finds it)."""
     asked = asked_period(text, during, detect_time)
-    vector, model = yield from query_vector(session, text, groups)
+    vector, model, _ = yield from query_vector(session, text, groups)
     call = record_feedback(
         kind, item, text, vote, vector=vector, embedding_model=model, as_of=as_of, groups=groups,
         during=asked,

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from vera_client.api.call import Call, Json, Rows, record, records, scalar
+from vera_client.api.call import Call, Json, Rows, column, record, records, scalar
 from vera_client.api.jobs import passages_to_time_scope, set_time_scopes
 from vera_client.api.operation import Plan, Session, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
-from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+from vera_client.domain.time_scopes import EXTRACTION_VERSION, stated_scope, with_time_scope
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,6 +82,12 @@ def request_extraction(group: str, *, redo: bool = False) -> Call[int]:
     return Call("request_extraction", {"group": group, "redo": redo}, scalar)
 
 
+def source_roots(group: str) -> Call[list[str]]:
+    """The folders the group's folder sources may lie in: its organisation's, as operators set
+    them (`vera tenant roots add`); the worker keeps within them and its own roots."""
+    return Call("source_roots", {"group": group}, column)
+
+
 def source_cursor(group: str, source: UUID) -> Call[dict[str, Any]]:
     """A source's incremental cursor ({} before the first run)."""
 
@@ -117,13 +123,28 @@ def record_episode(
     return Call("record_episode", params, record(EpisodeVersion))
 
 
-def store_chunks(
+def store_chunks_call(
     group: str, episode: UUID, chunks: Sequence[Mapping[str, Any]], embedding_model: str | None = None
 ) -> Call[list[StoredChunk]]:
-    """An episode's passages, in order (graded by the source's tier like its claims)."""
+    """vera.store_chunks as it is: each chunk's time scope, if any, already read."""
     params = {"group": group, "episode": episode, "chunks": Json([dict(c) for c in chunks]),
               "embedding_model": embedding_model}  # fmt: skip
     return Call("store_chunks", params, records(StoredChunk))
+
+
+def store_chunks(
+    session: Session,
+    group: str,
+    episode: UUID,
+    chunks: Sequence[Mapping[str, Any]],
+    embedding_model: str | None = None,
+) -> Plan[list[StoredChunk]]:
+    """An episode's passages, in order (graded by the source's tier like its claims). Each
+    chunk ({"text", "heading"?, "char_start"?, "char_end"?, "embedding"?}) gets the time scope
+    its words state, as remember's passages and ingested files do (docs/time.md), unless it
+    carries a "time_scope" of its own (kept: the caller's statement)."""
+    scoped = [with_time_scope(chunk) for chunk in chunks]
+    return (yield from ask(store_chunks_call(group, episode, scoped, embedding_model)))
 
 
 def register_folder(
@@ -198,11 +219,7 @@ def read_time_scopes(session: Session, group: str, *, batch: int = 500) -> Plan[
         passages = yield from ask(passages_to_time_scope(group, EXTRACTION_VERSION, after, batch))
         if not passages:
             return read
-        scopes = [
-            {"chunk_id": str(p.chunk_id), "time_scope": time_scope(p.text, p.heading),
-             "time_scope_version": EXTRACTION_VERSION}
-            for p in passages
-        ]  # fmt: skip
+        scopes = [{"chunk_id": str(p.chunk_id), **stated_scope(p.text, p.heading)} for p in passages]
         read += yield from ask(set_time_scopes(group, scopes))
         after = passages[-1].chunk_id
 
@@ -219,4 +236,4 @@ class Sources:
     request_extraction = operation(request_extraction)
     read_time_scopes = plan(read_time_scopes)
     record_episode = operation(record_episode)
-    store_chunks = operation(store_chunks)
+    store_chunks = plan(store_chunks)

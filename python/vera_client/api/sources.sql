@@ -10,6 +10,10 @@ from vera.list_sources(%(group)s);
 -- A source's incremental cursor ({} before the first run).
 select vera.source_cursor(%(group)s, %(source)s);
 
+-- name: source_roots
+-- The worker: the folders a group's folder sources may lie in (its organisation's source roots).
+select vera.source_roots(%(group)s);
+
 -- name: advance_source_cursor
 -- Merges per-record cursor entries (null removes one); returns how many records are tracked.
 select vera.advance_source_cursor(%(group)s, %(source)s, %(changes)s);

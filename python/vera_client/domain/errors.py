@@ -175,6 +175,11 @@ class SourceUnavailableError(VeraError):
     """The source cannot be read (its folder is missing or not readable)."""
 
 
+class SourceRootNotAllowedError(PermissionDeniedError):
+    """A folder source's root is not within the folders an operator allowed its organisation
+    (`vera tenant roots add`), or the organisation has none yet (SQLSTATE VR001)."""
+
+
 class ProviderError(VeraError):
     """A model or storage provider (OpenAI, Voyage, S3, Valkey, ...) failed."""
 
@@ -195,6 +200,11 @@ class ProviderResponseError(ProviderError):
     """The provider answered with an error or a response VERA cannot use (not retried when 4xx)."""
 
 
+class ProviderAnswerTooLargeError(ProviderResponseError):
+    """The provider's answer is larger than the configured limit, as received or once decompressed
+    (not retried: reading stopped at the limit)."""
+
+
 # Specific codes first; class-level fallbacks (first two characters) after.
 ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA001": MalformedApiKeyError,
@@ -204,6 +214,7 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA005": NotAuthenticatedError,
     "VA006": PrincipalDisabledError,
     "VN001": NotFoundError,
+    "VR001": SourceRootNotAllowedError,
     "42501": PermissionDeniedError,
     "22004": InvalidArgumentError,
     "22023": InvalidArgumentError,

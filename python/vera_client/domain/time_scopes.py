@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from vera_client.domain.errors import InvalidArgumentError
 
@@ -280,6 +282,25 @@ def time_scope(text: str, heading: str | None = None) -> list[list[str | None]]:
     text state, as [start, end] ISO dates (null where open); [] when they state no time."""
     words = f"{heading}\n{text}" if heading else text
     return [found.as_json() for found in read_times(words)]
+
+
+def stated_scope(text: str, heading: str | None = None) -> dict[str, Any]:
+    """What this version of VERA's reader reads in a passage's heading and text, as every write
+    path stores it (vera.store_chunks, vera.remember, vera.set_time_scopes): `time_scope` and
+    `time_scope_version`. The one place the writes read stated times."""
+    return {"time_scope": time_scope(text, heading), "time_scope_version": EXTRACTION_VERSION}
+
+
+def with_time_scope(chunk: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunk in vera.store_chunks' shape with the time scope its words state (stated_scope),
+    unless it carries a `time_scope` of its own, which is kept as given (the caller's statement:
+    without a version, vera.store_chunks keeps it as 0, never read again). A chunk without a
+    text is left as it is, for vera.store_chunks to refuse."""
+    filled = dict(chunk)
+    text, heading = filled.get("text"), filled.get("heading")
+    if "time_scope" in filled or not isinstance(text, str):
+        return filled
+    return filled | stated_scope(text, heading if isinstance(heading, str) else None)
 
 
 def query_time(text: str) -> TimeRange | None:

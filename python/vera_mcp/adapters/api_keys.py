@@ -18,6 +18,7 @@ from vera_client.client import AsyncVeraClient
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.errors import AuthenticationError
 from vera_mcp.domain.access import ALL_SCOPES, VerifiedCaller
+from vera_mcp.domain.quotas import organisations_of
 
 API_KEY_PREFIX = "vera_"
 _MAX_KEY_CHARS = 200  # keys are ~62 characters; anything far longer is not one
@@ -55,6 +56,7 @@ class ApiKeyVerification:
             principal_id=str(memberships[0].principal_id),
             scopes=ALL_SCOPES,  # a key may attempt anything; its roles in SQL decide
             via="api_key",
+            organisations=organisations_of(memberships),
         )
         if self._cache_seconds > 0:
             self._verified[digest] = (now + self._cache_seconds, verified)

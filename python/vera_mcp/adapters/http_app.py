@@ -1,17 +1,20 @@
 """The streamable HTTP transport: one Starlette app (build_http_app) serving MCP
 at /mcp as an OAuth 2.1 resource server (Bearer tokens through the SDK's auth
 middleware; RFC 9728 metadata; every 401 names it in WWW-Authenticate), with
-Host/Origin checks against DNS rebinding, a body size limit, health, Prometheus
-metrics at /metrics, and a correlation id per request (X-Request-Id)."""
+Host/Origin checks against DNS rebinding on every route, failed tokens throttled,
+a body size limit, health, Prometheus metrics at /metrics, and a correlation id per
+request (X-Request-Id); uvicorn_config bounds what one connection may hold."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
 from mcp.server.auth.handlers.metadata import ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
@@ -24,7 +27,10 @@ from starlette.types import Scope as AsgiScope
 
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.errors import DatabaseUnavailableError
+from vera_mcp.adapters.auth_throttle import AuthThrottleMiddleware, FailedAuthThrottle
+from vera_mcp.adapters.connections import guarded_protocol
 from vera_mcp.adapters.health import health_routes
+from vera_mcp.adapters.http_guards import AnonymousChallenge, HostOriginMiddleware
 from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
 from vera_mcp.adapters.logs import CorrelationIdMiddleware
 from vera_mcp.adapters.metrics import HttpMetricsMiddleware
@@ -115,7 +121,9 @@ async def build_http_app(
         # no scope is required to connect: each tool asks for its own (ToolRunner.run_tool)
         required_scopes=None,
     )
-    server = build_mcp_server(runner, token_verifier=ChainedTokenVerifier(verifiers, resource), auth=auth)
+    throttle = FailedAuthThrottle(settings.auth_throttle_limits())
+    chain = ChainedTokenVerifier(verifiers, resource, throttle=throttle)
+    server = build_mcp_server(runner, token_verifier=chain, auth=auth)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         # plain JSON answers, and no session state on the server: any replica can answer any request
@@ -137,6 +145,7 @@ async def build_http_app(
         Route(METADATA_PATH, ProtectedResourceMetadataHandler(metadata).handle, methods=["GET"])
     )
     app.router.routes.extend(health_routes(client))
+    _challenge_anonymous_requests(app)
     routes = frozenset({getattr(route, "path", "") for route in app.router.routes} | {METRICS_PATH}) - {""}
     metrics = await instrument(server, runner, tracing=tracing or Tracing(None), ledger=ledger, routes=routes)
     if settings.metrics:
@@ -145,7 +154,14 @@ async def build_http_app(
         app.router.routes.append(metrics.route(METRICS_PATH))
     # around the SDK's own: every response is counted (a 401, 421 or 503 included) and carries
     # the request's id (add_middleware puts each outside those before it)
+    chain.on_refusal = metrics.observe_auth_refusal
     app.add_middleware(DatabaseUnavailableMiddleware)
+    # the client's address for the verifier chain's throttle; its refusals answered 429
+    app.add_middleware(AuthThrottleMiddleware)
+    # every route, before any token is looked at: a foreign Host or Origin costs nothing
+    app.add_middleware(
+        HostOriginMiddleware, security=transport_security(settings), probe_hosts=settings.probe_hosts
+    )
     app.add_middleware(CorrelationIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
     app.state.metrics = metrics
@@ -153,16 +169,44 @@ async def build_http_app(
     return app
 
 
+def _challenge_anonymous_requests(app: Starlette) -> None:
+    """Wrap the SDK's RequireAuthMiddleware of /mcp so that a request without credentials gets a
+    challenge without an error code (http_guards.AnonymousChallenge)."""
+    for route in app.router.routes:
+        if (
+            isinstance(route, Route)
+            and route.path == MCP_PATH
+            and isinstance(route.app, RequireAuthMiddleware)
+        ):
+            metadata_url = route.app.resource_metadata_url
+            route.app = AnonymousChallenge(route.app, str(metadata_url) if metadata_url else None)
+            return
+    raise RuntimeError(
+        f"the MCP SDK's app has no authenticated route at {MCP_PATH}"
+    )  # an SDK upgrade moved it
+
+
+def uvicorn_config(app: Starlette, settings: McpSettings, **overrides: Any) -> uvicorn.Config:
+    """uvicorn's configuration of the server: the connection limits of settings (docs/mcp.md)."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": "warning",
+        "log_config": None,  # uvicorn's records go to the root logger: JSON lines like the rest
+        # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
+        "proxy_headers": True,
+        "server_header": False,
+        "http": guarded_protocol(
+            header_timeout_s=settings.header_timeout_s,
+            body_timeout_s=settings.body_timeout_s,
+            max_connections=settings.max_connections,
+        ),
+        "timeout_keep_alive": settings.keep_alive_s,
+        "h11_max_incomplete_event_size": settings.max_header_bytes,
+    }
+    return uvicorn.Config(app, **(options | overrides))
+
+
 async def serve_http(app: Starlette, settings: McpSettings) -> None:
     """Run the app with uvicorn until it is told to stop (SIGINT/SIGTERM)."""
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        log_config=None,  # uvicorn's records go to the root logger: JSON lines like the rest
-        # the proxy in front, if any, sets these; trusting them is the operator's choice (FORWARDED_ALLOW_IPS)
-        proxy_headers=True,
-        server_header=False,
-    )
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(uvicorn_config(app, settings)).serve()

@@ -129,7 +129,7 @@ def _graph_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
 
         async def work(call: ToolCall) -> Exploration:
             groups = await call.scopes(scopes)
-            found = await call.vera.explore(entity, depth=depth, as_of=as_of, groups=groups, max_rows=limit)
+            found = await call.vera.explore(entity, depth=depth, as_of=as_of, groups=groups, limit=limit)
             return Exploration(
                 entity=entity, depth=depth, as_of=as_of, facts=[ExploredFactOut.of(f) for f in found]
             )
@@ -148,7 +148,7 @@ def _graph_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
 
         async def work(call: ToolCall) -> ChangeList:
             groups = await call.scopes(scopes)
-            found = await call.vera.changes(since, max_rows=limit, groups=groups)
+            found = await call.vera.changes(since, limit=limit, groups=groups)
             return ChangeList(since=since, changes=[FactChangeOut.of(c) for c in found])
 
         return await runner.run_tool(ctx, "changes", ToolClass.READ, Scope.READ, work)
@@ -160,7 +160,7 @@ def _graph_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
 
         async def work(call: ToolCall) -> ConflictList:
             groups = await call.scopes(scopes)
-            return ConflictList.of(await call.vera.conflicts(max_rows=limit, groups=groups))
+            return ConflictList.of(await call.vera.conflicts(limit=limit, groups=groups))
 
         return await runner.run_tool(ctx, "conflicts", ToolClass.READ, Scope.READ, work)
 
@@ -199,7 +199,7 @@ def _proposal_tools(server: MCPServer[Any], runner: ToolRunner) -> None:
         """Your proposals, newest first: waiting (proposal), accepted, rejected or retracted."""
 
         async def work(call: ToolCall) -> ProposalList:
-            found = await call.vera.list_proposals(max_rows=limit)
+            found = await call.vera.list_proposals(limit=limit)
             return ProposalList(proposals=[ProposalStateOut.of(p) for p in found])
 
         return await runner.run_tool(ctx, "list_proposals", ToolClass.PROPOSE, Scope.PROPOSE, work)

@@ -37,6 +37,9 @@ _MAX_TOOLS = 200
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
+AUTH_REFUSALS = ("refused", "remembered", "throttled")
+
+
 class Outcome(enum.StrEnum):
     """How a tool call ended."""
 
@@ -106,6 +109,15 @@ class McpMetrics:
             registry=self.registry,
         )  # fmt: skip
         self._errors = Counter("vera_mcp_errors", "Errors by kind.", ("kind",), registry=self.registry)
+        self._auth_refusals = Counter(
+            "vera_mcp_auth_refusals",
+            "Bearer tokens refused: refused (checked and wrong), remembered (refused again from the "
+            "negative cache), throttled (429: too many failures from the address or key prefix).",
+            ("reason",),
+            registry=self.registry,
+        )
+        for reason in AUTH_REFUSALS:
+            self._auth_refusals.labels(reason)
         # the refusal and error series exist from the start: an alert on a rate needs its zero
         for tool_class in ToolClass:
             self._refusals.labels(tool_class.value)
@@ -129,6 +141,10 @@ class McpMetrics:
 
     def observe_quota_refusal(self, tool_class: ToolClass) -> None:
         self._refusals.labels(ToolClass(tool_class).value).inc()
+
+    def observe_auth_refusal(self, reason: str) -> None:
+        """One bearer token refused (ChainedTokenVerifier.on_refusal)."""
+        self._auth_refusals.labels(reason if reason in AUTH_REFUSALS else OTHER).inc()
 
     def observe_http_request(self, path: str, status: int) -> None:
         code = str(status) if 100 <= status <= 599 else OTHER

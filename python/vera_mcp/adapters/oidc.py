@@ -40,6 +40,7 @@ from vera_mcp.domain.oidc import (
     OidcSettings,
     Profile,
     ProvisionedRole,
+    lifetime_problem,
     membership_for,
     profile_from_claims,
     scopes_from_claims,
@@ -187,7 +188,10 @@ class OidcVerifier:
             raise TokenRefused(f"claim {exc.claim!r} refused: {exc.description}") from exc
         except (TypeError, ValueError, OverflowError) as exc:
             raise TokenRefused(f"claims not checkable: {type(exc).__name__}") from exc
-        problem = subject_problem(claims.get("sub"))
+        problem = lifetime_problem(
+            claims, now=self._now(), max_lifetime_s=self.settings.max_token_lifetime_s,
+            leeway_s=self.settings.leeway_s,
+        ) or subject_problem(claims.get("sub"))  # fmt: skip
         if problem is not None:
             raise TokenRefused(problem)
         return claims

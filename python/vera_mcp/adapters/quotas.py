@@ -1,4 +1,5 @@
-"""Quota ledgers: count calls per principal and tool class, in process or in Valkey.
+"""Quota ledgers: count calls per principal and tool class, in process or in Valkey, and
+per organisation (a ceiling every principal of the organisation shares).
 
 Both count in FIXED windows aligned to the epoch (a "120/min" window is one
 clock minute). A fixed window needs one counter per principal and class,
@@ -19,7 +20,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import valkey.asyncio as valkey_asyncio
 from valkey.exceptions import ValkeyError
@@ -33,10 +34,23 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 
-def _refusal(tool_class: ToolClass, rate: Rate, seconds_left: float) -> QuotaExceededError:
+def _refusal(
+    tool_class: ToolClass, rate: Rate, seconds_left: float, *, shared: bool = False
+) -> QuotaExceededError:
     # whole milliseconds, never 0: "retry after 0 s" would invite an immediate retry that fails
     retry_after = max(0.001, math.ceil(seconds_left * 1000) / 1000)
-    return QuotaExceededError(tool_class, str(rate), retry_after)
+    return QuotaExceededError(tool_class, f"{rate} per organisation" if shared else str(rate), retry_after)
+
+
+def _counted(
+    principal_id: str, organisations: Collection[str], limits: QuotaLimits, tool_class: ToolClass
+) -> list[tuple[str, Rate, bool]]:
+    """What one call counts against: (the counter's subject, its rate, whether it is an organisation's)."""
+    counted = [(principal_id, limits.rate(tool_class), False)]
+    counted += [
+        (f"org:{org}", limits.organisation_rate(tool_class), True) for org in sorted(set(organisations))
+    ]
+    return counted
 
 
 class InProcessQuotaLedger:
@@ -59,32 +73,37 @@ class InProcessQuotaLedger:
         self._sweep_every = sweep_every_seconds
         self._next_sweep = float("-inf")
         self._lock = threading.Lock()
-        # (principal, class) -> (window index, calls counted in it)
-        self._counters: dict[tuple[str, ToolClass], tuple[int, int]] = {}
+        # (principal or "org:<id>", class) -> (window index, calls counted in it, window length)
+        self._counters: dict[tuple[str, ToolClass], tuple[int, int, int]] = {}
 
-    async def take(self, principal_id: str, tool_class: ToolClass) -> None:
-        self.take_now(principal_id, tool_class)
+    async def take(
+        self, principal_id: str, tool_class: ToolClass, organisations: Collection[str] = ()
+    ) -> None:
+        self.take_now(principal_id, tool_class, organisations)
 
-    def take_now(self, principal_id: str, tool_class: ToolClass) -> None:
+    def take_now(self, principal_id: str, tool_class: ToolClass, organisations: Collection[str] = ()) -> None:
         """take() for synchronous callers (and the Valkey ledger's fallback)."""
-        rate = self._limits.rate(tool_class)
         now = self._clock()
-        window, seconds_left = rate.window(now)
-        key = (principal_id, tool_class)
+        refusal: QuotaExceededError | None = None
         with self._lock:
             if now >= self._next_sweep:
                 self._sweep(now)
-            counted_window, calls = self._counters.get(key, (window, 0))
-            calls = calls + 1 if counted_window == window else 1
-            self._counters[key] = (window, calls)
-        if calls > rate.limit:
-            raise _refusal(tool_class, rate, seconds_left)
+            for subject, rate, shared in _counted(principal_id, organisations, self._limits, tool_class):
+                window, seconds_left = rate.window(now)
+                key = (subject, tool_class)
+                counted_window, calls, _ = self._counters.get(key, (window, 0, rate.window_seconds))
+                calls = calls + 1 if counted_window == window else 1
+                self._counters[key] = (window, calls, rate.window_seconds)
+                if calls > rate.limit and refusal is None:
+                    refusal = _refusal(tool_class, rate, seconds_left, shared=shared)
+        if refusal is not None:
+            raise refusal
 
     def _sweep(self, now: float) -> None:
         ended = [
             key
-            for key, (window, _) in self._counters.items()
-            if window < self._limits.rate(key[1]).window(now)[0]
+            for key, (window, _, seconds) in self._counters.items()
+            if window < Rate(1, seconds).window(now)[0]
         ]
         for key in ended:
             del self._counters[key]
@@ -160,27 +179,31 @@ class ValkeyQuotaLedger:
         self._fallback = InProcessQuotaLedger(self._limits, clock=clock)
         self._valkey_resumes_at = float("-inf")
 
-    async def take(self, principal_id: str, tool_class: ToolClass) -> None:
+    async def take(
+        self, principal_id: str, tool_class: ToolClass, organisations: Collection[str] = ()
+    ) -> None:
         if time.monotonic() < self._valkey_resumes_at:
-            self._fallback.take_now(principal_id, tool_class)
+            self._fallback.take_now(principal_id, tool_class, organisations)
             return
-        rate = self._limits.rate(tool_class)
         now = self._clock()
-        window, seconds_left = rate.window(now)
-        key = quota_key(self._prefix, principal_id, tool_class, window)
-        # the key outlives its window by a second, whatever the clocks of the instances say
-        expire_ms = math.ceil((seconds_left + 1) * 1000)
+        counted = _counted(principal_id, organisations, self._limits, tool_class)
         try:
+            # one round trip for the principal's counter and its organisations'
             async with self._client.pipeline(transaction=True) as pipe:
-                pipe.incr(key)
-                pipe.pexpire(key, expire_ms)
-                calls, _ = await pipe.execute()
+                for subject, rate, _ in counted:
+                    window, seconds_left = rate.window(now)
+                    pipe.incr(quota_key(self._prefix, subject, tool_class, window))
+                    # the key outlives its window by a second, whatever the clocks of the instances say
+                    pipe.pexpire(quota_key(self._prefix, subject, tool_class, window),
+                                 math.ceil((seconds_left + 1) * 1000))  # fmt: skip
+                replies = await pipe.execute()
         except (ValkeyError, OSError) as exc:
             self._valkey_failed(exc)
-            self._fallback.take_now(principal_id, tool_class)
+            self._fallback.take_now(principal_id, tool_class, organisations)
             return
-        if int(calls) > rate.limit:
-            raise _refusal(tool_class, rate, seconds_left)
+        for (_, rate, shared), calls in zip(counted, replies[::2], strict=True):
+            if int(calls) > rate.limit:
+                raise _refusal(tool_class, rate, rate.window(now)[1], shared=shared)
 
     def _valkey_failed(self, exc: Exception) -> None:
         now = time.monotonic()

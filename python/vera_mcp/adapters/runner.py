@@ -29,6 +29,7 @@ from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.adapters.verifier import VeraAccessToken
 from vera_mcp.domain.access import Scope, ToolClass, VerifiedCaller
 from vera_mcp.domain.ports import QuotaLedger
+from vera_mcp.domain.quotas import organisations_of
 from vera_mcp.domain.scoping import resolve_scope, resolve_scopes
 
 T = TypeVar("T")
@@ -78,7 +79,7 @@ class ToolRunner:
 
     fixed_caller: the caller of every call when the transport verifies none
         itself (stdio: the key in VERA_API_KEY, verified at start).
-    ledger: counts calls per principal and tool class when configured.
+    ledger: counts calls per principal and tool class, and per organisation, when configured.
     observer: the span, metrics and log line of each call (by default metrics
         that name no tool, every call counted as "other", and no tracing: the
         server is built after its runner, and adapters/instruments.py gives it
@@ -139,9 +140,12 @@ class ToolRunner:
                         f"this token lacks the scope {scope_needed.value!r}, which {name} needs"
                     )
                 else:
-                    if self.ledger is not None:
-                        await self.ledger.take(verified.principal_id, tool_class)
                     call = ToolCall(self.client.as_caller(verified.caller), verified, call_id)
+                    if self.ledger is not None:
+                        organisations = verified.organisations
+                        if organisations is None:  # an OIDC caller: whoami says (asked once per call)
+                            organisations = organisations_of(await call.memberships())
+                        await self.ledger.take(verified.principal_id, tool_class, organisations)
                     try:
                         async with asyncio.timeout(self.timeout_s):
                             return await work(call)

@@ -53,6 +53,8 @@ class VerifiedCaller:
     scopes: what the token may attempt.
     via: how the token was verified (a bounded label for metrics and logs).
     expires_at: when the token stops being valid (seconds since the epoch), if it says.
+    organisations: the organisations the principal belongs to (their quota ceilings), when the
+        verifier learnt them; None: the runner asks whoami.
     """
 
     caller: ApiKey | Principal
@@ -60,6 +62,7 @@ class VerifiedCaller:
     scopes: frozenset[Scope]
     via: Literal["api_key", "oidc"]
     expires_at: int | None = None
+    organisations: frozenset[str] | None = None
 
 
 class QuotaExceededError(VeraError):

@@ -11,12 +11,13 @@ narrow what it may attempt, and the claim mapping picks one of the operator's
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -84,6 +85,12 @@ class OidcSettings(BaseModel):
     public_key_pem: str | None = Field(default=None, description="Or one public key, PEM")
     algorithms: tuple[str, ...] = Field(default=("RS256", "ES256"), min_length=1)
     leeway_s: int = Field(default=30, ge=0, le=300, description="Clock skew allowed on exp, nbf and iat")
+    max_token_lifetime_s: int = Field(
+        default=86_400,
+        ge=60,
+        le=30 * 86_400,
+        description="a token whose exp is further ahead than this, or whose exp - iat exceeds it, is refused",
+    )
     scope_prefix: str = Field(default="", max_length=100, description='e.g. "vera:" for "vera:read"')
     claim_mapping: tuple[ClaimRule, ...] = Field(
         default=(), description="First matching rule wins; a subject no rule matches is refused"
@@ -235,3 +242,27 @@ class IdentityDirectory(Protocol):
     ) -> UUID:
         """Provision a first-seen identity, exactly once; its principal."""
         ...
+
+
+def lifetime_problem(
+    claims: Mapping[str, Any], *, now: float, max_lifetime_s: int, leeway_s: int
+) -> str | None:
+    """Why a token's lifetime is refused (exp too far ahead, exp - iat too long), or None.
+
+    Bounds what a leaked token is worth and keeps absurd values (exp 1e300) out of the
+    caller's expiry, whatever the IdP signed."""
+    exp, iat = claims.get("exp"), claims.get("iat")
+    if not _finite_number(exp):
+        return "exp is not a finite number"
+    if exp - now > max_lifetime_s + leeway_s:
+        return f"exp is more than {max_lifetime_s} s ahead (max_token_lifetime_s)"
+    if iat is not None:
+        if not _finite_number(iat):
+            return "iat is not a finite number"
+        if exp - iat > max_lifetime_s:
+            return f"its lifetime exp - iat is over {max_lifetime_s} s (max_token_lifetime_s)"
+    return None
+
+
+def _finite_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
 from vera_mcp.domain.access import ToolClass, VerifiedCaller
@@ -16,6 +17,9 @@ class TokenVerification(Protocol):
 class QuotaLedger(Protocol):
     """Counts calls per principal and tool class."""
 
-    async def take(self, principal_id: str, tool_class: ToolClass) -> None:
-        """Count one call; raise QuotaExceededError (with when to retry) when over the limit."""
+    async def take(
+        self, principal_id: str, tool_class: ToolClass, organisations: Collection[str] = ()
+    ) -> None:
+        """Count one call against the principal and each of its organisations; raise
+        QuotaExceededError (with when to retry) when any is over its limit."""
         ...

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Protocol
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_mcp.domain.access import ToolClass
@@ -82,31 +83,97 @@ DEFAULT_RATES: Mapping[ToolClass, Rate] = MappingProxyType(
 )
 
 
+# an organisation's ceiling by default: ten principals' worth of calls, in the same window
+ORGANISATION_FACTOR = 10
+DEFAULT_ORGANISATION_RATES: Mapping[ToolClass, Rate] = MappingProxyType(
+    {c: Rate(r.limit * ORGANISATION_FACTOR, r.window_seconds) for c, r in DEFAULT_RATES.items()}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class QuotaLimits:
-    """The rate of every tool class (a class not named keeps its default)."""
+    """The rate of every tool class, per principal and, as a ceiling all the principals of one
+    organisation share, per organisation (a class not named keeps its default).
+
+    The ceiling is what stops an admin from multiplying the allowance by minting service
+    accounts: each call counts against its principal and against every organisation the
+    principal belongs to."""
 
     rates: Mapping[ToolClass, Rate] = field(default_factory=lambda: DEFAULT_RATES)
+    organisation_rates: Mapping[ToolClass, Rate] = field(default_factory=lambda: DEFAULT_ORGANISATION_RATES)
 
     def __post_init__(self) -> None:
-        missing = set(ToolClass) - set(self.rates)
+        missing = (set(ToolClass) - set(self.rates)) | (set(ToolClass) - set(self.organisation_rates))
         if missing:
             raise InvalidArgumentError(f"no quota for tool classes {sorted(c.value for c in missing)}")
 
     def rate(self, tool_class: ToolClass) -> Rate:
         return self.rates[tool_class]
 
+    def organisation_rate(self, tool_class: ToolClass) -> Rate:
+        return self.organisation_rates[tool_class]
+
     @classmethod
-    def from_settings(cls, overrides: Mapping[str, str | Rate] | None = None) -> QuotaLimits:
-        """The defaults with some classes changed, e.g. {"read": "300/min", "snapshot": "5/hour"}."""
-        rates = dict(DEFAULT_RATES)
-        for name, value in (overrides or {}).items():
-            try:
-                tool_class = ToolClass(name)
-            except ValueError:
-                known = ", ".join(c.value for c in ToolClass)
-                raise InvalidArgumentError(
-                    f"unknown tool class {name!r} in quotas (known: {known})"
-                ) from None
-            rates[tool_class] = value if isinstance(value, Rate) else parse_rate(value)
-        return cls(MappingProxyType(rates))
+    def from_settings(
+        cls,
+        overrides: Mapping[str, str | Rate] | None = None,
+        *,
+        organisation: Mapping[str, str | Rate] | None = None,
+    ) -> QuotaLimits:
+        """The defaults with some classes changed, e.g. {"read": "300/min", "snapshot": "5/hour"},
+        per principal and (organisation=) per organisation."""
+        return cls(
+            MappingProxyType(_with_overrides(DEFAULT_RATES, overrides)),
+            MappingProxyType(_with_overrides(DEFAULT_ORGANISATION_RATES, organisation)),
+        )
+
+
+def _with_overrides(
+    defaults: Mapping[ToolClass, Rate], overrides: Mapping[str, str | Rate] | None
+) -> dict[ToolClass, Rate]:
+    rates = dict(defaults)
+    for name, value in (overrides or {}).items():
+        try:
+            tool_class = ToolClass(name)
+        except ValueError:
+            known = ", ".join(c.value for c in ToolClass)
+            raise InvalidArgumentError(f"unknown tool class {name!r} in quotas (known: {known})") from None
+        rates[tool_class] = value if isinstance(value, Rate) else parse_rate(value)
+    return rates
+
+
+class GroupRow(Protocol):
+    """What organisations_of reads of a membership (vera_client.api.access.Membership)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def group_kind(self) -> str: ...
+    @property
+    def parent_group_id(self) -> str | None: ...
+
+
+def organisations_of(memberships: Iterable[GroupRow]) -> frozenset[str]:
+    """The organisations a caller belongs to: those it is a member of, and the roots of the
+    workspaces and projects it reaches (followed up through the groups listed)."""
+    rows = list(memberships)
+    parents = {row.group_id: row.parent_group_id for row in rows}
+    found = set()
+    for row in rows:
+        if row.group_kind == "personal":
+            continue
+        group, parent, steps = row.group_id, row.parent_group_id, 0
+        while parent is not None and steps <= len(rows):  # the bound: a malformed listing cannot loop
+            group, parent, steps = parent, parents.get(parent), steps + 1
+        found.add(group)
+    return frozenset(found)
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleLimits:
+    """Failed bearer tokens allowed per client address and per API key prefix, and how long a
+    refused token is refused from memory (adapters/auth_throttle.py)."""
+
+    per_address: Rate
+    per_key_prefix: Rate
+    negative_cache_s: float

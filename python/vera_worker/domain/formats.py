@@ -30,9 +30,12 @@ MAX_PASSAGES = 10_000
 MAX_CLAIMS = 10_000
 
 
-def parse_record(name: str, data: bytes, *, functional: Collection[str] = ()) -> ParsedRecord:
-    """Passages and claims of one file's bytes; RecordFormatError when they cannot be read."""
-    record = _parse(name, data, functional)
+def parse_record(
+    name: str, data: bytes, *, functional: Collection[str] = (), max_csv_rows: int | None = None
+) -> ParsedRecord:
+    """Passages and claims of one file's bytes; RecordFormatError when they cannot be read.
+    max_csv_rows: a CSV's data rows past it are not read (a warning names the file)."""
+    record = _parse(name, data, functional, max_csv_rows)
     if len(record.passages) > MAX_PASSAGES:
         raise RecordFormatError(
             f"{name}: {len(record.passages):,} passages, more than the {MAX_PASSAGES:,} one record may have"
@@ -43,7 +46,7 @@ def parse_record(name: str, data: bytes, *, functional: Collection[str] = ()) ->
     return record
 
 
-def _parse(name: str, data: bytes, functional: Collection[str]) -> ParsedRecord:
+def _parse(name: str, data: bytes, functional: Collection[str], max_csv_rows: int | None) -> ParsedRecord:
     mime = mime_type(name)
     if mime is None:
         raise RecordFormatError(f"{name}: not a Markdown, CSV or text file")
@@ -53,7 +56,8 @@ def _parse(name: str, data: bytes, functional: Collection[str]) -> ParsedRecord:
     if mime == "text/markdown":
         record = parse_markdown(text, name=name, functional=functional)
     elif mime == "text/csv":
-        record = parse_csv(text, name=name, context=ClaimContext(functional=frozenset(functional)))
+        context = ClaimContext(functional=frozenset(functional))
+        record = parse_csv(text, name=name, context=context, max_rows=max_csv_rows)
     else:
         record = parse_plain_text(text, name=name)
     if decoding_warnings:

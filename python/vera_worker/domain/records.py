@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope
+from vera_client.domain.time_scopes import with_time_scope
 
 _PREDICATE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 # camelCase splits before upper-casing, as vera.normalize_predicate does
@@ -95,12 +95,20 @@ class ParsedRecord:
             chunk = passage.as_chunk()
             if self.validity is not None:
                 chunk["time_scope"], chunk["time_scope_version"] = [list(self.validity)], 0
-            else:
-                chunk["time_scope"] = time_scope(passage.text, passage.heading)
-                chunk["time_scope_version"] = EXTRACTION_VERSION
-            chunks.append(chunk)
+            chunks.append(with_time_scope(chunk))
         return chunks
 
 
 class RecordFormatError(ValueError):
     """The record cannot be read (not UTF-8, malformed front matter or CSV)."""
+
+
+def unnamed(name: str, message: str) -> str:
+    """A failure's message without the file name its parts begin with (a parser's warning and
+    error name their file, "team.md front matter: ..."), for a report that names the file
+    beside it already: the name is said once."""
+    parts = []
+    for part in message.split("; "):
+        prefix = next((p for p in (f"{name}: ", f"{name} ") if part.startswith(p)), "")
+        parts.append(part.removeprefix(prefix))
+    return "; ".join(parts)

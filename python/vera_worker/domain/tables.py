@@ -81,13 +81,22 @@ def csv_dialect(text: str) -> type[csv.Dialect] | csv.Dialect:
     return sniffed if sniffed.delimiter in header else csv.excel
 
 
-def read_csv_rows(text: str, *, name: str) -> tuple[list[list[str]], list[str]]:
-    """The rows of a CSV text in its dialect, and a warning for where reading had to stop."""
+def read_csv_rows(text: str, *, name: str, max_rows: int | None = None) -> tuple[list[list[str]], list[str]]:
+    """The rows of a CSV text in its dialect (the header and at most max_rows data rows, blank
+    ones not counted), and a warning for where reading had to stop."""
     reader = csv.reader(io.StringIO(text), dialect=csv_dialect(text), strict=True)
     rows: list[list[str]] = []
     started = 1  # the line the next row starts on
+    data_rows = -1  # the header is not a data row
     try:
         for row in reader:
+            if any(cell.strip() for cell in row):
+                data_rows += 1
+                if max_rows is not None and data_rows > max_rows:
+                    return rows, [
+                        f"{name}: more than {max_rows:,} rows; only the first {max_rows:,} are read, "
+                        f"from line {started} on the rest are left out (VERA_WORKER__READ_LIMITS__CSV_ROWS)"
+                    ]
             rows.append(row)
             started = reader.line_num + 1
     except csv.Error as exc:
@@ -100,9 +109,10 @@ def read_csv_rows(text: str, *, name: str) -> tuple[list[list[str]], list[str]]:
     return rows, []
 
 
-def parse_csv(text: str, *, name: str, context: ClaimContext) -> ParsedRecord:
-    """A CSV export: the header row names predicates, each row states facts of its first cell."""
-    rows, warnings = read_csv_rows(text, name=name)
+def parse_csv(text: str, *, name: str, context: ClaimContext, max_rows: int | None = None) -> ParsedRecord:
+    """A CSV export: the header row names predicates, each row states facts of its first cell
+    (of the first max_rows rows: the rest is cut, with a warning naming the file)."""
+    rows, warnings = read_csv_rows(text, name=name, max_rows=max_rows)
     rows = [row for row in rows if any(cell.strip() for cell in row)]
     if not rows:
         return ParsedRecord(title=name, warnings=tuple(warnings))

@@ -59,6 +59,7 @@ def worker_app(
         on_failure=on_failure,
         allowed_roots=(*settings.worker.source_roots, *extra_roots),
         should_stop=should_stop,
+        limits=settings.worker.read_limits,
     )
     embedding = FactEmbedding(sql, embedder_for_model=providers.embedder_for_model)
     models = worker_models(settings.llm)  # None without VERA_LLM__BASE_URL: extraction and judges off

@@ -16,6 +16,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from vera_client.adapters.providers.bounded import read_bounded, too_large
 from vera_client.domain.errors import (
     ConfigurationError,
     InvalidArgumentError,
@@ -28,6 +29,10 @@ from vera_client.domain.errors import (
 )
 
 T = TypeVar("T")
+
+# the largest object get() reads (ObjectStoreSettings.max_object_bytes); larger ones are refused
+DEFAULT_MAX_OBJECT_BYTES = 256 * 1024 * 1024
+_CHUNK_BYTES = 256 * 1024
 
 # S3's limit on a key, counted in UTF-8 bytes
 MAX_KEY_BYTES = 1024
@@ -75,6 +80,7 @@ class S3ObjectStore:
         connect_timeout_seconds: float = 5.0,
         read_timeout_seconds: float = 30.0,
         call_guard: CallGuard = _call_directly,
+        max_object_bytes: int = DEFAULT_MAX_OBJECT_BYTES,
     ) -> None:
         if not bucket:
             raise InvalidArgumentError("an S3 object store needs a bucket")
@@ -100,6 +106,7 @@ class S3ObjectStore:
         )
         self._client: Any = session.client("s3", endpoint_url=endpoint_url, config=config)
         self._guard = call_guard
+        self.max_object_bytes = max_object_bytes
 
     def _key(self, key: str) -> str:
         full = self.prefix + _checked(key, "object key")
@@ -115,9 +122,20 @@ class S3ObjectStore:
         full = self._key(key)
 
         def read() -> bytes:
-            # the body is read inside the guard: a connection lost mid-stream is the provider's failure too
-            body: bytes = self._client.get_object(Bucket=self.bucket, Key=full)["Body"].read()
-            return body
+            # the body is read inside the guard: a connection lost mid-stream is the provider's failure too;
+            # botocore does not decode Content-Encoding, so the bytes counted are the bytes received
+            answer = self._client.get_object(Bucket=self.bucket, Key=full)
+            body = answer["Body"]
+            try:
+                declared = answer.get("ContentLength")
+                if isinstance(declared, int) and declared > self.max_object_bytes:
+                    raise too_large("s3", self.max_object_bytes, "max_object_bytes")
+                return read_bounded(
+                    body.iter_chunks(_CHUNK_BYTES), provider="s3", limit=self.max_object_bytes,
+                    setting="max_object_bytes",
+                )  # fmt: skip
+            finally:
+                body.close()
 
         return self._run("get", key, read)
 

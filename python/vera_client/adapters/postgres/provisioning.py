@@ -7,7 +7,9 @@ does not bind the admin connection)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from vera_client.adapters.postgres.errors import connect, translated_errors
 from vera_client.adapters.postgres.executor import begin
@@ -25,7 +27,7 @@ from vera_client.adapters.postgres.logins import (
 from vera_client.api import jobs as jobs_api
 from vera_client.api import operator as operator_api
 from vera_client.api.jobs import GraphCheckResult, QueueLag
-from vera_client.api.operator import Tenant, VectorIndexBuild
+from vera_client.api.operator import SourceRoot, Tenant, VectorIndexBuild
 from vera_client.domain.callers import Operator
 
 # The application logins are made here too (logins.py imports psycopg alone,
@@ -33,6 +35,7 @@ from vera_client.domain.callers import Operator
 __all__ = [
     "APP_GROUP",
     "APP_LOGIN_PREFIX",
+    "add_source_roots",
     "app_login_role",
     "app_login_script",
     "build_missing_vector_indexes",
@@ -42,9 +45,11 @@ __all__ = [
     "ensure_tenant",
     "generate_password",
     "list_app_logins",
+    "list_source_roots",
     "login_dsn",
     "missing_vector_indexes",
     "projection_state",
+    "remove_source_root",
 ]
 
 
@@ -72,6 +77,33 @@ def ensure_tenant(
             tx.run(operator_api.revoke_all_keys(principal_id))
         key = tx.run(operator_api.issue_api_key(principal_id, key_name))
     return Tenant(group_id=group_id, owner_principal_id=principal_id, api_key=key)
+
+
+def add_source_roots(admin_dsn: str, organisation: str, roots: Sequence[Path]) -> str:
+    """Let an organisation's (id or unique name) folder sources lie at or below each root, given
+    as its real path (links resolved here: the worker compares real paths); the organisation's id."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        group_id = ""
+        for root in roots:
+            group_id = tx.run(operator_api.add_source_root(organisation, str(root.expanduser().resolve())))
+        return group_id
+
+
+def remove_source_root(admin_dsn: str, organisation: str, root: Path) -> bool:
+    """Withdraw a folder (as given, and as its real path) from an organisation's source roots."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        given = os.path.normpath(root.expanduser().absolute())
+        real = str(root.expanduser().resolve())
+        removed = tx.run(operator_api.remove_source_root(organisation, real))
+        if given != real:
+            removed = tx.run(operator_api.remove_source_root(organisation, given)) or removed
+        return removed
+
+
+def list_source_roots(admin_dsn: str, organisation: str | None = None) -> list[SourceRoot]:
+    """The source roots of one organisation (id or unique name), or of every one."""
+    with connect(admin_dsn) as conn, begin(conn, Operator()) as tx:
+        return tx.run(operator_api.list_source_roots(organisation))
 
 
 def missing_vector_indexes(admin_dsn: str, min_rows: int = 5000) -> list[VectorIndexBuild]:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from vera_client.adapters.providers.bounded import ACCEPT_ENCODING, read_response
 from vera_client.adapters.providers.metering import Meter, Usage
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.domain.errors import ProviderResponseError
@@ -41,7 +42,9 @@ class ProviderClient:
         self.provider = provider
         self.chain = chain
         self.meter = meter
-        headers = {"Accept": "application/json"}
+        # every answer is read through bounded.read_response, at most this many bytes
+        self.max_response_bytes = chain.max_response_bytes
+        headers = {"Accept": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.Client(
@@ -70,19 +73,13 @@ class ProviderClient:
         return ProviderResponseError(f"{self.provider}: unusable answer: {what}")
 
     def _exchange(self, path: str, body: Mapping[str, Any], timeout: float) -> Any:
-        # httpx bounds each wait (connect, write, every read) by the timeout;
-        # the deadline also bounds a body that trickles in slowly
+        # httpx bounds each wait (connect, write, every read) by the timeout; the deadline
+        # also bounds a body that trickles in slowly, the chain's cap one that is too large
         deadline = time.monotonic() + timeout
         with self._http.stream("POST", path, json=body, timeout=timeout) as streamed:
-            raw = bytearray()
-            for chunk in streamed.iter_raw():
-                raw += chunk
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout("the answer took too long", request=streamed.request)
-        # rebuilt from the raw bytes so that content-encoding is decoded as usual
-        response = httpx.Response(
-            streamed.status_code, headers=streamed.headers, content=bytes(raw), request=streamed.request
-        )
+            response = read_response(
+                streamed, provider=self.provider, limit=self.max_response_bytes, deadline=deadline
+            )
         response.raise_for_status()
         try:
             return json.loads(response.content)

@@ -325,6 +325,8 @@ class ResilienceChain:
         )
         self.max_retries = settings.max_retries
         self.timeout_seconds = settings.timeout_seconds
+        # the attempt's own business, carried here so that every provider of this chain reads it
+        self.max_response_bytes = settings.max_response_bytes
         self._sleep = sleep
 
     def call(self, attempt: Callable[[float], T]) -> T:

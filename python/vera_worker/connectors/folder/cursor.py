@@ -20,6 +20,9 @@ class FileState:
     key: str  # POSIX path relative to the source's root
     mtime_ns: int
     size: int
+    # which file it was: the read opens it again and refuses another (a file swapped for a link)
+    device: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 class IngestEvent:
     """Progress of a run, for a progress line or a log."""
 
-    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed", "warned"]
+    kind: Literal["planned", "ingested", "unchanged", "retracted", "failed", "skipped", "warned"]
     source: str
     key: str | None = None
     done: int = 0
@@ -35,6 +35,9 @@ class IngestReport:
     embeddings: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (file, what its parser said)
+    # (file, why): not read at all (over its size limit, swapped for a link, changed since the
+    # scan); left out of the cursor, so the next run looks at it again
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False  # asked to stop before every file was read
 
     def as_json(self) -> dict[str, Any]:
@@ -45,6 +48,7 @@ class IngestReport:
             **counts,
             "failed": [{"file": key, "error": message} for key, message in self.failed],
             "warnings": [{"file": key, "warning": message} for key, message in self.warnings],
+            "skipped": [{"file": key, "reason": message} for key, message in self.skipped],
             "stopped": self.stopped,
         }
 
@@ -60,5 +64,6 @@ def combined(reports: Sequence[IngestReport]) -> IngestReport:
             setattr(total, name, getattr(total, name) + getattr(r, name))
         total.failed.extend(r.failed)
         total.warnings.extend(r.warnings)
+        total.skipped.extend(r.skipped)
         total.stopped = total.stopped or r.stopped
     return total

@@ -10,7 +10,9 @@ store (key named after the record and the content's hash), then
 record_episode, store_chunks and publish_claims, with vectors from the
 group's embedder. A file deleted from disk has its episode retracted. A file
 that cannot be read is reported and left out of the cursor, so the next run
-tries it again; it does not stop the others. So does a file that yields
+tries it again; it does not stop the others. A file is read without following any
+link, and only when it is still the file the scan saw and within its kind's size
+limit (reading.py); otherwise it is skipped with a warning naming it. So does a file that yields
 nothing (no passage, no claim) and has warnings: a semicolon export read as
 one column must not count as ingested. A parser's warnings are reported
 with the file they concern and logged.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +40,7 @@ from vera_client.adapters.postgres.executor import Executor, Transaction
 from vera_client.api import curation as curation_api
 from vera_client.api import search as search_api
 from vera_client.api import sources as sources_api
+from vera_client.config import ReadLimits
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
     AuthenticationError,
@@ -50,9 +54,10 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
 from vera_worker.connectors.folder.episodes import modified_at, object_key, record_uri, with_vectors
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.folder.reading import FileSkipped, open_root, read_scanned
 from vera_worker.connectors.folder.scan import scan_files, scope_path, source_root
 from vera_worker.domain.formats import mime_type, parse_record
-from vera_worker.domain.records import ParsedRecord, RecordFormatError
+from vera_worker.domain.records import ParsedRecord, RecordFormatError, unnamed
 from vera_worker.domain.statements import functional_predicates
 
 logger = logging.getLogger(__name__)
@@ -92,6 +97,7 @@ class _Source:
     uri: str | None
     config: dict[str, Any]
     pinned_model: str | None
+    roots: list[str]  # the folders its organisation may read (operators': vera tenant roots add)
 
 
 @dataclass(slots=True)
@@ -102,6 +108,7 @@ class _Run:
     request: IngestRequest
     source: _Source
     root: Path
+    root_fd: int  # the root folder, opened without following links: every file is opened below it
     report: IngestReport
     embedder: Embedder | None
     functional: frozenset[str]
@@ -147,9 +154,12 @@ class SourceIngestion:
         on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
         allowed_roots: Sequence[Path],
         should_stop: Callable[[], bool] = lambda: False,
+        limits: ReadLimits | None = None,
     ) -> None:
-        """allowed_roots: the only folders (and what is below them) a source may name as its root.
-        should_stop: asked between files; True ends the run after the file in hand."""
+        """allowed_roots: the only folders (and what is below them) a source may name as its root
+        (within its organisation's too). should_stop: asked between files; True ends the run after
+        the file in hand. limits: what is read of one file (VERA_WORKER__READ_LIMITS)."""
+        self._limits = limits or ReadLimits()
         self._should_stop = should_stop
         self._allowed_roots = tuple(allowed_roots)
         self._on_report = on_report
@@ -171,17 +181,31 @@ class SourceIngestion:
 
     def _run(self, request: IngestRequest, should_stop: Callable[[], bool]) -> IngestReport:
         source, cursor = self._load_source(request)
-        root = source_root(source.config, source.name, self._allowed_roots)
+        root = source_root(source.config, source.name, self._allowed_roots, source.roots)
+        try:
+            root_fd = open_root(root)
+        except OSError as exc:
+            raise SourceUnavailableError(
+                f"source {source.name!r}: cannot open {root}: {exc.strerror}"
+            ) from exc
         run = _Run(
             sql=self._sql,
             request=request,
             source=source,
             root=root,
+            root_fd=root_fd,
             report=IngestReport(source=source.name),
             embedder=self._embedder_for_model(source.pinned_model),
             functional=functional_predicates(source.config.get("functional")),
             should_stop=should_stop,
         )
+        try:
+            return self._read(run, cursor)
+        finally:
+            os.close(root_fd)
+
+    def _read(self, run: _Run, cursor: dict[str, Any]) -> IngestReport:
+        request, source, root = run.request, run.source, run.root
         files = list(scan_files(root, request.path))
         plan = plan_scan(cursor, files, scope=request.path)
         if not files and plan.deleted:
@@ -216,9 +240,9 @@ class SourceIngestion:
         report = run.report
         logger.info(
             "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed, "
-            "%d warnings%s",
+            "%d skipped, %d warnings%s",
             source.name, report.scanned, report.untouched, report.unchanged, report.ingested,
-            report.retracted, len(report.failed), len(report.warnings),
+            report.retracted, len(report.failed), len(report.skipped), len(report.warnings),
             f"; stopped when asked, {run.total - run.done} left" if report.stopped else "",
         )  # fmt: skip
         if self._on_report is not None:
@@ -247,16 +271,27 @@ class SourceIngestion:
                 raise NotFoundError(f"source {source.name!r} was retracted")
             cursor = tx.run(sources_api.source_cursor(request.group_id, request.source_id))
             pins = tx.run(search_api.pinned_models([request.group_id]))
+            roots = tx.run(sources_api.source_roots(request.group_id))
         pinned = pins[0][0] if pins else None
         return _Source(
-            name=source.name, uri=source.uri, config=dict(source.config), pinned_model=pinned
+            name=source.name, uri=source.uri, config=dict(source.config), pinned_model=pinned, roots=roots
         ), cursor
 
-    def _ingest_file(self, run: _Run, state: FileState, previous: Any) -> None:
+    def _read_file(self, run: _Run, state: FileState) -> bytes | None:
+        """The file's bytes; None when it is skipped or cannot be read (reported)."""
         try:
-            data = (run.root / state.key).read_bytes()
+            return read_scanned(run.root_fd, state, self._limits.max_bytes(mime_type(state.key)))
+        except FileSkipped as exc:
+            run.report.skipped.append((state.key, str(exc)))
+            logger.warning("ingest %s: skipped %s", run.source.name, exc)  # the reason names the file
+            self._event(run, "skipped", state.key, message=str(exc))
         except OSError as exc:
             self._fail(run, state.key, f"cannot read: {exc.strerror}")
+        return None
+
+    def _ingest_file(self, run: _Run, state: FileState, previous: Any) -> None:
+        data = self._read_file(run, state)
+        if data is None:
             return
         sha256 = hashlib.sha256(data).hexdigest()
         known = CursorEntry.from_json(previous) if isinstance(previous, dict) else None
@@ -267,7 +302,9 @@ class SourceIngestion:
             self._event(run, "unchanged", state.key)
             return
         try:
-            record = parse_record(state.key, data, functional=run.functional)
+            record = parse_record(
+                state.key, data, functional=run.functional, max_csv_rows=self._limits.csv_rows
+            )
             passages, claims, vectors = with_vectors(record, run.embedder)
         except _RUN_STOPPERS:
             raise
@@ -276,7 +313,7 @@ class SourceIngestion:
             return
         if record.warnings and not record.passages and not record.claims:
             # nothing read, and the parser says why: a failure, tried again on the next run
-            self._fail(run, state.key, "nothing read: " + "; ".join(record.warnings))
+            self._fail(run, state.key, "nothing read: " + unnamed(state.key, "; ".join(record.warnings)))
             return
         for warning in record.warnings:
             run.report.warnings.append((state.key, warning))
@@ -334,7 +371,7 @@ class SourceIngestion:
                 )
             )
             if episode.created and passages:
-                tx.run(sources_api.store_chunks(request.group_id, episode.episode_id, passages, model))
+                tx.run(sources_api.store_chunks_call(request.group_id, episode.episode_id, passages, model))
             if episode.created and claims:
                 tx.run(curation_api.publish_claims(request.group_id, episode.episode_id, claims, model))
         # known from here on: the episode is committed, its entry goes with the next batch
@@ -356,6 +393,7 @@ class SourceIngestion:
         self._event(run, "retracted", key)
 
     def _fail(self, run: _Run, key: str, message: str) -> None:
+        message = unnamed(key, message)  # shown beside the file's name: said once
         run.report.failed.append((key, message))
         logger.warning("ingest %s: %s: %s", run.source.name, key, message)
         self._event(run, "failed", key, message=message)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
@@ -11,10 +12,14 @@ from vera_worker.connectors.folder.cursor import FileState
 from vera_worker.domain.formats import mime_type
 
 
-def source_root(config: dict[str, object], name: str, allowed: Sequence[Path]) -> Path:
-    """The folder a filesystem source reads (its config's "root"), which must lie within one of the
-    folders the operator allows (VERA_WORKER__SOURCE_ROOTS): a source names its root freely, and
-    without this any tenant could have the worker read another tenant's folder, or /etc."""
+def source_root(
+    config: dict[str, object], name: str, allowed: Sequence[Path], organisation_roots: Sequence[str]
+) -> Path:
+    """The real path of the folder a filesystem source reads (its config's "root"), which must lie
+    within one of the folders the operator lets this worker read (VERA_WORKER__SOURCE_ROOTS) and
+    within one of the folders of the source's organisation (`vera tenant roots add`, checked when
+    the source was registered and again here, links resolved): a worker serving several tenants
+    reads each one's sources only in that tenant's folders."""
     root = config.get("root")
     if not isinstance(root, str) or not root:
         raise SourceUnavailableError(f"source {name!r} has no root folder in its config")
@@ -24,12 +29,27 @@ def source_root(config: dict[str, object], name: str, allowed: Sequence[Path]) -
     if not path.is_dir():
         raise SourceUnavailableError(f"source {name!r}: folder {root} does not exist or is not a folder")
     real = path.resolve(strict=True)  # symbolic links resolved: a link cannot lead out of the allowed folders
-    if not any(real == base or base in real.parents for base in (a.resolve() for a in allowed)):
+    if not _within(real, allowed):
         raise SourceUnavailableError(
             f"source {name!r}: folder {root} is outside the folders this worker may read "
             "(VERA_WORKER__SOURCE_ROOTS): ask the operator, or register a folder inside them"
         )
-    return path
+    if not organisation_roots:
+        raise SourceUnavailableError(
+            f"source {name!r}: its organisation may read no folder yet: an operator allows one "
+            "with `vera tenant roots add ORGANISATION PATH`"
+        )
+    if not _within(real, [Path(r) for r in organisation_roots]):
+        raise SourceUnavailableError(
+            f"source {name!r}: folder {root} (really {real}) is outside the folders its organisation "
+            f"may read ({', '.join(organisation_roots)}): see `vera tenant roots list`"
+        )
+    return real
+
+
+def _within(real: Path, folders: Iterable[Path]) -> bool:
+    """Whether a real path lies at or below one of the folders, each with its links resolved."""
+    return any(real == base or base in real.parents for base in (f.resolve() for f in folders))
 
 
 def scope_path(root: Path, scope: str | None) -> Path:
@@ -45,8 +65,9 @@ def scope_path(root: Path, scope: str | None) -> Path:
 def scan_files(root: Path, scope: str | None = None) -> Iterator[FileState]:
     """Readable records (Markdown, CSV, text) at or below root/scope, by relative POSIX path.
 
-    Hidden files and folders are skipped (.git, editors' swap files), and so is
-    anything a symbolic link would take outside the root.
+    Hidden files and folders are skipped (.git, editors' swap files), and so are symbolic
+    links: a file is read at its own path below the root, never through a link (reading.py
+    opens it again without following any, and checks it is the file scanned here).
     """
     real_root = root.resolve()
     start = scope_path(root, scope)
@@ -61,13 +82,13 @@ def scan_files(root: Path, scope: str | None = None) -> Iterator[FileState]:
         if mime_type(key) is None:
             continue
         try:
-            resolved = path.resolve(strict=True)
-            if real_root not in resolved.parents:
-                continue
-            stat = resolved.stat()
+            found = os.lstat(path)  # the file itself, never what a link points to
         except OSError:
             continue  # vanished or unreadable since the walk: the next run sees it again
-        yield FileState(key=key, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+        if not stat.S_ISREG(found.st_mode) or real_root not in path.parents:
+            continue  # a symbolic link (or a FIFO, a device) is never read
+        yield FileState(key=key, mtime_ns=found.st_mtime_ns, size=found.st_size,
+                        device=found.st_dev, inode=found.st_ino)  # fmt: skip
 
 
 def _walk(start: Path) -> Iterator[Path]:
