@@ -29,7 +29,7 @@ AREAS = (access, sources, curation, search, snapshots, reads, context, jobs, ope
 # run by the executor (authentication) and by adapters/postgres/logins.py on an operator
 # connection, not through a Call
 RUN_DIRECTLY = {"authenticate", "authenticate_principal", "app_login_exists", "app_logins",
-                "end_app_login_sessions"}  # fmt: skip
+                "end_app_login_sessions", "app_login_databases"}  # fmt: skip
 SKIP = object()
 
 

@@ -48,11 +48,19 @@ def loaded(db: Database, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
         "VERA_DB__ADMIN_DSN": "",
         "VERA_API_KEY": key,
     }
+    # as a user does first: migrate makes the embedded install's application login, with CONNECT on
+    # this database (a login reaches only the databases it was made for)
+    migrated = _run(["db", "migrate"], env)
+    assert migrated.exit_code == 0, migrated.output
     return Loaded(env=env, organisation=organisation, objects=objects)
 
 
+def _run(args: list[str], env: dict[str, str]) -> Result:
+    return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
+
+
 def _eval(path: Path, env: dict[str, str]) -> Result:
-    return CliRunner().invoke(main, ["eval", str(path)], env=env, catch_exceptions=False)
+    return _run(["eval", str(path)], env)
 
 
 def test_the_example_golden_set_passes_its_thresholds(loaded: Loaded) -> None:
