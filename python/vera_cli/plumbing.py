@@ -64,9 +64,9 @@ def api_key_option(purpose: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 def database_from_env(tcp: bool | None = None) -> Database:
     from vera_client.bootstrap import build_database
-    from vera_client.config import VeraSettings
+    from vera_client.config import read_settings
 
-    settings = VeraSettings()
+    settings = read_settings()
     if tcp is not None and tcp != settings.db.tcp:
         settings = settings.model_copy(update={"db": settings.db.model_copy(update={"tcp": tcp})})
     return build_database(settings)
