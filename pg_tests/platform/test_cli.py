@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,8 +69,11 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database, tmp_path: Pa
     try:
         _after_the_demo_one_memory(env, KEY.search(second.output), tmp_path)
     finally:
-        # the demo's FalkorDB outlives the demo (as its PostgreSQL does); the test stops it
-        EmbeddedFalkorDB(demo_db.server.data_dir.parent / "falkordb").stop()
+        # the demo's FalkorDB outlives the demo (as its PostgreSQL does); the test stops it, and
+        # removes it: the session's later commands would find it beside the database and start it
+        demo_graph = EmbeddedFalkorDB(demo_db.server.data_dir.parent / "falkordb")
+        demo_graph.stop()
+        shutil.rmtree(demo_graph.data_dir, ignore_errors=True)
 
 
 def _after_the_demo_one_memory(env: dict[str, str], key: re.Match[str] | None, tmp_path: Path) -> None:
