@@ -137,9 +137,9 @@ def main() -> None:
                 [*vera, "db", "url"], capture_output=True, text=True, env=run.env, check=True
             ).stdout.strip()
             run.step("base-install search", [str(python), "-c", SLIM_SEARCH, url, key[0]])
-        if not args.keep:
-            run.step("vera db stop", [*vera, "db", "stop"], pick="graph:")
     finally:
+        if not args.keep:  # also after a failed step: nothing of the run is left running
+            run.step("vera db stop", [*vera, "db", "stop"], pick="graph:")
         run.total()
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
