@@ -37,8 +37,9 @@ def test_counts_sources_and_failures_say_what_is_true(env: dict[str, str], tmp_p
     ingested = run_vera(["ingest", "--source", "notes"], env)
     assert ingested.exit_code == 0, ingested.output
     assert "notes: 1 file to read or retract" in ingested.stderr
-    assert "1 file: 1 ingested, 0 unchanged, 0 retracted, 0 failed, 0 warnings; 1 passage, 0 claims, " in (
-        ingested.stdout
+    assert (
+        "1 file: 1 ingested, 0 unchanged, 0 retracted, 0 failed, 0 skipped, 0 warnings; 1 passage, 0 claims, "
+        in (ingested.stdout)
     )
     (folder / "team.md").write_text("---\n所有者: Payments Team\n---\n", encoding="utf-8")
     failed = run_vera(["ingest", "--source", "notes"], env)

@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from pg_tests.support.catalogs import assert_same, everything, pre_baseline, snapshot
-from pg_tests.support.databases import APP_LOGIN, ROOT, Database
-from vera_client.adapters.postgres import bundle
+from pg_tests.support.databases import APP_LOGIN, APP_LOGIN_LIMITS, ROOT, Database
+from vera_client.adapters.postgres import bundle, provisioning
 from vera_client.adapters.postgres.migrations import MigrationRunner
 from vera_client.domain.errors import (
     DatabaseUnavailableError,
@@ -287,6 +287,8 @@ def test_migrated_database_is_usable_by_the_application_role(fresh: Database) ->
     MigrationRunner(fresh.admin_dsn).migrate()
     with fresh.admin() as admin:
         key = admin.execute("select api_key from vera.create_tenant('T', 'O')").fetchone()[0]  # type: ignore[index]
+    # a login connects to the databases it was made for (CONNECT is not PUBLIC's on VERA's databases)
+    provisioning.create_app_login(fresh.admin_dsn, APP_LOGIN, APP_LOGIN_LIMITS, exists_ok=True)
     with psycopg.connect(fresh.dsn(APP_LOGIN)) as conn:
         conn.execute("select vera.authenticate(%s)", (key,))
         assert conn.execute("select count(*) from vera.whoami()").fetchone() == (2,)

@@ -54,11 +54,12 @@ def loaded(owner_a: VeraClient, world: World) -> Loaded:
     owner_a.store_chunks(
         group, episode, [{"text": "billing-api moved from cluster blue to cluster green in March."}]
     )
+    # each span quotes its claim's subject and object (one that does not is a proposal: publish_claims)
     published = owner_a.publish(group, episode, [
         {"subject": "Billing-API", "predicate": "runs on", "object": "blue", "valid_from": "2026-01-01",
-         "chunk": 0, "evidence_start": 0, "evidence_end": 11},
+         "chunk": 0, "evidence_start": 0, "evidence_end": 35},
         {"subject": "billing-api", "predicate": "runs on", "object": "green", "valid_from": "2026-03-01",
-         "chunk": 0, "evidence_start": 39, "evidence_end": 52},
+         "chunk": 0, "evidence_start": 0, "evidence_end": 52},
         {"subject": "svc-a", "predicate": "depends on", "object": "svc-b", "object_is_entity": True},
         {"subject": "svc-b", "predicate": "depends on", "object": "svc-c", "object_is_entity": True},
         {"subject": "svc-c", "predicate": "depends on", "object": "svc-d", "object_is_entity": True},
@@ -116,14 +117,14 @@ def test_a_fact_with_its_citation_and_evidence(world: World, loaded: Loaded) -> 
     assert fact["tier"] == 1 and fact["authority"] == pytest.approx(1.0) and fact["valid_to"] is None
     assert fact["citation"]["source"]["name"] == "cmdb"
     assert fact["citation"]["episode"]["external_id"] == "export"
-    assert fact["citation"]["evidence"]["text"] == "cluster green"
+    assert fact["citation"]["evidence"]["text"] == "billing-api moved from cluster blue to cluster green"
     assert old["lifecycle"] == "superseded" and old["valid_to"] is not None
     assert (evidence["source_name"], evidence["tier"], evidence["external_id"], evidence["version"]) == (
         "cmdb", 1, "export", 1,
     )  # fmt: skip
     assert evidence["chunk_text"].startswith("billing-api moved from cluster blue")
     assert (evidence["evidence_start"], evidence["evidence_end"], evidence["evidence_text"]) == (
-        39, 52, "cluster green",
+        0, 52, "billing-api moved from cluster blue to cluster green",
     )  # fmt: skip
     assert evidence["observed_at"] is not None and evidence["recorded_at"] is not None
 
@@ -136,7 +137,7 @@ def test_the_timeline_of_a_fact(world: World, loaded: Loaded) -> None:
         ("fact", loaded.green), ("supporting", loaded.green_again), ("superseded", loaded.blue),
     ]  # fmt: skip
     assert green[1]["citation"]["source"]["name"] == "wiki"
-    assert green[2]["citation"]["evidence"]["text"] == "billing-api"
+    assert green[2]["citation"]["evidence"]["text"] == "billing-api moved from cluster blue"
     assert [(r["relation"], r["fact_id"]) for r in blue] == [
         ("fact", loaded.blue),
         ("superseding", loaded.green),
@@ -343,7 +344,10 @@ def test_the_same_name_in_another_tenant_is_never_reached(world: World, loaded: 
 def test_the_client_reads_the_same_and_maps_errors(owner_a: VeraClient, world: World, loaded: Loaded) -> None:
     fact = owner_a.get_fact(loaded.green)
     assert (fact.subject, fact.object, fact.lifecycle, fact.tier) == ("Billing-API", "green", "published", 1)
-    assert owner_a.get_evidence(loaded.green).evidence_text == "cluster green"
+    assert (
+        owner_a.get_evidence(loaded.green).evidence_text
+        == "billing-api moved from cluster blue to cluster green"
+    )
     assert [(t.relation, t.fact_id) for t in owner_a.explain_fact(loaded.blue)] == [
         ("fact", loaded.blue),
         ("superseding", loaded.green),

@@ -192,6 +192,21 @@ def build_template(server: EmbeddedPostgres) -> str:
     return TEMPLATE
 
 
+def grant_database(database: Database) -> None:
+    """What a migrate and the logins' creation grant on a database, for a copy of the template
+    (privileges on the database and its settings belong to the database, not to what it is
+    copied from): CONNECT for the worker, the gateway, the tests' login and the inspector alone,
+    no TEMPORARY, and the tests' login's limits."""
+    with database.admin() as conn:
+        conn.execute((ROOT / "sql" / "rls" / "030_database.sql").read_text())  # type: ignore[call-overload]
+        conn.execute(
+            sql.SQL("grant connect on database {} to {}").format(
+                sql.Identifier(database.name), sql.Identifier(INSPECTOR)
+            )
+        )
+    provisioning.create_app_login(database.admin_dsn, APP_LOGIN, APP_LOGIN_LIMITS, exists_ok=True)
+
+
 class Clones:
     """The databases this session made, each dropped when its user is done."""
 
@@ -204,6 +219,8 @@ class Clones:
         """A new database copied from `template`, the migrated one by default."""
         database = create_database(self.server, template or self.template)
         self._live.append(database.name)
+        if template in (None, self.template):
+            grant_database(database)
         return database
 
     def drop(self, database: Database) -> None:

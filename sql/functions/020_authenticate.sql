@@ -37,6 +37,47 @@ $$;
 comment on function vera.role_in(text) is 'Effective role of the authenticated caller in a group, or null';
 grant execute on function vera.role_in(text) to vera_app, vera_worker, vera_gateway;
 
+-- The operator's limits of the session's login, applied to the current
+-- transaction (issue 27). A role may change its own defaults for good
+-- (`alter role current_user [in database ...] set statement_timeout = 0`,
+-- PostgreSQL lets every role do so), so the login's role settings are not
+-- what binds it: the operator's values are a setting of the database
+-- (`alter database ... set "vera_login.<role>" = 'statement_timeout=30s,...'`,
+-- which only the database's owner or a superuser may write; logins.py writes
+-- it), read here from the catalog, not from the session, and set for the
+-- transaction. Only the names listed here are applied. row_security is on
+-- whatever the session says. A transaction may still `set local` after
+-- authenticating: these bind what a login's defaults can change, not a
+-- hostile statement in the transaction itself (docs/operations.md).
+create or replace function vera.apply_login_limits()
+returns void
+language plpgsql volatile
+set search_path = pg_catalog, pg_temp
+as $$
+declare
+    entry text;
+    limit_pair text[];
+begin
+    perform set_config('row_security', 'on', true);
+    select substr(s.setting, length('vera_login.' || session_user || '=') + 1) into entry
+      from pg_catalog.pg_db_role_setting d
+     cross join unnest(d.setconfig) s(setting)
+     where d.setrole = 0
+       and d.setdatabase = (select oid from pg_catalog.pg_database where datname = current_database())
+       and starts_with(s.setting, 'vera_login.' || session_user || '=');
+    if entry is null then
+        return;
+    end if;
+    for limit_pair in select regexp_match(p, '^\s*([a-z_]+)\s*=\s*(\S+)\s*$') from unnest(string_to_array(entry, ',')) p loop
+        if limit_pair[1] in ('statement_timeout', 'idle_in_transaction_session_timeout', 'lock_timeout', 'work_mem') then
+            perform set_config(limit_pair[1], limit_pair[2], true);
+        end if;
+    end loop;
+end
+$$;
+comment on function vera.apply_login_limits() is
+    'Internal: sets the operator''s limits of the session''s login (a database setting) for the transaction';
+
 create or replace function vera.set_auth_context(principal uuid, key uuid)
 returns void
 language plpgsql volatile security definer
@@ -111,6 +152,7 @@ declare
     parts text[];
     key_row vera.api_keys;
 begin
+    perform vera.apply_login_limits();
     parts := pg_catalog.regexp_match(api_key, '^vera_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$');
     if parts is null then
         raise exception 'malformed API key: expected vera_<12 hex>_<43 base64url characters>'
@@ -158,6 +200,7 @@ language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
 begin
+    perform vera.apply_login_limits();
     if principal is null then
         raise exception 'principal id must not be null' using errcode = '22004';
     end if;

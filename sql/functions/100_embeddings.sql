@@ -1,33 +1,28 @@
--- Embeddings: one model and dimension pinned per group, the entity-name HNSW
--- index per dimension in use, and validation of incoming vectors.
+-- Embeddings: one model and dimension pinned per group, and validation of
+-- incoming vectors. No vector index is shared by all groups: a shared index
+-- answers one tenant's query with every tenant's nearest rows and filters
+-- afterwards, which costs recall and, under a caller's settings, told one
+-- tenant about another's names (issue 27). A large group gets indexes of its
+-- own (vera.missing_vector_indexes, 175_vector_indexes.sql).
 set role vera_owner;
 
--- Internal: creates the cosine HNSW index on entity names for one dimension
--- if missing. The column is an unsized vector (groups pin different
--- dimensions), so the index covers the rows of its dimension through a cast
--- and a predicate. Facts and chunks get no index shared by all groups:
--- search reads them group by group (175_vector_indexes.sql).
-create or replace function vera.ensure_vector_indexes(dim integer)
-returns void
-language plpgsql volatile security definer
-set search_path = vera, public, pg_temp
-as $$
+-- What earlier versions left behind, dropped on every migrate (idempotent):
+-- the entity-name HNSW indexes shared by all groups, one per dimension, and
+-- the function that made them.
+drop function if exists vera.ensure_vector_indexes(integer);
+do $drop_shared$
 declare
-    target record;
+    shared record;
 begin
-    for target in
-        select * from (values ('entities', 'name_embedding')) as t(table_name, column_name)
+    for shared in
+        select c.relname from pg_catalog.pg_class c
+         where c.relnamespace = 'vera'::regnamespace and c.relkind = 'i'
+           and c.relname ~ '^entities_name_embedding_[0-9]+_hnsw_idx$'
     loop
-        execute format(
-            'create index if not exists %I on vera.%I using hnsw ((%I::vector(%s)) vector_cosine_ops) '
-            'where vector_dims(%I) = %s',
-            format('%s_%s_%s_hnsw_idx', target.table_name, target.column_name, dim),
-            target.table_name, target.column_name, dim, target.column_name, dim);
+        execute format('drop index vera.%I', shared.relname);
     end loop;
 end
-$$;
-comment on function vera.ensure_vector_indexes(integer) is
-    'Internal: the cosine HNSW index on entity names for one dimension';
+$drop_shared$;
 
 -- Internal: pins (model, dim) on a group at its first vector, and refuses a
 -- different model or dimension afterwards (a model change is a reprocess).
@@ -50,7 +45,6 @@ begin
     end if;
     if pinned.embedding_model is null then
         update vera.groups g set embedding_model = model, embedding_dim = dim where g.group_id = target_group;
-        perform vera.ensure_vector_indexes(dim);
     elsif pinned.embedding_model <> model or pinned.embedding_dim <> dim then
         raise exception 'group % is pinned to embedding model % (% dimensions); got % (% dimensions)',
             target_group, pinned.embedding_model, pinned.embedding_dim, vera.shown(model), dim using errcode = 'VE001';

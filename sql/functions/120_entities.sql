@@ -2,7 +2,22 @@
 -- semantic (name embeddings). A very close embedding links at once; a looser
 -- one only names candidates for the equivalence judge (a worker job) and the
 -- new entity stays provisional meanwhile.
+--
+-- A caller chooses its session's settings, and a definer function runs with
+-- them unless it sets its own: with hnsw.ef_search = 1 and the other scans
+-- off, the name search once read the one nearest name of any tenant through
+-- an HNSW index shared by all of them and dropped it by the group filter
+-- afterwards, which told the caller whether another tenant held that name
+-- (issue 27). So no tenant query reads an index shared by all tenants here
+-- (a large group's names get an HNSW index of their own, see
+-- vera.missing_vector_indexes; a small group is searched exactly), and the
+-- planner and pgvector settings these functions depend on are set on them.
 set role vera_owner;
+
+-- pgvector defines its settings (hnsw.*) when its library loads; load it now
+-- so that the SET clauses below are checked as those settings rather than as
+-- unknown placeholders, which only a superuser may set.
+do $load$ begin perform '[1]'::public.vector; end $load$;
 
 -- Internal: for each (ordinal, group, normalised name), the most similar alias of that
 -- group by pg_trgm similarity at or above the group's threshold, with the
@@ -17,9 +32,15 @@ language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 -- During a bulk load the statistics lag behind the table, and a planner that
 -- believes it small scans every alias once per name (50 ms instead of a few):
--- for this one probe, only the trigram index's bitmap scan is on the table.
+-- for this one probe, only the trigram index's bitmap scan is on the table
+-- (and on, whatever the caller turned off).
 set enable_seqscan = off
 set enable_indexscan = off
+set enable_bitmapscan = on
+set enable_sort = on
+set enable_nestloop = on
+set enable_hashjoin = on
+set enable_mergejoin = on
 as $$
 declare
     probe record;
@@ -70,6 +91,9 @@ create or replace function vera.resolve_entities(
 returns table (ordinal integer, entity_id uuid, method text, candidates uuid[])
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
+set hnsw.ef_search = 40
+set hnsw.iterative_scan = relaxed_order
+-- and every planner enable_* flag on (250_pinned_settings.sql)
 as $$
 declare
     work vera.entity_resolution[];
@@ -134,22 +158,28 @@ begin
                 where u.entity_id is null and u.norm <> '')) hit on hit.ordinal = w.ordinal;
     perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
-    -- 3. name embeddings: the nearest entities of the same group and dimension
+    -- 3. name embeddings: the nearest entities of the same group and dimension. A group with
+    -- an HNSW index of its names of its own (a large one) is searched through it: the group
+    -- is its predicate, so only the group's names are in it. Any other group is searched
+    -- exactly: "+ 0" keeps the index out, and the primary key finds the group's names.
     for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop
         semantic_link := (vera.setting(pending.group_id, 'er.semantic_link'))::float8;
         semantic_candidate := (vera.setting(pending.group_id, 'er.semantic_candidate'))::float8;
         candidate_limit := (vera.setting(pending.group_id, 'er.candidate_limit'))::integer;
         execute format(
+            -- the numbers of the nearest few only (normalising every name of the group cost ~10 ms a name)
             'select array_agg(entity_id order by distance) as ids, min(distance) as best, '
-            '       (array_agg(numbers order by distance))[1] as best_numbers '
-            '  from (select e.entity_id, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance, '
-            '               regexp_replace(vera.normalize_name(e.canonical_name), ''[^0-9]+'', '' '', ''g'') as numbers '
+            '       (array_agg(regexp_replace(vera.normalize_name(canonical_name), ''[^0-9]+'', '' '', ''g'') '
+            '                  order by distance))[1] as best_numbers '
+            '  from (select e.entity_id, e.canonical_name, e.name_embedding::vector(%1$s) <=> $1::vector(%1$s) as distance '
             '          from vera.entities e '
-            '         where e.group_id = $2 and vector_dims(e.name_embedding) = %1$s and e.status <> ''merged'' '
-            '         order by distance limit $3) nearest '
-            ' where distance <= 1 - $4', public.vector_dims(pending.embedding))
+            '         where e.group_id = %2$L and vector_dims(e.name_embedding) = %1$s and e.status <> ''merged'' '
+            '         order by (e.name_embedding::vector(%1$s) <=> $1::vector(%1$s)) %3$s limit $2) nearest '
+            ' where distance <= 1 - $3', public.vector_dims(pending.embedding), pending.group_id,
+            case when vera.group_vector_index_ready('entities', pending.group_id, public.vector_dims(pending.embedding))
+                 then '' else '+ 0, e.entity_id' end)
           into nearest
-          using pending.embedding, pending.group_id, greatest(candidate_limit, 1), semantic_candidate;
+          using pending.embedding, greatest(candidate_limit, 1), semantic_candidate;
         -- numbers tell siblings apart: db-1 and db-2 embed almost alike (0.98), so two names that
         -- both carry numbers link only with the same numbers (k8s still links to Kubernetes);
         -- otherwise the judge decides

@@ -46,6 +46,9 @@ begin
             when coalesce(btrim(x.object), '') = '' then 'object is empty'
             when char_length(x.subject) > 500 then 'subject is over 500 characters'
             when char_length(x.object) > 2000 then 'object is over 2000 characters'
+            -- an object that is an entity becomes an entity's name, as long as a subject may be
+            when x.object_is_entity and char_length(btrim(x.object)) > 500
+                then 'object is over 500 characters (it names an entity, as a subject does)'
             when char_length(x.fact_text) > 4000 then 'fact_text is over 4000 characters'
             when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
             when x.verification not in ('human_verified', 'auto', 'pending')
@@ -56,6 +59,7 @@ begin
             when x.evidence_end < x.evidence_start then 'evidence_end is before evidence_start'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
+                  or (x.object_is_entity and char_length(btrim(x.object)) > 500)
              then '22001' else '22023' end as code) checks
      where checks.reason is not null
      order by x.i
@@ -67,6 +71,69 @@ exception when data_exception then
 end
 $$;
 comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid claim of a batch, or nothing';
+
+-- Internal: the claims of a batch (0-based positions) that cite a span of a
+-- passage of the episode (chunk, evidence_start, evidence_end) without
+-- quoting both their subject and their object there. A span quotes a name
+-- when, normalised as names are (vera.normalize_name), it holds as whole
+-- words the name's own normalised form or that of another alias of an entity
+-- of target_group known by the name. Alone, a span naming neither (a model
+-- talked into a claim by the text it reads) is no evidence: see
+-- publish_claims. Set-based: a few index lookups per distinct name.
+create or replace function vera.unquoted_claims(
+    target_group text, episode_group text, target_episode uuid, claims jsonb)
+returns integer[]
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    with cited as materialized (
+        select (x.i - 1)::integer as claim, vera.normalize_name(x.subject) as subject,
+               vera.normalize_name(x.object) as object,
+               -- a span outside any passage (20,000 characters at most) quotes nothing
+               ' ' || coalesce(vera.normalize_name(case
+                   when x.evidence_start between 0 and 20000 and x.evidence_end between 0 and 20000
+                   then substr(ch.text, x.evidence_start + 1, x.evidence_end - x.evidence_start) end), '')
+               || ' ' as padded
+          from rows from (jsonb_to_recordset(claims) as (
+                   subject text, object text, chunk integer, evidence_start integer, evidence_end integer))
+               with ordinality as x(subject, object, chunk, evidence_start, evidence_end, i)
+          left join vera.chunks ch on ch.group_id = episode_group and ch.episode_id = target_episode
+                                  and ch.ordinal = x.chunk
+         where x.chunk is not null and x.evidence_start is not null and x.evidence_end is not null
+    ), names as (
+        select cited.subject as norm from cited union select cited.object from cited
+    ), forms as materialized (
+        select names.norm, names.norm as form from names
+        union
+        select names.norm, known.alias_norm
+          from names
+         -- name by name, each step its own subquery (offset 0: not pulled up) so that each lookup
+         -- stays an index condition: as one join, the stale estimates of tables just written to
+         -- turned the plan into nested loops over the group's every alias and entity (quadratic)
+         cross join lateral (select a.entity_id from vera.entity_aliases a
+                              where a.group_id = target_group and a.alias_norm = names.norm offset 0) hit
+         cross join lateral (select from vera.entities e
+                              where e.group_id = target_group and e.entity_id = hit.entity_id
+                                and e.status <> 'merged' offset 0) live
+         cross join lateral (select other.alias_norm from vera.entity_aliases other
+                              where other.group_id = target_group and other.entity_id = hit.entity_id
+                             offset 0) known
+    ), quoted as (
+        -- (claim, role) pairs whose name, or another alias of it, the span holds (hash joins)
+        select cited.claim, count(distinct named.role) as roles
+          from cited
+         cross join lateral (values ('subject', cited.subject), ('object', cited.object)) as named(role, norm)
+          join forms f on f.norm = named.norm
+         where f.form <> '' and strpos(cited.padded, ' ' || f.form || ' ') > 0
+         group by cited.claim
+    )
+    select coalesce(array_agg(cited.claim order by cited.claim), '{}')
+      from cited
+      left join quoted on quoted.claim = cited.claim
+     where coalesce(quoted.roles, 0) < 2
+$$;
+comment on function vera.unquoted_claims(text, text, uuid, jsonb) is
+    'Internal: the claims whose cited span quotes not both their subject and object (or aliases of them)';
 
 -- Contract: publishes a batch of claims, all or nothing. claims is a JSON array of
 --   {"subject", "predicate", "object"                     required strings
@@ -81,7 +148,14 @@ comment on function vera.claim_problem(jsonb) is 'Internal: the first invalid cl
 -- review (0.70), tier 4 is a proposal (0.40). Shared scopes (o:, w:, p:)
 -- accept only verified knowledge: tier 4 or verification 'pending' becomes a
 -- proposal in the caller's own u: scope, naming the scope it is meant for.
--- Limits: 10,000 claims per call; subject 500, object 2,000, fact_text 4,000 characters.
+-- A claim that cites a span of a passage (chunk, evidence_start and
+-- evidence_end: what the extract job sends for a model's claim) must quote
+-- its subject and its object there, or a known alias of either (in group_id,
+-- compared as vera.normalize_name compares names, as whole words); one that
+-- does not is demoted, whatever it says: verification 'pending', so a proposal
+-- (tier 3: review; a personal scope publishes all) whose origin says
+-- "unquoted". A claim without a span (structure: CSV, front matter) is not checked.
+-- Limits: 10,000 claims per call; subject 500, object 2,000 (an entity: 500), fact_text 4,000 characters.
 -- Returns one row per claim (duplicates within the batch share a fact).
 create or replace function vera.publish_claims(
     group_id text, episode_id uuid, claims jsonb, embedding_model text default null
@@ -98,6 +172,7 @@ declare
     tier integer := 4;
     personal text;
     earlier_versions uuid[] := '{}';
+    unquoted integer[] := '{}';
     first_problem record;
     has_vectors boolean;
     fact_dim integer;
@@ -148,6 +223,14 @@ begin
         end if;
     end if;
 
+    -- a claim citing a span of a passage needs a quote: its span must name its subject and its
+    -- object (or known aliases), else it is demoted to a proposal (below, and docs/extraction.md)
+    if publish_claims.episode_id is not null
+       and publish_claims.claims @? '$[*] ? (exists (@.chunk) && exists (@.evidence_start) && exists (@.evidence_end))' then
+        unquoted := vera.unquoted_claims(publish_claims.group_id, episode.group_id, episode.episode_id,
+                                         publish_claims.claims);
+    end if;
+
     -- parse and grade: one typed pass over the claims
     select array_agg(row(
                (x.i - 1)::integer,
@@ -179,9 +262,9 @@ begin
       -- joined by position (a subscript per row would be quadratic)
       left join unnest(fact_parsed) with ordinality as fv(v, fi) on has_vectors and fv.fi = x.i
       left join unnest(subject_parsed) with ordinality as sv(v, si) on has_vectors and sv.si = x.i
-     cross join lateral (select coalesce(x.verification,
-                                case when tier <= 2 then 'auto' else 'pending' end)::vera.verification
-                             as verification) v
+     cross join lateral (select case when (x.i - 1)::integer = any (unquoted) then 'pending'
+                                     else coalesce(x.verification, case when tier <= 2 then 'auto' else 'pending' end)
+                                end::vera.verification as verification) v
      cross join lateral (select case
                              when scope.kind = 'personal' then 'published'
                              when tier = 3 then 'pending_review'
@@ -319,7 +402,9 @@ begin
                'group_id', publish_claims.group_id, 'source_id', episode.source_id,
                'episode_id', episode.episode_id, 'chunk_id', w.chunk_id, 'subject', w.subject,
                'subject_type', w.subject_type,
-               'object_entity', case when w.object_is_entity then w.object end, 'object_type', w.object_type)) end
+               'object_entity', case when w.object_is_entity then w.object end, 'object_type', w.object_type,
+               -- demoted: its evidence span names neither its subject nor its object (or not both)
+               'unquoted', case when w.claim = any (unquoted) then true end)) end
       from unnest(work) w
      order by w.fact_id, w.claim;
 

@@ -251,15 +251,19 @@ comment on function vera.query_terms(text) is
     'The lexical half''s terms of a query: its words (simple configuration), each once, sorted';
 grant execute on function vera.query_terms(text) to vera_app, vera_worker, vera_gateway;
 
--- Internal: the tsquery matching any of these lexemes; null for none.
+-- Internal: the tsquery matching any of these lexemes; null (matching
+-- nothing) for none. Empty and blank words are left out: quoted, '' is no
+-- lexeme and would be a syntax error (42601) of the tsquery.
 create or replace function vera.any_of(lexemes text[])
 returns tsquery
 language sql immutable
 as $$
     select nullif(pg_catalog.array_to_string(
-               array(select pg_catalog.quote_literal(t) from pg_catalog.unnest(lexemes) t), ' | '), '')::tsquery
+               array(select pg_catalog.quote_literal(t) from pg_catalog.unnest(lexemes) t
+                      where pg_catalog.btrim(t) <> ''), ' | '), '')::tsquery
 $$;
-comment on function vera.any_of(text[]) is 'Internal: a tsquery matching any of the lexemes (OR); null for none';
+comment on function vera.any_of(text[]) is
+    'Internal: a tsquery matching any of the lexemes (OR), empty ones left out; null for none';
 -- vera.lexical_query (the SQL API, run as its caller) and the candidate stages (vera_searcher) call it
 grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
 

@@ -38,8 +38,8 @@ grant execute on function vera.group_vector_index_ready(text, text, integer) to 
 -- not, each with the statements that build it without blocking writers
 -- (CREATE INDEX CONCURRENTLY, which cannot run inside a function or a
 -- transaction: `vera db maintain` runs them one by one). A group needs its
--- own index on facts or chunks once it holds min_rows vectors of a
--- dimension there. An index whose concurrent build failed is dropped and
+-- own index on facts, chunks or entity names once it holds min_rows vectors
+-- of a dimension there. An index whose concurrent build failed is dropped and
 -- built again. Reads every group's row counts, so it belongs to
 -- vera_searcher (past RLS) and answers only with names and counts.
 create or replace function vera.missing_vector_indexes(min_rows integer default 5000)
@@ -58,16 +58,21 @@ begin
             union all
             select 'chunks', c.group_id, public.vector_dims(c.embedding), count(*)
               from vera.chunks c where c.embedding is not null group by 1, 2, 3
+            union all
+            select 'entities', e.group_id, public.vector_dims(e.name_embedding), count(*)
+              from vera.entities e where e.name_embedding is not null group by 1, 2, 3
         )
         select c.group_id, c.table_name, c.dim, c.vector_rows, name.index_name,
                case when to_regclass(format('vera.%I', name.index_name)) is not null
                     then array[format('drop index concurrently if exists vera.%I', name.index_name)] else '{}' end
                || format('create index concurrently if not exists %I on vera.%I using hnsw '
-                         '((embedding::public.vector(%s)) public.vector_cosine_ops) '
-                         'where group_id = %L and public.vector_dims(embedding) = %s',
-                         name.index_name, c.table_name, c.dim, c.group_id, c.dim)
+                         '((%I::public.vector(%s)) public.vector_cosine_ops) '
+                         'where group_id = %L and public.vector_dims(%I) = %s',
+                         name.index_name, c.table_name, name.column_name, c.dim, c.group_id, name.column_name, c.dim)
           from counts c
-          cross join lateral (select vera.group_vector_index_name(c.table_name, c.group_id, c.dim) as index_name) name
+          cross join lateral (select vera.group_vector_index_name(c.table_name, c.group_id, c.dim) as index_name,
+                                     case c.table_name when 'entities' then 'name_embedding' else 'embedding' end
+                                         as column_name) name
          where c.vector_rows >= min_rows
            and not vera.group_vector_index_ready(c.table_name, c.group_id, c.dim)
          order by c.vector_rows desc, c.group_id, c.table_name;

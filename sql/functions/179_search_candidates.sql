@@ -44,6 +44,7 @@ language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
 set hnsw.ef_search = 40
+-- and every planner enable_* flag on (250_pinned_settings.sql)
 -- Its static statements (the statistics' lookup, the vector statement's text) have plans that do
 -- not depend on their values, but PL/pgSQL's default kept re-planning them for each call's values:
 -- 1.1 ms of planning a search at 1,000,000 facts (pg_stat_statements, track_planning). The vector

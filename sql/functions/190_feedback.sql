@@ -6,7 +6,7 @@ set role vera_owner;
 -- has for that query (period null without during). The signals are computed
 -- here by running the search again (a client cannot hand in made-up ones),
 -- so the item must be among the first 100 hits of the query (VN001
--- otherwise). One vote per principal, hit and query: voting again replaces it.
+-- otherwise). The query, trimmed, is at most 4,000 characters (22001). One vote per principal, hit and query: voting again replaces it.
 create or replace function vera.record_feedback(
     kind vera.item_kind, item_id uuid, query text, vote text,
     query_embedding public.vector default null, as_of timestamptz default null, groups text[] default null,
@@ -33,6 +33,8 @@ begin
     if normalised_query = '' then
         raise exception 'feedback needs the query the hit answered' using errcode = '22023';
     end if;
+    -- the vote keeps the query (trimmed): refused here, before the search, not by the table's check
+    perform vera.check_length(btrim(query), 'query', 4000);
     select * into hit
       from vera.search(query, query_embedding, k => 100, as_of => record_feedback.as_of,
                        groups => record_feedback.groups, embedding_model => record_feedback.embedding_model,

@@ -180,6 +180,7 @@ create or replace function vera.snapshot_candidates(
 returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer)
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
+-- every planner enable_* flag on (250_pinned_settings.sql)
 as $$
 declare
     matching constant tsquery := vera.any_of(terms);

@@ -55,16 +55,38 @@ where r.rolname = %(role)s;
 
 -- name: app_logins
 -- Operator: every application login (a direct member of vera_app), its limits and its sessions now.
+-- The limits are the operator's (this database's setting vera_login.<role>, which vera.authenticate
+-- applies), else the role's own settings (a login made before them, which the login may change).
 select r.rolname, r.rolcanlogin, r.rolconnlimit,
-       (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
-         where d.setrole = r.oid and d.setdatabase = 0 and s.setting like 'statement\_timeout=%%') as statement_timeout,
-       (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
-         where d.setrole = r.oid and d.setdatabase = 0
-           and s.setting like 'idle\_in\_transaction\_session\_timeout=%%') as idle_timeout,
+       coalesce((select 'statement_timeout=' || substring(s.setting from '[=,]statement_timeout=([^,]*)')
+                   from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+                  where d.setrole = 0 and d.setdatabase = (select oid from pg_catalog.pg_database
+                                                           where datname = current_database())
+                    and starts_with(s.setting, 'vera_login.' || r.rolname || '=')),
+                (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+                  where d.setrole = r.oid and d.setdatabase = 0 and s.setting like 'statement\_timeout=%%'))
+           as statement_timeout,
+       coalesce((select 'idle_in_transaction_session_timeout='
+                        || substring(s.setting from '[=,]idle_in_transaction_session_timeout=([^,]*)')
+                   from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+                  where d.setrole = 0 and d.setdatabase = (select oid from pg_catalog.pg_database
+                                                           where datname = current_database())
+                    and starts_with(s.setting, 'vera_login.' || r.rolname || '=')),
+                (select s.setting from pg_catalog.pg_db_role_setting d, unnest(d.setconfig) s(setting)
+                  where d.setrole = r.oid and d.setdatabase = 0
+                    and s.setting like 'idle\_in\_transaction\_session\_timeout=%%')) as idle_timeout,
        (select count(*) from pg_catalog.pg_stat_activity a where a.usesysid = r.oid) as sessions
 from pg_catalog.pg_roles r
 join pg_catalog.pg_auth_members m on m.member = r.oid and m.roleid = 'vera_app'::regrole
 order by r.rolname;
+
+-- name: app_login_databases
+-- Operator: the databases on which a role holds privileges of its own (CONNECT for a login).
+select d.datname
+from pg_catalog.pg_database d, pg_catalog.aclexplode(d.datacl) a
+where a.grantee = %(role)s::regrole
+group by d.datname
+order by d.datname;
 
 -- name: end_app_login_sessions
 -- Operator: ends every session of an application login, waiting up to 5 s for each; how many were ended.

@@ -9,7 +9,8 @@ runaway answers dropped and counted), and publishes the claims through
 vera.publish_claims as the principal whose request started the work, citing the
 passage and span. The source's tier decides publish, review or proposal exactly
 as for structured claims; a claim with a predicate the group does not have is a
-proposal. Subject names and fact texts go with vectors from the group's
+proposal, and so is one whose span does not name its subject and object (SQL's rule,
+docs/extraction.md "A claim needs a quote"). Subject names and fact texts go with vectors from the group's
 embedder, so the semantic rung of entity resolution runs on them.
 
 The extraction and the passage's record are written in one transaction, so a

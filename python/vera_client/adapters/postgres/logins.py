@@ -87,11 +87,38 @@ def scram_verifier(password: str, salt: bytes | None = None, iterations: int = _
     return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
 
 
+# The operator's limits of a login: a setting of the database, LIMITS_SETTING + role, which
+# only the database's owner or a superuser may write (a role may change its own role settings
+# at will); vera.authenticate reads it from the catalog and sets it in every transaction.
+LIMITS_SETTING = "vera_login."
+
+# CONNECT on the database the statements run in (the database the login is for: no other), and
+# the operator's limits as that database's setting, with the admin session's work_mem.
+_DATABASE_STATEMENTS = sql.SQL(
+    "do $login$ begin "
+    "execute format('grant connect on database %I to %I', current_database(), {role}); "
+    "execute format('alter database %I set %I = %L', current_database(), {setting}, "
+    "{limits} || ',work_mem=' || current_setting('work_mem')); "
+    "end $login$"
+)
+
+
+def limits_entry(limits: LoginLimits) -> str:
+    """The operator's limits as stored in the database setting (without work_mem)."""
+    return (
+        f"statement_timeout={limits.statement_timeout},"
+        f"idle_in_transaction_session_timeout={limits.idle_in_transaction_timeout}"
+    )
+
+
 def app_login_statements(role: str, limits: LoginLimits, *, create: bool) -> list[sql.Composed]:
     """What makes `role` an application login with `limits` (creating it when
     `create`): LOGIN, INHERIT and nothing else, a member of vera_app that
-    inherits its privileges but may not SET ROLE to it, a connection limit, and
-    the two timeouts as role settings (in effect from its next session)."""
+    inherits its privileges but may not SET ROLE to it, a connection limit,
+    CONNECT on this database alone, the two timeouts as role settings (the
+    defaults of its next sessions) and, binding, as this database's setting
+    LIMITS_SETTING + role, which vera.authenticate applies in every
+    transaction."""
     ident = sql.Identifier(role)
     statements: list[sql.Composed] = []
     if create:
@@ -110,6 +137,11 @@ def app_login_statements(role: str, limits: LoginLimits, *, create: bool) -> lis
         ),
         sql.SQL("alter role {} set idle_in_transaction_session_timeout = {}").format(
             ident, sql.Literal(limits.idle_in_transaction_timeout)
+        ),
+        _DATABASE_STATEMENTS.format(
+            role=sql.Literal(role),
+            setting=sql.Literal(LIMITS_SETTING + role),
+            limits=sql.Literal(limits_entry(limits)),
         ),
     ]
     return statements
@@ -190,6 +222,15 @@ def drop_app_login(admin_dsn: str, name: str) -> int:
             raise AppLoginNotFoundError(f"there is no application login {role} (vera tenant login list)")
         conn.execute(sql.SQL("alter role {} nologin").format(ident))
         ended = conn.execute(query("end_app_login_sessions"), {"role": role}).fetchone()
+        # CONNECT on databases (any the login was made for) would keep the role from going
+        for (database,) in conn.execute(query("app_login_databases"), {"role": role}).fetchall():
+            conn.execute(sql.SQL("revoke all on database {} from {}").format(sql.Identifier(database), ident))
+        conn.execute(
+            sql.SQL(
+                "do $login$ begin execute format('alter database %I reset %I', current_database(), {}); "
+                "end $login$"
+            ).format(sql.Literal(LIMITS_SETTING + role))
+        )
         conn.execute(sql.SQL("drop role {}").format(ident))
     return int(ended[0]) if ended else 0
 
