@@ -25,8 +25,10 @@ def test_source_add_refuses_a_folder_the_embedded_worker_would_refuse(
     allowed.mkdir()
     elsewhere.mkdir()
     (tmp_path / "notes.md").write_text("# A file\n")
-    env = vera_env(cli_db.server, cli_db.name) | {"VERA_WORKER__SOURCE_ROOTS": json.dumps([str(allowed)])}
+    # the organisation may read the whole temporary directory; this install's worker only `allowed`
+    env = vera_env(cli_db.server, cli_db.name)
     env["VERA_API_KEY"] = tenant_key(env)
+    env["VERA_WORKER__SOURCE_ROOTS"] = json.dumps([str(allowed)])
     line = one_line_error(run_vera(["source", "add", "x", str(elsewhere), "--tier", "2"], env))
     assert "outside the folders the worker may read (VERA_WORKER__SOURCE_ROOTS" in line
     line = one_line_error(run_vera(["source", "add", "x", str(tmp_path / "notes.md"), "--tier", "2"], env))

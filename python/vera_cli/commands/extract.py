@@ -52,7 +52,7 @@ def mention_backlog(api_key: str, database: Database, group: str) -> None:
 @api_key_option("Key of a member of the group.")
 @friendly_errors
 def extract_command(group: str, backlog: bool, yes: bool, no_wait: bool, api_key: str) -> None:
-    """Send the group's passages no model has been through to the extraction model.
+    """Send a group's passages no model has been through to the extraction model, after an estimate.
 
     First says how many passages, about how many tokens and what it would cost at
     the configured prices (VERA_LLM__PRICES over the list prices), then asks
