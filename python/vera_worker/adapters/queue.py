@@ -112,12 +112,14 @@ def build_app(
             raise RuntimeError("this worker was started without a source reader")
         request = IngestRequest.from_job_args(args)
         report = ingestion.run(request, should_stop=context.should_abort)
+        # the text this run wrote goes to the extraction model, and only it: passages stored
+        # before (say, while no model was configured) wait for `vera extract --backlog`
+        if extraction is not None and report.episodes:
+            extraction.request(request.group_id, request.principal_id, report.episodes)
         if report.stopped and context.should_abort():
             raise StoppedForShutdown(
                 f"{report.source}: stopped after the file in hand, the worker is stopping"
             )
-        if extraction is not None and report.ingested:  # new text goes to the extraction model
-            extraction.request(request.group_id, request.principal_id)
 
     # Without a model configured (VERA_LLM__BASE_URL) free-text extraction is off: the job is done.
     @app.task(
