@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +28,7 @@ def demo_db(make_database) -> Database:
     return database
 
 
-def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
+def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database, tmp_path: Path) -> None:
     env = vera_env(demo_db.server, demo_db.name)
     first = run_vera(["demo"], env)
     assert first.exit_code == 0, first.output
@@ -64,8 +66,32 @@ def test_demo_sets_up_a_tenant_and_is_idempotent(demo_db: Database) -> None:
     with demo_db.admin() as conn:
         assert conn.execute("select count(*) from vera.groups where kind = 'organisation'").fetchone() == (1,)
     assert "hop 1  billing-api USES_DATABASE ledger-db  [cmdb]" in second.output
-    # the demo's FalkorDB outlives the demo (as its PostgreSQL does); the test stops it
-    EmbeddedFalkorDB(demo_db.server.data_dir.parent / "falkordb").stop()
+    try:
+        _after_the_demo_one_memory(env, KEY.search(second.output), tmp_path)
+    finally:
+        # the demo's FalkorDB outlives the demo (as its PostgreSQL does); the test stops it, and
+        # removes it: the session's later commands would find it beside the database and start it
+        demo_graph = EmbeddedFalkorDB(demo_db.server.data_dir.parent / "falkordb")
+        demo_graph.stop()
+        shutil.rmtree(demo_graph.data_dir, ignore_errors=True)
+
+
+def _after_the_demo_one_memory(env: dict[str, str], key: re.Match[str] | None, tmp_path: Path) -> None:
+    """Without graph settings, what follows the demo uses its graph: a source added and ingested
+    after it is projected there, and `vera graph check` finds the graph in step (issue 29)."""
+    assert key is not None
+    after = {name: value for name, value in env.items() if name != "VERA_MEMORY__GRAPH_BACKEND"}
+    after |= {"VERA_API_KEY": key[0], "VERA_OBJECTS__ROOT": str(tmp_path / "objects")}
+    folder = tmp_path / "inventory"
+    folder.mkdir()
+    (folder / "services.csv").write_text("Service,runs on\nnotes-api,k8s-hanoi-3\n", encoding="utf-8")
+    added = run_vera(["source", "add", "inventory", str(folder), "--kind", "cmdb", "--tier", "1"], after)
+    assert added.exit_code == 0, added.output
+    ingested = run_vera(["ingest", "--source", "inventory"], after)
+    assert ingested.exit_code == 0, ingested.output
+    checked = run_vera(["graph", "check"], after)
+    assert checked.exit_code == 0, checked.output + checked.stderr
+    assert "0 with drift" in checked.output
 
 
 def test_db_status_migrate_and_url(demo_db: Database) -> None:

@@ -24,6 +24,9 @@ def vera_env(server: EmbeddedPostgres, database: str) -> dict[str, str]:
         "VERA_DB__ADMIN_DSN": "",
         # the folders the tests register live below the temporary directory
         "VERA_WORKER__SOURCE_ROOTS": json.dumps([tempfile.gettempdir()]),
+        # explicitly none: a demo's FalkorDB left beside the session's server by one test is
+        # not found (and started) by the next (graph_wiring.graph_memory); tests that want it drop this
+        "VERA_MEMORY__GRAPH_BACKEND": "none",
     }
 
 

@@ -48,6 +48,11 @@ COMMANDS = {
     "eval": Entry(
         f"{_SEARCH}:eval_command", "Score a golden set with the real vera.search: hit@k, MRR, nDCG@10."
     ),
+    "extract": Entry(
+        "vera_cli.commands.extract:extract_command",
+        "Send a group's passages no model has been through to the extraction model, after an estimate.",
+        "worker",
+    ),
     "feedback": Entry(
         f"{_SEARCH}:feedback_command", "Vote on a hit (KIND ITEM_ID from `vera search --json`) of a query."
     ),

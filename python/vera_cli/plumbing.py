@@ -64,12 +64,15 @@ def api_key_option(purpose: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 def database_from_env(tcp: bool | None = None) -> Database:
     from vera_client.bootstrap import build_database
-    from vera_client.config import VeraSettings
+    from vera_client.config import read_settings
 
-    settings = VeraSettings()
+    settings = read_settings()
     if tcp is not None and tcp != settings.db.tcp:
         settings = settings.model_copy(update={"db": settings.db.model_copy(update={"tcp": tcp})})
-    return build_database(settings)
+    database = build_database(settings)
+    if database.server is not None:  # what the embedded server did beyond its data: one line on stderr
+        database.server.notice = lambda message: click.echo(f"vera: {message}", err=True)
+    return database
 
 
 def require_embedded(database: Database) -> None:

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 
 from vera_cli.output import counted
+from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport, combined
 
 # warnings named one by one; past this the summary's count (and --json) carries the rest
@@ -30,6 +31,8 @@ SHOWN_WARNINGS = 20
 # a plain progress line each time a run of at least PLAIN_FROM files is this much further
 PLAIN_STEP = 0.1
 PLAIN_FROM = 20
+# a progress line each this many passages through the model, when their total is not counted
+EXTRACTION_STEP = 25
 
 
 class IngestProgress:
@@ -80,6 +83,17 @@ class IngestProgress:
             return  # the file's own event follows
         self._advance(event)
 
+    def extraction(self, event: ExtractionEvent) -> None:
+        """A passage through the extraction model: a line at the first, then each tenth of the way
+        (each EXTRACTION_STEP passages when the total is not counted)."""
+        step = _step(event.total) if event.total else EXTRACTION_STEP
+        if event.done == 1 or event.done % step == 0 or event.done == event.total:
+            of = f"/{event.total:,}" if event.total else ""
+            self.say(
+                f"  extracting {event.group_id}: {event.done:,}{of} passages, "
+                f"{counted(event.facts, 'claim')} by the model"
+            )
+
     def _planned(self, event: IngestEvent) -> None:
         if not self._live:
             self.say(f"  {event.source}: {counted(event.total, 'file')} to read or retract")
@@ -126,4 +140,17 @@ def summarize(reports: Sequence[IngestReport]) -> str:
         f"{counted(len(total.warnings), 'warning')}; "
         f"{counted(total.passages, 'passage')}, {counted(total.claims, 'claim')}, "
         f"{counted(total.embeddings, 'embedding')}{stopped}"
+    )
+
+
+def summarize_extraction(reports: Sequence[ExtractionReport]) -> str:
+    """One line for the extract jobs a drain ran: the model's claims, counted."""
+    passages = sum(r.passages for r in reports)
+    facts = sum(r.facts for r in reports)
+    calls, reused, failed = (
+        sum(getattr(r, name) for r in reports) for name in ("model_calls", "reused", "failed")
+    )
+    return (
+        f"extraction: {counted(passages, 'passage')} through the model ({counted(calls, 'call')}, "
+        f"{reused} reused, {failed} failed): {counted(facts, 'claim')} by the model"
     )

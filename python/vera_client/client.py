@@ -27,7 +27,7 @@ from vera_client.adapters.postgres.executor import AsyncExecutor, Executor, SqlO
 from vera_client.adapters.providers.metering import MeterKey, Totals
 from vera_client.api.operation import Asynchronous, Blocking, Session
 from vera_client.bootstrap import Providers, build_database, build_providers
-from vera_client.config import PoolSettings, VeraSettings
+from vera_client.config import PoolSettings, VeraSettings, read_settings
 from vera_client.core import Operations, Shared
 from vera_client.domain.callers import ApiKey, Caller
 from vera_client.domain.errors import ConfigurationError
@@ -79,7 +79,7 @@ class VeraClient(Operations, Blocking):
     ) -> VeraClient:
         """A client as the environment (and a .env file) configures it: VERA_DB__*, VERA_EMBEDDER__*,
         VERA_RERANKER__*, ...; without a caller, the key in VERA_API_KEY (if set)."""
-        settings = settings or VeraSettings()
+        settings = settings or read_settings()
         return cls(
             build_database(settings).app_dsn,
             _caller_or_configured(caller, settings),
@@ -155,7 +155,7 @@ class AsyncVeraClient(Operations, Asynchronous):
         cls, caller: Caller | str | None = None, settings: VeraSettings | None = None
     ) -> AsyncVeraClient:
         """A client as the environment (and a .env file) configures it, as VeraClient.from_settings."""
-        settings = settings or VeraSettings()
+        settings = settings or read_settings()
         return await cls.connect(
             build_database(settings).app_dsn,
             _caller_or_configured(caller, settings),

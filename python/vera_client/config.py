@@ -21,12 +21,16 @@ composition root (bootstrap.py), the clients' from_settings and the CLI build se
 
 from __future__ import annotations
 
+import json
 import os
+import typing
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from vera_client.domain.errors import ConfigurationError
 
 
 def default_data_dir() -> Path:
@@ -252,12 +256,36 @@ class WorkerSettings(BaseModel):
     # within the folders an operator allowed the source's organisation (`vera tenant roots
     # add`, checked when the source is registered and again here); the default is the home
     # folder of the user the worker runs as.
-    source_roots: tuple[Path, ...] = Field(default_factory=lambda: (Path.home(),), min_length=1)
+    # In the environment: a JSON list, or folders separated by ':' as in PATH.
+    source_roots: Annotated[tuple[Path, ...], NoDecode] = Field(
+        default_factory=lambda: (Path.home(),), min_length=1
+    )
     read_limits: ReadLimits = Field(default_factory=ReadLimits)
     # A job left `doing` by a worker that has sent no heartbeat for this many seconds (killed,
     # its machine lost) is queued again by another worker, which checks every half of it;
     # workers send a heartbeat every third of it. VERA_WORKER__STALLED_AFTER.
     stalled_after: float = Field(default=30.0, ge=1.0, le=3600.0)
+
+    @field_validator("source_roots", mode="before")
+    @classmethod
+    def _path_list(cls, value: object) -> object:
+        return path_list(value)
+
+
+PATH_LIST_FORM = f'a JSON list of folders, e.g. ["/srv/a", "/srv/b"], or folders separated by {os.pathsep!r}'
+
+
+def path_list(value: object) -> object:
+    """A path list as the environment gives it: a JSON list, or folders separated by os.pathsep
+    (as PATH; empty parts dropped). Anything but a string is left to the field's own validation."""
+    if not isinstance(value, str):
+        return value
+    if value.lstrip().startswith("["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError(f"must be {PATH_LIST_FORM}") from None
+    return [part for part in value.split(os.pathsep) if part.strip()]
 
 
 class VeraSettings(BaseSettings):
@@ -284,3 +312,50 @@ class VeraSettings(BaseSettings):
     objects: ObjectStoreSettings = Field(default_factory=ObjectStoreSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+
+
+def read_settings() -> VeraSettings:
+    """VeraSettings from the environment (and .env); a setting in the wrong shape is a
+    ConfigurationError in one line that names its variable and the form it takes."""
+    try:
+        return VeraSettings()
+    except SettingsError as error:
+        raise misshapen_setting(error, VeraSettings, "VERA_") from None
+    except ValidationError as error:
+        problem = error.errors(include_url=False, include_input=False)[0]
+        where = "__".join(str(part) for part in problem["loc"] if not isinstance(part, int)).upper()
+        message = " ".join(str(problem["msg"]).split()).removeprefix("Value error, ")
+        raise ConfigurationError(f"invalid setting VERA_{where}: {message}") from None
+
+
+def misshapen_setting(error: SettingsError, model: type[BaseModel], prefix: str) -> ConfigurationError:
+    """Which structured setting of model (a JSON list or object in the environment) failed to parse."""
+    environment = {name.upper(): value for name, value in os.environ.items()}
+    for name, form in structured_settings(model, prefix):
+        value = environment.get(name)
+        if value is None:
+            continue
+        try:
+            json.loads(value)
+        except ValueError:
+            return ConfigurationError(f"invalid setting {name}: must be {form}, not {value[:60]!r}")
+    return ConfigurationError(f"invalid setting: {error} (a list or an object is written as JSON)")
+
+
+def structured_settings(model: type[BaseModel], prefix: str) -> list[tuple[str, str]]:
+    """The environment variables under prefix whose value is JSON (lists, objects), with their form."""
+    found: list[tuple[str, str]] = []
+    for name, field in model.model_fields.items():
+        variable = f"{prefix}{name.upper()}"
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found.extend(structured_settings(annotation, f"{variable}__"))
+            continue
+        origin = typing.get_origin(annotation)
+        if any(isinstance(meta, NoDecode) or meta is NoDecode for meta in field.metadata):
+            continue  # parsed by its own validator, which names it
+        if origin is dict:
+            found.append((variable, 'a JSON object, e.g. {"key": "value"}'))
+        elif origin in (list, tuple, set, frozenset):
+            found.append((variable, 'a JSON list, e.g. ["a", "b"]'))
+    return found

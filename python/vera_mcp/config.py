@@ -24,9 +24,10 @@ from typing import Any, Literal
 
 import pydantic
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-from vera_client.config import VeraSettings
+from vera_client.config import VeraSettings, misshapen_setting
+from vera_client.config import read_settings as read_vera_settings
 from vera_client.domain.errors import ConfigurationError, VeraError
 from vera_mcp.domain.access import ToolClass
 from vera_mcp.domain.oidc import OidcSettings
@@ -217,11 +218,9 @@ def read_settings(**overrides: Any) -> tuple[McpSettings, VeraSettings]:
         settings = McpSettings(**overrides)
     except pydantic.ValidationError as error:
         raise _configuration_error("VERA_MCP_", error) from None
-    try:
-        vera = VeraSettings()
-    except pydantic.ValidationError as error:
-        raise _configuration_error("VERA_", error) from None
-    return settings, vera
+    except SettingsError as error:
+        raise misshapen_setting(error, McpSettings, "VERA_MCP_") from None
+    return settings, read_vera_settings()
 
 
 def _configuration_error(prefix: str, error: pydantic.ValidationError) -> ConfigurationError:

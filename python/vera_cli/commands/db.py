@@ -36,21 +36,36 @@ def db() -> None:
 @click.option("--tcp/--no-tcp", default=None, help="Also listen on 127.0.0.1 (password auth).")
 @friendly_errors
 def start(tcp: bool | None) -> None:
-    """Start the embedded PostgreSQL (initialising it on first use)."""
+    """Start the embedded PostgreSQL (initialising it on first use), and the demo's graph beside it."""
+    from vera_worker.entrypoints.graph_wiring import demo_graph
+
     database = database_from_env(tcp)
     require_embedded(database)
     assert database.server is not None
     _print_status(database.server.start())
+    graph = demo_graph(database)
+    if graph is not None:
+        click.echo(f"graph:    the demo's FalkorDB at {graph.start()} (data in {graph.data_dir})")
 
 
 @db.command()
 @friendly_errors
 def stop() -> None:
-    """Stop the embedded PostgreSQL."""
+    """Stop the embedded PostgreSQL, and the FalkorDB `vera demo` started beside it."""
+    from vera_worker.entrypoints.graph_wiring import demo_graph
+
     database = database_from_env()
     require_embedded(database)
     assert database.server is not None
     _print_status(database.server.stop())
+    graph = demo_graph(database)
+    if graph is not None:
+        running = graph.status()
+        if running.running:
+            graph.stop()
+            click.echo(f"graph:    stopped the demo's FalkorDB (pid {running.pid}, port {running.port})")
+        else:
+            click.echo(f"graph:    the demo's FalkorDB in {graph.data_dir} was not running")
 
 
 @db.command()

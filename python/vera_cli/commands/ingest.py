@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,7 @@ from vera_cli.plumbing import (
 if TYPE_CHECKING:
     from vera_client.bootstrap import Database
     from vera_client.domain.errors import VeraError
+    from vera_worker.adapters.extraction import ExtractionReport
     from vera_worker.connectors.folder.events import IngestReport
     from vera_worker.connectors.folder.run import IngestRequest
 
@@ -38,6 +39,7 @@ class Drained:
 
     reports: list[IngestReport]
     interrupted: bool
+    extractions: list[ExtractionReport] = field(default_factory=list)
 
 
 def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) -> Drained:
@@ -46,10 +48,12 @@ def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) ->
     from vera_worker.entrypoints.wiring import worker_app
 
     reports: list[IngestReport] = []
+    extractions: list[ExtractionReport] = []
     failures: list[str] = []
 
-    def failed(request: IngestRequest, error: VeraError) -> None:
-        failures.append(f"ingestion of source {request.source_id} failed: {error}")
+    def failed(_request: IngestRequest, name: str, error: VeraError) -> None:
+        message = str(error).removeprefix(f"source {name!r}: ")  # the source is named once
+        failures.append(f"ingestion of source {name!r} failed: {message}")
 
     # the failure is reported here in one line; Procrastinate would log it with a traceback
     logging.getLogger("procrastinate").setLevel(logging.CRITICAL)
@@ -67,6 +71,8 @@ def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) ->
             on_report=reports.append,
             on_failure=failed,
             extra_roots=extra_roots,
+            on_extraction=progress.extraction,
+            on_extracted=extractions.append,
             should_stop=stop,
         )
         interrupted = drain_interruptibly(
@@ -80,7 +86,23 @@ def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) ->
         for line in failures[:-1]:
             click.echo(f"vera: error: {line}", err=True)
         fail(failures[-1])
-    return Drained(reports, interrupted)
+    return Drained(reports, interrupted, extractions)
+
+
+def _summary(drained: Drained, as_json: bool) -> None:
+    """The runs' counts, and the claims the model found in what they wrote."""
+    from vera_cli.progress import summarize, summarize_extraction
+    from vera_worker.connectors.folder.events import combined
+
+    if as_json:
+        summary = combined(drained.reports).as_json()
+        if drained.extractions:
+            summary["model_claims"] = sum(r.facts for r in drained.extractions)
+        click.echo(json.dumps(summary, ensure_ascii=False))
+        return
+    click.echo(summarize(drained.reports))
+    if drained.extractions:
+        click.echo(summarize_extraction(drained.extractions))
 
 
 @click.command("ingest")
@@ -103,8 +125,6 @@ def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes the
     Ctrl-C stops it after the file in hand (exit 130), a second Ctrl-C at once.
     """
     from vera_cli.commands.sources import source_holding
-    from vera_cli.progress import summarize
-    from vera_worker.connectors.folder.events import combined
 
     if path is None and source_name is None:
         fail("give a PATH below a registered source's folder, or --source NAME")
@@ -133,10 +153,11 @@ def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes the
         return
     click.echo(queued, err=as_json)
     drained = drain_with_progress(database)
-    if as_json:
-        click.echo(json.dumps(combined(drained.reports).as_json(), ensure_ascii=False))
-    else:
-        click.echo(summarize(drained.reports))
+    _summary(drained, as_json)
+    if database.settings.llm.enabled:
+        from vera_cli.commands.extract import mention_backlog
+
+        mention_backlog(api_key, database, source.group_id)
     if drained.interrupted:
         click.echo("vera: stopped by Ctrl-C; what was read is kept, `vera ingest` reads the rest", err=True)
         sys.exit(EXIT_INTERRUPTED)

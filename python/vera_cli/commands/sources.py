@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 import click
 
 from vera_cli.output import counted, echo_json_lines
-from vera_cli.plumbing import api_key_option, client_from_env, fail, friendly_errors
+from vera_cli.plumbing import (
+    api_key_option,
+    client_from_env,
+    database_from_env,
+    fail,
+    friendly_errors,
+    start_if_embedded,
+)
 from vera_client.domain.errors import NotFoundError
 
 if TYPE_CHECKING:
@@ -104,7 +111,21 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
     nothing); a retracted source of that name comes back (its files are read afresh
     by the next ingest).
     """
-    with client_from_env(api_key) as vera:
+    from vera_worker.connectors.folder.scan import check_new_source, within
+
+    database = database_from_env()
+    start_if_embedded(database)
+    # the embedded install's worker is this command's own settings (`vera ingest` works the queue
+    # off here): what it would refuse is refused now; another worker's settings are not known
+    roots = database.settings.worker.source_roots
+    real = check_new_source(folder, name, roots if database.server is not None else None)
+    if not within(real, roots):
+        click.echo(
+            f"vera: note: {real} is outside VERA_WORKER__SOURCE_ROOTS here: `vera ingest` run with these "
+            "settings will refuse it; only a `vera worker` allowed to read it can",
+            err=True,
+        )
+    with client_from_env(api_key, database) as vera:
         target = group or vera.default_group()
         old = _existing(vera, target, name)
         changes = (

@@ -33,7 +33,7 @@ def worker_command(
     queue whose due jobs exceed the threshold sets vera_queue_backlog_over_threshold and logs
     a warning once.
     """
-    from vera_worker.adapters.queue import serve, served_queues
+    from vera_worker.adapters.queue import GRAPH_CHECK_TASK, serve, served_queues
     from vera_worker.adapters.queue_metrics import (
         BacklogMonitor,
         database_graph_health,
@@ -53,9 +53,8 @@ def worker_command(
     if metrics_port is not None or backlog_threshold is not None:
         read = database_queue_depths(sql)
         threshold = DEFAULT_THRESHOLD if backlog_threshold is None else backlog_threshold
-        graph_health = (
-            database_graph_health(sql) if database.settings.memory.graph_backend != "none" else None
-        )
+        # a worker with a graph (configured, or the demo's beside the database) has the graph check
+        graph_health = database_graph_health(sql) if GRAPH_CHECK_TASK in app.tasks else None
         backlog = BacklogMonitor(read, queues=SERVED_QUEUES, threshold=threshold, read_graph=graph_health)
     metrics_server = None
     if backlog is not None and metrics_port is not None:

@@ -233,6 +233,14 @@ def passages_to_extract(
     return Call("passages_to_extract", params, records(PassageToExtract))
 
 
+def episode_passages_to_extract(
+    group: str, model_version: str, episodes: Sequence[UUID], max_rows: int
+) -> Call[list[PassageToExtract]]:
+    """The passages of those episodes that no model has been through (what an ingestion wrote)."""
+    params = {"group": group, "model_version": model_version, "episodes": list(episodes)}
+    return Call("episode_passages_to_extract", params | {"max_rows": max_rows}, records(PassageToExtract))
+
+
 def take_passage(group: str, chunk: UUID, model_version: str, redo: bool) -> Call[bool]:
     params = {"group": group, "chunk": chunk, "model_version": model_version, "redo": redo}
     return Call("take_passage", params, scalar)

@@ -79,6 +79,11 @@ select * from vera.queue_lag();
 select *
 from vera.passages_to_extract(%(group)s, %(model_version)s, %(redo)s, %(max_rows)s);
 
+-- name: episode_passages_to_extract
+-- The passages of some episodes that no model version has been through.
+select *
+from vera.episode_passages_to_extract(%(group)s, %(model_version)s, %(episodes)s, %(max_rows)s);
+
 -- name: take_passage
 -- Takes a passage for this transaction; false when another extract job did it meanwhile.
 select vera.take_passage(%(group)s, %(chunk)s, %(model_version)s, %(redo)s);

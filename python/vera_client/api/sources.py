@@ -1,7 +1,7 @@
 """Sources and ingestion: registering sources, the episodes (versions of a source's
 records) and passages they bring, requests for the worker to ingest or extract, and
 each source's incremental cursor (sql/functions/110_sources.sql, 115_ingestion.sql,
-240_extraction.sql; queries in sources.sql; tests in pg_tests/sources/)."""
+240_extraction.sql, 245_extraction_backlog.sql; queries in sources.sql; tests in pg_tests/sources/)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,28 @@ def request_extraction(group: str, *, redo: bool = False) -> Call[int]:
     """Queue an extract job over the group's passages for the worker, on behalf of the caller; the
     job id. redo: also passages an earlier model or prompt version extracted (`vera reprocess`)."""
     return Call("request_extraction", {"group": group, "redo": redo}, scalar)
+
+
+def request_episode_extraction(group: str, episodes: Sequence[UUID]) -> Call[int]:
+    """Queue an extract job over the passages of those episodes only (what an ingestion run wrote;
+    at most 1,000 episodes), on behalf of the caller; the job id. The group's older backlog waits
+    for request_extraction (`vera extract --backlog`)."""
+    return Call("request_episode_extraction", {"group": group, "episodes": list(episodes)}, scalar)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExtractionBacklog:
+    """What an extract job over a group would send to a model: passages and their characters."""
+
+    passages: int
+    characters: int
+
+
+def extraction_backlog(group: str, model_version: str, *, redo: bool = False) -> Call[ExtractionBacklog]:
+    """How many passages of the group an extract job would send to model_version (redo as in
+    request_extraction), and their characters: what an estimate of tokens and cost starts from."""
+    params = {"group": group, "model_version": model_version, "redo": redo}
+    return Call("extraction_backlog", params, record(ExtractionBacklog))
 
 
 def source_roots(group: str) -> Call[list[str]]:
@@ -234,6 +256,8 @@ class Sources:
     source_for_path = plan(source_for_path)
     request_ingest = operation(request_ingest)
     request_extraction = operation(request_extraction)
+    request_episode_extraction = operation(request_episode_extraction)
+    extraction_backlog = operation(extraction_backlog)
     read_time_scopes = plan(read_time_scopes)
     record_episode = operation(record_episode)
     store_chunks = plan(store_chunks)

@@ -41,3 +41,11 @@ select * from vera.store_chunks(%(group)s, %(episode)s, %(chunks)s, %(embedding_
 -- name: request_extraction
 -- Defers an extract job over the group's passages (redo: those the current model version has not seen).
 select vera.request_extraction(%(group)s, %(redo)s);
+
+-- name: request_episode_extraction
+-- Defers an extract job over the passages of some episodes (what an ingestion run wrote).
+select vera.request_episode_extraction(%(group)s, %(episodes)s);
+
+-- name: extraction_backlog
+-- How many passages (and characters) an extract job over the group would send to a model.
+select * from vera.extraction_backlog(%(group)s, %(model_version)s, %(redo)s);

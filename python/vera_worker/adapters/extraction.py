@@ -20,7 +20,7 @@ replayed job neither asks the model again nor publishes twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -43,9 +43,9 @@ from vera_client.domain.errors import (
 )
 from vera_client.domain.ports import Embedder
 from vera_worker.domain.extracted_claims import validate_extraction
+from vera_worker.domain.extraction_estimate import extraction_model_version
 from vera_worker.domain.prompts import (
     EXTRACTION_INSTRUCTIONS,
-    EXTRACTION_PROMPT_VERSION,
     EXTRACTION_SCHEMA,
     extraction_input,
 )
@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 # passages read per round; each is committed on its own
 BATCH = 50
+# episodes per extract job an ingestion run queues (vera.request_episode_extraction takes 1,000)
+EPISODES_PER_JOB = 1000
 # entity names offered to the model per passage
 PROMPT_ENTITIES = 50
 
@@ -62,26 +64,40 @@ EmbedderForModel = Callable[[str | None], Embedder | None]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExtractJob:
-    """Extract the group's passages: those no model has seen, or (redo) those the current version has not."""
+    """Extract the group's passages: those no model has seen, or (redo) those the current version
+    has not; with episodes, only those episodes' passages no model has seen (an ingestion's)."""
 
     group_id: str
     principal_id: UUID
     redo: bool = False
+    episodes: tuple[UUID, ...] | None = None
 
     @classmethod
     def from_job_args(cls, args: Mapping[str, object]) -> ExtractJob:
-        group_id, redo = args.get("group_id"), args.get("redo", False)
+        group_id, redo, episodes = args.get("group_id"), args.get("redo", False), args.get("episodes")
         if not isinstance(group_id, str) or not group_id:
             raise InvalidArgumentError("vera.extract job without a group_id")
         try:
             principal = UUID(str(args.get("principal_id")))
-        except ValueError:
-            raise InvalidArgumentError("vera.extract job without a valid principal_id") from None
-        return cls(group_id=group_id, principal_id=principal, redo=bool(redo))
+            scope = None if episodes is None else tuple(UUID(str(e)) for e in episodes)  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            raise InvalidArgumentError("vera.extract job without a valid principal_id or episodes") from None
+        return cls(group_id=group_id, principal_id=principal, redo=bool(redo), episodes=scope)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionEvent:
+    """Progress of an extract job, for a progress line: passages done of total (0: not counted)."""
+
+    group_id: str
+    done: int
+    total: int
+    facts: int
 
 
 @dataclass(slots=True)
 class ExtractionReport:
+    group_id: str = ""
     passages: int = 0
     model_calls: int = 0
     reused: int = 0
@@ -101,7 +117,11 @@ class PassageExtraction:
         model: ChatModel,
         embedder_for_model: EmbedderForModel,
         max_claims_per_passage: int = 50,
+        on_progress: Callable[[ExtractionEvent], None] | None = None,
+        on_report: Callable[[ExtractionReport], None] | None = None,
     ) -> None:
+        self._on_progress = on_progress
+        self._on_report = on_report
         self._sql = sql
         self._model = model
         self._embedder_for_model = embedder_for_model
@@ -110,34 +130,52 @@ class PassageExtraction:
     @property
     def model_version(self) -> str:
         """What a stored extraction is keyed by: the model and the prompt's version."""
-        return f"{self._model.model}/{EXTRACTION_PROMPT_VERSION}"
+        return extraction_model_version(self._model.model)
 
-    def request(self, group_id: str, principal_id: UUID) -> int:
-        """Queue an extract job for what an ingestion run just stored, as its principal; the job id."""
-        return self._sql.run(Principal(principal_id), sources_api.request_extraction(group_id))
+    def request(self, group_id: str, principal_id: UUID, episodes: Sequence[UUID]) -> list[int]:
+        """Queue extract jobs for the episodes an ingestion run just stored (their passages only,
+        never the group's older backlog: `vera extract --backlog`), as its principal; the job ids."""
+        parts = [episodes[i : i + EPISODES_PER_JOB] for i in range(0, len(episodes), EPISODES_PER_JOB)]
+        return [
+            self._sql.run(Principal(principal_id), sources_api.request_episode_extraction(group_id, part))
+            for part in parts
+        ]
+
+    def _batch(self, caller: Principal, job: ExtractJob) -> list[PassageToExtract]:
+        group, version = job.group_id, self.model_version
+        if job.episodes is not None:
+            scoped = jobs_api.episode_passages_to_extract(group, version, job.episodes, BATCH)
+            return self._sql.run(caller, scoped)
+        return self._sql.run(caller, jobs_api.passages_to_extract(group, version, job.redo, BATCH))
 
     def run(self, job: ExtractJob) -> ExtractionReport:
         """Extract every passage the job covers; idempotent."""
-        report = ExtractionReport()
+        report = ExtractionReport(group_id=job.group_id)
         caller = Principal(job.principal_id)
         seen: set[UUID] = set()
         pins = self._sql.run(caller, search_api.pinned_models([job.group_id]))
         embedder = self._embedder_for_model(pins[0][0] if pins else None)
+        total = 0
+        if self._on_progress is not None and job.episodes is None:  # a backlog: say how far along
+            total = self._sql.run(
+                caller, sources_api.extraction_backlog(job.group_id, self.model_version, redo=job.redo)
+            ).passages
         while True:
-            batch = self._sql.run(
-                caller, jobs_api.passages_to_extract(job.group_id, self.model_version, job.redo, BATCH)
-            )
-            fresh = [p for p in batch if p.chunk_id not in seen]
+            fresh = [p for p in self._batch(caller, job) if p.chunk_id not in seen]
             if not fresh:
                 break  # done (or only passages this run could not record: never loop on them)
             for passage in fresh:
                 seen.add(passage.chunk_id)
                 self._extract(passage, caller=caller, job=job, embedder=embedder, report=report)
+                if self._on_progress is not None:
+                    self._on_progress(ExtractionEvent(job.group_id, report.passages, total, report.facts))
         logger.info(
             "extract %s: %d passages, %d model calls, %d reused, %d facts, %d claims dropped, %d failed; %s",
             job.group_id, report.passages, report.model_calls, report.reused, report.facts, report.dropped,
             report.failed, self._model.spent(),
         )  # fmt: skip
+        if self._on_report is not None:
+            self._on_report(report)
         return report
 
     def _extract(

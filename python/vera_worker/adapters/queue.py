@@ -75,8 +75,9 @@ def build_app(
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
 
-    Without a projection (VERA_MEMORY__GRAPH_BACKEND=none) facts live in PostgreSQL only:
-    project_to_graph jobs are done at once and nothing is checked."""
+    Without a projection (no graph configured, none beside an embedded database) facts live in
+    PostgreSQL only: project_to_graph jobs are done at once, a group's first with a warning that a
+    graph elsewhere is now behind, and nothing is checked."""
     graph: GraphStore | None = projection.graph if projection is not None else None
     connector = procrastinate.PsycopgConnector(
         conninfo=dsn,
@@ -111,12 +112,14 @@ def build_app(
             raise RuntimeError("this worker was started without a source reader")
         request = IngestRequest.from_job_args(args)
         report = ingestion.run(request, should_stop=context.should_abort)
+        # the text this run wrote goes to the extraction model, and only it: passages stored
+        # before (say, while no model was configured) wait for `vera extract --backlog`
+        if extraction is not None and report.episodes:
+            extraction.request(request.group_id, request.principal_id, report.episodes)
         if report.stopped and context.should_abort():
             raise StoppedForShutdown(
                 f"{report.source}: stopped after the file in hand, the worker is stopping"
             )
-        if extraction is not None and report.ingested:  # new text goes to the extraction model
-            extraction.request(request.group_id, request.principal_id)
 
     # Without a model configured (VERA_LLM__BASE_URL) free-text extraction is off: the job is done.
     @app.task(
@@ -132,6 +135,8 @@ def build_app(
 
     # A graph server that is away is retried like an embedder (the job reads the facts' state
     # when it runs, so a late run projects what holds then).
+    unprojected_groups: set[str] = set()
+
     @app.task(
         name=JobName.PROJECT_TO_GRAPH.value, queue=JobName.PROJECT_TO_GRAPH.queue, pass_context=False,
         retry=_RETRY_WHEN_AWAY,
@@ -139,8 +144,19 @@ def build_app(
     def project_to_graph(**args: Any) -> None:
         job = ProjectJob.from_job_args(args)
         if projection is None:
-            # VERA_MEMORY__GRAPH_BACKEND=none: the facts live in PostgreSQL only; nothing to project
-            logger.debug("project_to_graph %s: no graph backend configured", job.group_id)
+            # No graph here (none configured, no demo's beside the database): the facts live in
+            # PostgreSQL only. Not silently: a graph this worker does not know of falls behind,
+            # which `vera graph check` shows as drift and `vera graph rebuild` repairs (docs/graph.md).
+            log = logger.info if job.group_id in unprojected_groups else logger.warning  # once a group
+            unprojected_groups.add(job.group_id)
+            log(
+                "project_to_graph %s: %d facts not projected, no graph configured here "
+                "(VERA_MEMORY__GRAPH_BACKEND); a graph of this group elsewhere is now behind: "
+                "vera graph rebuild --group %s",
+                job.group_id,
+                len(job.fact_ids),
+                job.group_id,
+            )
             return
         projection.project(job)
 

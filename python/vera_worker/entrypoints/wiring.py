@@ -15,7 +15,7 @@ from vera_client.adapters.providers.chat import worker_models
 from vera_client.bootstrap import Database, build_providers
 from vera_client.domain.errors import VeraError
 from vera_worker.adapters.embedding import FactEmbedding
-from vera_worker.adapters.extraction import PassageExtraction
+from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport, PassageExtraction
 from vera_worker.adapters.judges import Judges
 from vera_worker.adapters.queue import build_app
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport
@@ -31,8 +31,10 @@ def worker_app(
     *,
     on_progress: Callable[[IngestEvent], None] | None = None,
     on_report: Callable[[IngestReport], None] | None = None,
-    on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
+    on_failure: Callable[[IngestRequest, str, VeraError], None] | None = None,
     extra_roots: Sequence[Path] = (),
+    on_extraction: Callable[[ExtractionEvent], None] | None = None,
+    on_extracted: Callable[[ExtractionReport], None] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
 ) -> procrastinate.App:
     settings = database.settings
@@ -70,6 +72,8 @@ def worker_app(
             model=models.extraction,
             embedder_for_model=providers.embedder_for_model,
             max_claims_per_passage=settings.llm.max_claims_per_passage,
+            on_progress=on_extraction,
+            on_report=on_extracted,
         )
         judges = Judges(sql, model=models.judge)
     return build_app(

@@ -13,12 +13,14 @@ the data instead of opening up the user's home.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import pwd
 import shutil
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from vera_client.distribution import install_hint
 from vera_client.domain.deployment import LoginLimits, ServerStatus
 from vera_client.domain.errors import EmbeddedServerError
 
+logger = logging.getLogger(__name__)
 SERVER_OS_USER = "vera_postgres"
 SUPERUSER = "postgres"
 # The application login of the embedded server (a member of vera_app, made by
@@ -58,7 +61,18 @@ def _traversable_by_others(path: Path) -> bool:
 class EmbeddedPostgres:
     """One embedded PostgreSQL server with its data in `data_dir`."""
 
-    def __init__(self, *, data_dir: Path, port: int, database: str, tcp: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        data_dir: Path,
+        port: int,
+        database: str,
+        tcp: bool = False,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        """notice: told, in one line, what the server did beyond its data directory (run as
+        root: the OS user it created); a logged warning by default."""
+        self.notice = notice or logger.warning
         self.data_dir = data_dir.expanduser().absolute()
         self.port = port
         self.database = database
@@ -144,6 +158,10 @@ class EmbeddedPostgres:
                 [*useradd, SERVER_OS_USER],
                 check=True,
                 capture_output=True,
+            )
+            self.notice(
+                f"created the OS user {SERVER_OS_USER} (a system user, no login, no home) to run the "
+                "embedded PostgreSQL, which refuses to run as root"
             )
         return SERVER_OS_USER
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from uuid import UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class IngestReport:
     # scan); left out of the cursor, so the next run looks at it again
     skipped: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False  # asked to stop before every file was read
+    episodes: list[UUID] = field(default_factory=list)  # the new episodes written (for extraction)
 
     def as_json(self) -> dict[str, Any]:
         """The report as JSON-ready data (the CLI's --json summary)."""
@@ -66,4 +68,5 @@ def combined(reports: Sequence[IngestReport]) -> IngestReport:
         total.warnings.extend(r.warnings)
         total.skipped.extend(r.skipped)
         total.stopped = total.stopped or r.stopped
+        total.episodes.extend(r.episodes)
     return total

@@ -13,9 +13,8 @@ that cannot be read is reported and left out of the cursor, so the next run
 tries it again; it does not stop the others. A file is read without following any
 link, and only when it is still the file the scan saw and within its kind's size
 limit (reading.py); otherwise it is skipped with a warning naming it. So does a file that yields
-nothing (no passage, no claim) and has warnings: a semicolon export read as
-one column must not count as ingested. A parser's warnings are reported
-with the file they concern and logged.
+nothing (no passage, no claim) and has warnings: a semicolon export read as one column must
+not count as ingested. A parser's warnings are reported with the file they concern and logged.
 
 A run can be asked to stop (`should_stop`, checked between files: the CLI's
 first Ctrl-C): it finishes the file in hand, writes the cursor of what was
@@ -54,8 +53,8 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
 from vera_worker.connectors.folder.episodes import modified_at, object_key, record_uri, with_vectors
 from vera_worker.connectors.folder.events import IngestEvent, IngestReport
-from vera_worker.connectors.folder.reading import FileSkipped, open_root, read_scanned
-from vera_worker.connectors.folder.scan import scan_files, scope_path, source_root
+from vera_worker.connectors.folder.reading import FileSkipped, read_scanned
+from vera_worker.connectors.folder.scan import open_source_root, scan_files, scope_path, source_root
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.records import ParsedRecord, RecordFormatError, unnamed
 from vera_worker.domain.statements import functional_predicates
@@ -151,7 +150,7 @@ class SourceIngestion:
         embedder_for_model: EmbedderForModel,
         on_progress: Callable[[IngestEvent], None] | None = None,
         on_report: Callable[[IngestReport], None] | None = None,
-        on_failure: Callable[[IngestRequest, VeraError], None] | None = None,
+        on_failure: Callable[[IngestRequest, str, VeraError], None] | None = None,
         allowed_roots: Sequence[Path],
         should_stop: Callable[[], bool] = lambda: False,
         limits: ReadLimits | None = None,
@@ -170,24 +169,23 @@ class SourceIngestion:
         self._on_progress = on_progress
 
     def run(self, request: IngestRequest, should_stop: Callable[[], bool] = lambda: False) -> IngestReport:
-        """One run; a VeraError ends it (the job fails) after on_failure has heard of it.
-        should_stop: asked between files too (the job's: its worker is shutting down)."""
+        """One run; a VeraError ends it (the job fails) after on_failure has heard of it, with the
+        source's name (its id if unknown). should_stop: asked between files too (the job's)."""
+        name = str(request.source_id)
         try:
-            return self._run(request, should_stop)
+            source, cursor = self._load_source(request)
+            name = source.name
+            return self._run(request, source, cursor, should_stop)
         except VeraError as exc:
             if self._on_failure is not None:
-                self._on_failure(request, exc)
+                self._on_failure(request, name, exc)
             raise
 
-    def _run(self, request: IngestRequest, should_stop: Callable[[], bool]) -> IngestReport:
-        source, cursor = self._load_source(request)
+    def _run(
+        self, request: IngestRequest, source: _Source, cursor: dict[str, Any], should_stop: Callable[[], bool]
+    ) -> IngestReport:
         root = source_root(source.config, source.name, self._allowed_roots, source.roots)
-        try:
-            root_fd = open_root(root)
-        except OSError as exc:
-            raise SourceUnavailableError(
-                f"source {source.name!r}: cannot open {root}: {exc.strerror}"
-            ) from exc
+        root_fd = open_source_root(root, source.name)
         run = _Run(
             sql=self._sql,
             request=request,
@@ -327,10 +325,11 @@ class SourceIngestion:
         except VeraError as exc:
             self._fail(run, state.key, str(exc))
             return
-        if not created:  # the same bytes again (say, after a cursor write was lost)
+        if created is None:  # the same bytes again (say, after a cursor write was lost)
             run.report.unchanged += 1
             self._event(run, "unchanged", state.key)
             return
+        run.report.episodes.append(created)
         run.report.ingested += 1
         run.report.passages += len(passages)
         run.report.claims += len(claims)
@@ -350,8 +349,9 @@ class SourceIngestion:
         passages: list[dict[str, Any]],
         claims: list[dict[str, Any]],
         vectors: int,
-    ) -> bool:
-        """Raw bytes, then the episode with its passages and claims in one transaction."""
+    ) -> UUID | None:
+        """Raw bytes, then the episode with its passages and claims in one transaction; the new
+        episode, or None when the record's content was known already."""
         request = run.request
         key = object_key(request.group_id, request.source_id, state.key, sha256)
         model = run.embedder.model if run.embedder is not None and vectors else None
@@ -365,7 +365,7 @@ class SourceIngestion:
                     bytes.fromhex(sha256),
                     object_key=key,
                     mime=mime_type(state.key),
-                    observed_at=record.observed_at or modified_at(state),
+                    observed_at=record.dated_at or modified_at(state),
                     title=record.title,
                     uri=record_uri(run.source.uri, run.root, state.key),
                 )
@@ -376,7 +376,7 @@ class SourceIngestion:
                 tx.run(curation_api.publish_claims(request.group_id, episode.episode_id, claims, model))
         # known from here on: the episode is committed, its entry goes with the next batch
         run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode.episode_id)))
-        return episode.created
+        return episode.episode_id if episode.created else None
 
     def _retract(self, run: _Run, key: str, entry: CursorEntry) -> None:
         try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
 from vera_worker.connectors.folder.cursor import FileState
+from vera_worker.connectors.folder.reading import open_root
 from vera_worker.domain.formats import mime_type
 
 
@@ -45,6 +46,46 @@ def source_root(
             f"may read ({', '.join(organisation_roots)}): see `vera tenant roots list`"
         )
     return real
+
+
+def open_source_root(real: Path, name: str) -> int:
+    """A descriptor of a source's root folder (reading.open_root: no link followed) whose entries
+    can be listed, or SourceUnavailableError naming the source (a folder the worker cannot read
+    would otherwise look empty)."""
+    try:
+        fd = open_root(real)
+    except OSError as exc:
+        raise SourceUnavailableError(f"source {name!r}: cannot open {real}: {exc.strerror}") from exc
+    try:
+        os.listdir(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise SourceUnavailableError(f"source {name!r}: cannot list folder {real}: {exc.strerror}") from exc
+    return fd
+
+
+def check_new_source(folder: Path, name: str, worker_roots: Sequence[Path] | None) -> Path:
+    """The real path of folder, checked as `vera source add` can before registering it as source
+    name: a folder that exists and can be listed, within worker_roots (VERA_WORKER__SOURCE_ROOTS of
+    the worker that reads it, when known: the embedded install's is this process's own). The
+    organisation's folders are checked by SQL when the source is registered (VR001)."""
+    path = folder.expanduser()
+    if not path.is_dir():
+        why = "it is a file" if path.exists() else "it does not exist"
+        raise InvalidArgumentError(f"{folder} is not a folder: {why}")
+    real = path.resolve(strict=True)
+    if worker_roots is not None and not _within(real, worker_roots):
+        raise InvalidArgumentError(
+            f"folder {real} is outside the folders the worker may read (VERA_WORKER__SOURCE_ROOTS: "
+            f"{', '.join(str(r) for r in worker_roots)}): register a folder inside them, or widen the setting"
+        )
+    os.close(open_source_root(real, name))
+    return real
+
+
+def within(real: Path, folders: Iterable[Path]) -> bool:
+    """Whether a real path lies at or below one of the folders, each with its links resolved."""
+    return _within(real, folders)
 
 
 def _within(real: Path, folders: Iterable[Path]) -> bool:
