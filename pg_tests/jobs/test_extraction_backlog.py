@@ -9,7 +9,9 @@ import json
 import re
 from contextlib import closing
 from pathlib import Path
+from typing import LiteralString
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 from tests.standins import API_KEY, StandinServer
@@ -131,3 +133,19 @@ def test_vera_extract_backlog_estimates_asks_then_extracts_with_progress(
     assert len(standin.requests) == 3
     again = runner.invoke(main, ["extract", "--group", group, "--backlog"], env=env, catch_exceptions=False)
     assert again.exit_code == 0 and f"nothing to extract in {group}" in again.stdout
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "select vera.request_episode_extraction(%(group)s, array[gen_random_uuid()])",
+        "select * from vera.extraction_backlog(%(group)s, 'any-model', false)",
+    ],
+)
+def test_another_tenants_backlog_is_out_of_reach(world: World, statement: LiteralString) -> None:
+    """Tenant A's owner asks about, or queues, tenant B's backlog: refused as for any group it is
+    not a member of (42501), and nothing is queued."""
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(statement, {"group": world.b.organisation})

@@ -248,6 +248,38 @@ alter function vera.record_graph_check(text, text, bigint, bigint, bigint, bigin
 grant execute on function vera.record_graph_check(text, text, bigint, bigint, bigint, bigint, text, text, text)
     to vera_worker, vera_operator;
 
+-- Contract: records that a worker without a graph left facts of a group
+-- unprojected (a project_to_graph job it ran): the group's last check becomes
+-- backend 'none' with the drift saying so, until a real check replaces it, so
+-- `vera graph check` and `vera db status` show the group's graph as behind.
+-- Worker and operators.
+create or replace function vera.record_graph_behind(group_id text, facts integer)
+returns void
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    perform vera.require_graph_access(record_graph_behind.group_id);
+    if facts is null or facts < 0 then
+        raise exception 'facts must be 0 or more' using errcode = '22023';
+    end if;
+    insert into vera.graph_checks as c (group_id, backend, checked_at, sql_edges, graph_edges, sql_nodes,
+                                        graph_nodes, sql_digest, graph_digest, drift)
+    values (record_graph_behind.group_id, 'none', now(), 0, 0, 0, 0, '', '',
+            format('not projected: a worker without a graph ran %s facts'' job; '
+                   'configure a graph, then vera graph rebuild --group %s',
+                   record_graph_behind.facts, record_graph_behind.group_id))
+    on conflict on constraint graph_checks_pkey do update
+       set backend = excluded.backend, checked_at = excluded.checked_at, sql_edges = excluded.sql_edges,
+           graph_edges = excluded.graph_edges, sql_nodes = excluded.sql_nodes, graph_nodes = excluded.graph_nodes,
+           sql_digest = excluded.sql_digest, graph_digest = excluded.graph_digest, drift = excluded.drift;
+end
+$$;
+comment on function vera.record_graph_behind(text, integer) is
+    'Records that a worker without a graph left a group''s facts unprojected (worker, operator)';
+alter function vera.record_graph_behind(text, integer) owner to vera_searcher;
+grant execute on function vera.record_graph_behind(text, integer) to vera_worker, vera_operator;
+
 -- Contract: the last graph check of every group, groups with drift first.
 -- Worker and operators (vera db status, the worker's metrics).
 create or replace function vera.graph_check_results()

@@ -6,7 +6,8 @@ set role vera_owner;
 
 create table vera.graph_checks (
     group_id     text not null references vera.groups (group_id) on delete cascade,
-    backend      text not null constraint graph_checks_backend_known check (backend in ('neo4j', 'falkordb')),
+    -- 'none': a worker without a graph left the group's facts unprojected (record_graph_behind)
+    backend      text not null constraint graph_checks_backend_known check (backend in ('neo4j', 'falkordb', 'none')),
     checked_at   timestamptz not null default now(),
     sql_edges    bigint not null,
     graph_edges  bigint not null,

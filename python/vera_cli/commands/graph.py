@@ -72,6 +72,24 @@ def _check_line(check: GraphCheck) -> str:
     )
 
 
+def _say_what_is_behind(database: Database, group: str | None) -> None:
+    """With no graph configured: the groups whose facts a worker without a graph left unprojected
+    (recorded by the projection job), then the usual one-line error. Exit 1."""
+    from vera_client.adapters.postgres import provisioning
+    from vera_worker.entrypoints.graph_wiring import required_graph_store
+
+    # the recorded state is the operator's to read: the embedded server's, or VERA_DB__ADMIN_DSN's
+    if database.server is not None or database.settings.db.admin_dsn:
+        start_if_embedded(database)
+        _, checks = provisioning.projection_state(database.admin_dsn)
+        behind = [c for c in checks if c.backend == "none" and (group is None or c.group_id == group)]
+        for check in behind:
+            click.echo(f"{check.group_id}: behind: {check.drift}")
+        if behind:
+            click.echo(f"{len(behind)} groups behind: no graph is configured here")
+    required_graph_store(database)  # raises the usual one-line error
+
+
 @graph.command("check")
 @click.option("--group", help="Check only this group (default: every group with facts).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per group.")
@@ -79,9 +97,12 @@ def _check_line(check: GraphCheck) -> str:
 def check_command(group: str | None, as_json: bool) -> None:
     """Compare each group's graph with PostgreSQL (counts and a digest of edges by fact id
     and validity); the result is recorded for `vera db status`. Exit 1 on drift."""
-    from vera_worker.entrypoints.graph_wiring import close_projection
+    from vera_worker.entrypoints.graph_wiring import close_projection, graph_store
 
-    projection = _started_projection(database_from_env())
+    database = database_from_env()
+    if graph_store(database) is None:
+        _say_what_is_behind(database, group)  # and exit: there is no graph here to compare
+    projection = _started_projection(database)
     try:
         checks = projection.check_all(group)
     finally:

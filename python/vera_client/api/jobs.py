@@ -198,6 +198,11 @@ def record_graph_check(result: GraphCheckResult, sql_digest: str, graph_digest: 
     return Call("record_graph_check", params, nothing)
 
 
+def record_graph_behind(group: str, facts: int) -> Call[None]:
+    """Records that a worker without a graph left facts of a group unprojected (worker, operator)."""
+    return Call("record_graph_behind", {"group": group, "facts": facts}, nothing)
+
+
 def graph_check_results() -> Call[list[GraphCheckResult]]:
     """The last graph check of every group, drift first (worker, operator)."""
     return Call("graph_check_results", {}, records(GraphCheckResult))

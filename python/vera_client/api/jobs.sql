@@ -65,6 +65,10 @@ select group_id from vera.graph_groups(%(group)s);
 select vera.record_graph_check(%(group)s, %(backend)s, %(sql_edges)s, %(graph_edges)s, %(sql_nodes)s,
                                %(graph_nodes)s, %(sql_digest)s, %(graph_digest)s, %(drift)s);
 
+-- name: record_graph_behind
+-- A worker without a graph left facts of a group unprojected: its graph is behind.
+select vera.record_graph_behind(%(group)s, %(facts)s);
+
 -- name: graph_check_results
 -- The last graph check of every group, drift first.
 select *

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,12 +72,14 @@ def build_app(
     graph_check_cron: str | None = GRAPH_CHECK_CRON,
     extraction: PassageExtraction | None = None,
     judges: Judges | None = None,
+    record_behind: Callable[[str, int], None] | None = None,
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
 
     Without a projection (no graph configured, none beside an embedded database) facts live in
-    PostgreSQL only: project_to_graph jobs are done at once, a group's first with a warning that a
-    graph elsewhere is now behind, and nothing is checked."""
+    PostgreSQL only: project_to_graph jobs are done at once, each recording (record_behind) that
+    the group's graph is behind, which `vera graph check` and `vera db status` show, and a group's
+    first with a warning; nothing is checked."""
     graph: GraphStore | None = projection.graph if projection is not None else None
     connector = procrastinate.PsycopgConnector(
         conninfo=dsn,
@@ -157,6 +159,8 @@ def build_app(
                 len(job.fact_ids),
                 job.group_id,
             )
+            if record_behind is not None:
+                record_behind(job.group_id, len(job.fact_ids))
             return
         projection.project(job)
 

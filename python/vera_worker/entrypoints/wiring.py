@@ -12,7 +12,9 @@ import procrastinate
 
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import worker_models
+from vera_client.api import jobs as jobs_api
 from vera_client.bootstrap import Database, build_providers
+from vera_client.domain.callers import Operator
 from vera_client.domain.errors import VeraError
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport, PassageExtraction
@@ -84,4 +86,6 @@ def worker_app(
         embedding=embedding,
         extraction=extraction,
         judges=judges,
+        # without a graph, a projection job records that the group's graph is behind
+        record_behind=lambda group, facts: sql.run(Operator(), jobs_api.record_graph_behind(group, facts)),
     )
