@@ -77,14 +77,18 @@ def status(as_json: bool) -> None:
     """Show the server (when embedded) and which migrations are applied."""
     from vera_client.adapters.postgres import provisioning
     from vera_client.adapters.postgres.errors import redact
+    from vera_worker.entrypoints.graph_wiring import graph_in_use
 
     database = database_from_env()
-    report: dict[str, object] = {}
+    graph = graph_in_use(database)
+    shown_graph = {"backend": graph.backend, "url": graph.url, "source": graph.source}
+    report: dict[str, object] = {"graph": shown_graph}
     if database.server is not None:
         server_status = database.server.status()
         report["server"] = dataclasses.asdict(server_status) | {"embedded": True}
         if not as_json:
             _print_status(server_status)
+            click.echo(f"graph:    {graph.line}")
         if not server_status.running:
             if as_json:
                 echo_json(report)
@@ -95,6 +99,7 @@ def status(as_json: bool) -> None:
         report["server"] = {"embedded": False, "app_url": redact(app_dsn) if app_dsn else None}
         if not as_json:
             click.echo(f"server:   external, {shown}")
+            click.echo(f"graph:    {graph.line}")
     runner = database.migration_runner()
     migrations = []
     for state in runner.states():

@@ -9,7 +9,9 @@ it is not running, so the commands that follow the demo keep its memory one memo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from vera_client.adapters.postgres.executor import Executor, check_reachable
 from vera_client.bootstrap import Database
@@ -48,6 +50,57 @@ def graph_memory(database: Database) -> MemorySettings:
     if server is None:
         return memory
     return memory.model_copy(update={"graph_backend": "falkordb", "graph_url": server.start()})
+
+
+NO_GRAPH = (
+    "none configured: facts are not projected (set VERA_MEMORY__GRAPH_BACKEND=neo4j|falkordb and "
+    "VERA_MEMORY__GRAPH_URL, then `vera graph rebuild` once; docs/graph.md)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphInUse:
+    """Which graph graph_memory would give a process, told without starting anything (for `vera db
+    status`): where the choice comes from ("settings", "demo" or "default"), the backend, its URL
+    with any password hidden, and one line for a person."""
+
+    source: str
+    backend: str
+    url: str | None
+    line: str
+
+
+def shown_url(url: str | None) -> str | None:
+    """A graph server URL safe to print: its password, if any, replaced by ***."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def graph_in_use(database: Database) -> GraphInUse:
+    """The graph this process's settings and folders point at, as graph_memory decides, but without
+    starting the demo's FalkorDB (a status reads; it starts nothing)."""
+    memory = database.settings.memory
+    if "graph_backend" not in memory.model_fields_set:
+        server = demo_graph(database)
+        if server is not None:
+            state = server.status()
+            stopped = "stopped, started by the next command that needs it"
+            where = shown_url(state.url) if state.running else stopped
+            line = f"falkordb, the demo's in {server.data_dir} ({where})"
+            return GraphInUse("demo", "falkordb", shown_url(state.url), line)
+    source = "settings" if "graph_backend" in memory.model_fields_set else "default"
+    if memory.graph_backend == "none":
+        return GraphInUse(source, "none", None, NO_GRAPH)
+    url = shown_url(memory.graph_url)
+    missing = "no URL: set VERA_MEMORY__GRAPH_URL (the worker fails without it)"
+    line = f"{memory.graph_backend} at {url or missing}"
+    return GraphInUse(source, memory.graph_backend, url, line)
 
 
 def graph_store(database: Database) -> GraphStore | None:
