@@ -5,6 +5,7 @@ schedule calibrates only groups with enough new votes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,6 +14,11 @@ import pytest
 from pg_tests.support.searching import MODEL, embed, search
 from pg_tests.support.seed import World, caller
 from pg_tests.support.writes import claim, publish, record_episode, register_source
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
+from vera_client.api import weights as weights_api
+from vera_client.domain.callers import Operator
+from vera_worker.adapters.queue import CALIBRATION_QUEUE, CALIBRATION_TASK, build_app, served_queues
 
 SIGNALS = ("relevance", "authority", "verification", "recency", "feedback", "confidence", "period")
 DEFAULTS = {"relevance": 0.32, "authority": 0.144, "verification": 0.096, "recency": 0.096,
@@ -25,7 +31,8 @@ def group(world: World) -> str:
     with world.db.connect() as conn:
         conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
         project = conn.execute(
-            "select vera.create_group(%s, 'project', 'calibration ' || gen_random_uuid())", (world.a.organisation,)
+            "select vera.create_group(%s, 'project', 'calibration ' || gen_random_uuid())",
+            (world.a.organisation,),
         ).fetchone()[0]  # type: ignore[index]
         cmdb = register_source(conn, project, "cmdb", 1)
         wiki = register_source(conn, project, "wiki", 2)
@@ -55,7 +62,9 @@ def _two_votes(conn: psycopg.Connection, group: str, i: int = 1) -> None:
     for hit in search(conn, query, groups=[group], k=20):
         if hit["subject"] == f"host-{i}":
             vote = "up" if hit["citation"]["tier"] == 1 else "down"
-            conn.execute("select vera.record_feedback(%s, %s, %s, %s)", (hit["kind"], hit["item_id"], query, vote))
+            conn.execute(
+                "select vera.record_feedback(%s, %s, %s, %s)", (hit["kind"], hit["item_id"], query, vote)
+            )
 
 
 def _calibrate(conn: psycopg.Connection, group: str, min_samples: int | None = 2) -> dict[str, Any]:
@@ -70,7 +79,9 @@ def test_two_votes_cannot_zero_a_weight(world: World, group: str) -> None:
         weights = result["weights"]
         # one run moves each signal by 0.1 at most, and none below the floor (0.02)
         assert float(weights["relevance"]) >= 0.22 - 1e-5
-        assert max(abs(float(weights[name]) - DEFAULTS[name]) for name in SIGNALS) == pytest.approx(0.1, abs=1e-5)
+        assert max(abs(float(weights[name]) - DEFAULTS[name]) for name in SIGNALS) == pytest.approx(
+            0.1, abs=1e-5
+        )
         assert min(float(weights[name]) for name in SIGNALS) >= 0.02 - 1e-6
         assert sum(float(weights[name]) for name in SIGNALS) == pytest.approx(1.0, abs=1e-6)
         # runs from the same votes move on, a bounded step at a time, and stop at the floor
@@ -130,12 +141,20 @@ def test_history_and_rollback(world: World, group: str) -> None:
             "select detail from vera.audit_log where group_id = %s and action = 'ranking.rollback'", (group,)
         ).fetchone()[0]  # type: ignore[index]
         assert detail["before"]["weight_set_id"] == str(second)
-        assert float(detail["after"]["relevance"]) == pytest.approx(float(made["weights"]["relevance"]), abs=1e-5)
+        assert float(detail["after"]["relevance"]) == pytest.approx(
+            float(made["weights"]["relevance"]), abs=1e-5
+        )
 
-        assert _one(conn, "select * from vera.rollback_weights(%s)", (group,))["active_set"] is None  # the defaults
-        assert conn.execute("select vera.active_weights(%s) ->> 'relevance'", (group,)).fetchone() == ("0.32",)
+        assert (
+            _one(conn, "select * from vera.rollback_weights(%s)", (group,))["active_set"] is None
+        )  # the defaults
+        assert conn.execute("select vera.active_weights(%s) ->> 'relevance'", (group,)).fetchone() == (
+            "0.32",
+        )
         # a set named: forward again
-        assert _one(conn, "select * from vera.rollback_weights(%s, %s)", (group, second))["active_set"] == second
+        assert (
+            _one(conn, "select * from vera.rollback_weights(%s, %s)", (group, second))["active_set"] == second
+        )
         assert _one(conn, "select * from vera.rollback_weights(%s)", (group,))["active_set"] == first
         assert _one(conn, "select * from vera.rollback_weights(%s)", (group,))["active_set"] is None
         with pytest.raises(psycopg.Error, match="nothing to roll back") as error, conn.transaction():
@@ -186,3 +205,30 @@ def test_the_schedule_calibrates_groups_with_enough_new_votes(world: World, grou
         # a principal does not run the schedule
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("select vera.calibrate_due()")
+
+
+def test_the_worker_runs_the_schedule_as_a_periodic_task(world: World, group: str, worker_sql: Executor,
+                                                          tmp_path: Path) -> None:  # fmt: skip
+    with world.db.connect() as conn:
+        conn.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+        _two_votes(conn, group)
+        conn.execute("select vera.set_setting(%s, 'ranking.calibration_min_samples', '2')", (group,))
+        conn.execute("select vera.set_setting(%s, 'ranking.calibration_min_new_votes', '2')", (group,))
+        conn.commit()
+    app = build_app(
+        world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "objects"),
+        calibration=lambda: worker_sql.run(Operator(), weights_api.calibrate_due()), calibration_cron="17 3 * * *",
+    )  # fmt: skip
+    assert CALIBRATION_QUEUE in served_queues(app)
+    [periodic] = [
+        task for task in app.periodic_registry.periodic_tasks.values() if task.task.name == CALIBRATION_TASK
+    ]
+    assert periodic.cron == "17 3 * * *"
+    app.tasks[CALIBRATION_TASK](timestamp=0)
+    with caller(world.db, world.a.owner_key) as conn:
+        [(created_by, active)] = conn.execute(
+            "select created_by, active from vera.weight_history(%s)", (group,)
+        ).fetchall()
+        assert (created_by, active) == (None, True)  # made by the schedule, in use
+    plain = build_app(world.db.dsn("vera_worker"), objects=LocalObjectStore(tmp_path / "objects"))
+    assert CALIBRATION_TASK not in plain.tasks

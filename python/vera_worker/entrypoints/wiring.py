@@ -12,7 +12,9 @@ import procrastinate
 
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import worker_models
+from vera_client.api import weights as weights_api
 from vera_client.bootstrap import Database, build_providers
+from vera_client.domain.callers import Operator
 from vera_client.domain.errors import VeraError
 from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport, PassageExtraction
@@ -76,6 +78,7 @@ def worker_app(
             on_report=on_extracted,
         )
         judges = Judges(sql, model=models.judge)
+    schedule = settings.worker.calibration_schedule
     return build_app(
         database.worker_dsn,
         objects=objects,
@@ -84,4 +87,6 @@ def worker_app(
         embedding=embedding,
         extraction=extraction,
         judges=judges,
+        calibration=lambda: sql.run(Operator(), weights_api.calibrate_due()),
+        calibration_cron=None if schedule == "off" else schedule,
     )
