@@ -21,11 +21,23 @@ from uuid import uuid4
 import pytest
 
 from pg_tests.support.databases import Database
-from vera_client.api import access, call, context, curation, jobs, operator, reads, search, snapshots, sources
+from vera_client.api import (
+    access,
+    call,
+    context,
+    curation,
+    jobs,
+    operator,
+    reads,
+    search,
+    snapshots,
+    sources,
+    weights,
+)
 from vera_client.api.call import Call, expected_columns
 from vera_client.api.queries import all_queries
 
-AREAS = (access, sources, curation, search, snapshots, reads, context, jobs, operator)
+AREAS = (access, sources, curation, search, snapshots, reads, context, jobs, operator, weights)
 # run by the executor (authentication) and by adapters/postgres/logins.py on an operator
 # connection, not through a Call
 RUN_DIRECTLY = {"authenticate", "authenticate_principal", "app_login_exists", "app_logins",

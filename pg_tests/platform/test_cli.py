@@ -296,6 +296,13 @@ def test_feedback_and_calibrate_from_the_command_line(demo_db: Database) -> None
     assert "votes: 4 (1 up, 3 down)" in kept.output and "kept as the active weight set" in kept.output
     waiting = run_vera(["calibrate", group], env)  # default minimum: 50 votes
     assert "not kept" in waiting.output
+    history = run_vera(["weights", "history", group], env)
+    assert history.exit_code == 0 and history.output.startswith("* ") and "4 votes" in history.output
+    back = run_vera(["weights", "rollback", group], env)
+    assert back.exit_code == 0 and f"{group} now ranks with the defaults" in back.output
+    nothing = run_vera(["weights", "rollback", group], env)
+    assert nothing.exit_code == 1 and "nothing to roll back" in nothing.output
+    assert len(nothing.output.strip().splitlines()) == 1  # one readable line
     unknown = run_vera(
         ["feedback", "fact", "00000000-0000-0000-0000-000000000000", "up", "--query", question], env
     )

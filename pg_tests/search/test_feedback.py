@@ -1,7 +1,7 @@
 """Feedback and calibration (sql/functions/190_feedback.sql): votes carry the
 hit's signals computed by the database, one vote per principal, hit and
-query; calibration derives weights by the mean-difference rule and activates
-them only above the minimum sample count."""
+query; calibration derives weights by the mean-difference rule (held by the guards of
+test_calibration_guards.py) and activates them only above the minimum sample count."""
 
 from __future__ import annotations
 
@@ -127,6 +127,9 @@ def test_calibration_follows_the_mean_difference_rule_and_waits_for_enough_sampl
     _forget_votes(world, group)
     with caller(world.db, world.a.owner_key) as conn:
         _vote_for_authority(conn, group)
+        # the bare rule: no floor, no bound on a step (the guards: test_calibration_guards.py)
+        conn.execute("select vera.set_setting(%s, 'ranking.calibration_floor', '0')", (group,))
+        conn.execute("select vera.set_setting(%s, 'ranking.calibration_max_step', '1')", (group,))
         few = _calibrate(conn, group)  # default minimum: 50 votes
         assert few["persisted"] is False
         assert few["weight_set_id"] is None

@@ -85,6 +85,10 @@ COMMANDS = {
         "vera_cli.commands.sources:source", "Sources: where knowledge comes from, and how far it is trusted."
     ),
     "tenant": Entry("vera_cli.commands.tenant:tenant", "Tenants (organisations), for operators."),
+    "weights": Entry(
+        "vera_cli.commands.weights:weights",
+        "A group's blend weights: the calibrated sets' history, and rollback to an earlier set.",
+    ),
     "worker": Entry(
         "vera_cli.commands.worker:worker_command",
         "Run the worker: ingestion runs, embeddings, graph projection, judges, cleanup after retraction.",

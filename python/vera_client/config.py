@@ -265,6 +265,10 @@ class WorkerSettings(BaseModel):
     # its machine lost) is queued again by another worker, which checks every half of it;
     # workers send a heartbeat every third of it. VERA_WORKER__STALLED_AFTER.
     stalled_after: float = Field(default=30.0, ge=1.0, le=3600.0)
+    # When the worker calibrates the groups' ranking weights from their votes (a cron line,
+    # UTC; "off" for never): each group with calibration on and enough new votes
+    # (ranking.calibration_* settings, docs/operations.md). VERA_WORKER__CALIBRATION_SCHEDULE.
+    calibration_schedule: str = Field(default="17 3 * * *", pattern=r"^(off|\S+( \S+){4})$")
 
     @field_validator("source_roots", mode="before")
     @classmethod

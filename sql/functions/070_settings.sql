@@ -22,6 +22,14 @@ as $$
         when 'retract.cleanup_delay_seconds' then '60'::jsonb
         -- votes a calibration needs before its weights become the active set
         when 'ranking.calibration_min_samples' then '50'::jsonb
+        -- the least weight a calibration may give a signal (sql/functions/195_weights.sql)
+        when 'ranking.calibration_floor' then '0.02'::jsonb
+        -- the most one calibration may move a signal's weight
+        when 'ranking.calibration_max_step' then '0.1'::jsonb
+        -- whether the worker's schedule calibrates the group
+        when 'ranking.calibration_schedule' then 'true'::jsonb
+        -- votes cast since the last calibrated set that a scheduled run needs (fewer: skipped)
+        when 'ranking.calibration_min_new_votes' then '20'::jsonb
     end
 $$;
 comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
@@ -70,8 +78,11 @@ begin
                and set_setting.name <> 'er.candidate_limit' and (number < 0 or number > 1))
            or (jsonb_typeof(value) = 'number' and (set_setting.name = 'er.candidate_limit'
                or set_setting.name like 'retract.%') and (number < 0 or number > 86400))
-           or (set_setting.name = 'ranking.calibration_min_samples'
-               and (number < 1 or number > 1000000 or number <> trunc(number))) then
+           or (set_setting.name in ('ranking.calibration_min_samples', 'ranking.calibration_min_new_votes')
+               and (number < 1 or number > 1000000 or number <> trunc(number)))
+           -- a floor above 1/7 cannot hold for the seven signals at once
+           or (set_setting.name = 'ranking.calibration_floor' and (number < 0 or number > 0.14))
+           or (set_setting.name = 'ranking.calibration_max_step' and (number <= 0 or number > 1)) then
             raise exception 'invalid value % for setting % (default %)', vera.shown(value::text), set_setting.name, fallback
                 using errcode = '22023';
         end if;

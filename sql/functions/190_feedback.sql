@@ -67,125 +67,8 @@ grant execute on function vera.record_feedback(vera.item_kind, uuid, text, text,
                                                text, tstzrange)
     to vera_app, vera_worker, vera_gateway;
 
--- Contract: derives the blend's weights of a group from its feedback by the
--- mean-difference rule: each signal's separation is its mean on helpful
--- (up) hits minus its mean on unhelpful (down) hits; a signal earns weight in
--- proportion to a positive separation, none gets a negative weight, and the
--- weights sum to 1. The period signal is known only for votes on searches
--- that asked about a period: without such votes of both kinds its
--- separation is null and it keeps the share the active set gives it (the
--- other six share the rest). The set becomes the group's active one
--- (search uses it from the next call) only when the votes reach the group's
--- ranking.calibration_min_samples (or min_samples), both kinds of vote are
--- present and some signal separates; otherwise it is returned, not kept.
--- Admins only.
-create or replace function vera.calibrate_weights(group_id text, min_samples integer default null)
-returns table (weight_set_id uuid, persisted boolean, sample_count integer, helpful integer, unhelpful integer,
-               weights jsonb, separation jsonb)
-language plpgsql volatile security definer
-set search_path = vera, pg_temp
-as $$
-declare
-    signal_names constant text[] := vera.signal_names();
-    needed integer;
-    stats record;
-    means record;
-    gap numeric;
-    kept_share numeric := 0;
-    positive_total numeric := 0;
-    share numeric;
-    shares numeric[] := '{}';
-    largest integer := 1;
-    new_weights jsonb := '{}';
-    gaps jsonb := '{}';
-    i integer;
-    kept uuid;
-begin
-    perform vera.require_role(calibrate_weights.group_id, 'admin');
-    needed := coalesce(min_samples, (vera.setting(calibrate_weights.group_id, 'ranking.calibration_min_samples'))::integer);
-    if needed < 1 then
-        raise exception 'min_samples must be at least 1, got %', needed using errcode = '22023';
-    end if;
-    select count(*)::integer as total,
-           count(*) filter (where f.vote > 0)::integer as ups,
-           count(*) filter (where f.vote < 0)::integer as downs
-      into stats
-      from vera.feedback f
-     where f.group_id = calibrate_weights.group_id;
-    -- each signal's mean on up and on down votes (avg skips the votes that lack it)
-    select array_agg(m.up order by m.i) as up_means, array_agg(m.down order by m.i) as down_means
-      into means
-      from (select n.i, avg(f.signals[n.i]) filter (where f.vote > 0) as up,
-                   avg(f.signals[n.i]) filter (where f.vote < 0) as down
-              from generate_series(1, cardinality(signal_names)) n(i)
-              left join vera.feedback f on f.group_id = calibrate_weights.group_id
-             group by n.i) m;
-
-    sample_count := stats.total;
-    helpful := stats.ups;
-    unhelpful := stats.downs;
-    persisted := false;
-    if stats.ups = 0 or stats.downs = 0 then
-        -- no contrast to learn from
-        return next;
-        return;
-    end if;
-    -- the weights are computed from the rounded gaps they are shown with, in
-    -- numeric, and rounded to 6 digits; what rounding leaves over goes to the
-    -- largest, so they sum to exactly 1 and none leaves [0, 1]
-    for i in 1 .. cardinality(signal_names) loop
-        gap := round((means.up_means[i] - means.down_means[i])::numeric, 6);
-        gaps := gaps || jsonb_build_object(signal_names[i], gap);
-        if gap is null then  -- not known for these votes: it keeps its share
-            kept_share := kept_share
-                + coalesce((vera.active_weights(calibrate_weights.group_id) ->> signal_names[i])::numeric, 0);
-        end if;
-        positive_total := positive_total + greatest(coalesce(gap, 0), 0);
-    end loop;
-    separation := gaps;
-    if positive_total <= 0 then
-        return next;
-        return;
-    end if;
-    for i in 1 .. cardinality(signal_names) loop
-        shares := shares || case
-            when gaps ->> signal_names[i] is null
-                then round(coalesce((vera.active_weights(calibrate_weights.group_id) ->> signal_names[i])::numeric, 0), 6)
-            else round(greatest((gaps ->> signal_names[i])::numeric, 0) / positive_total * (1 - kept_share), 6) end;
-        if shares[i] > shares[largest] then
-            largest := i;
-        end if;
-    end loop;
-    share := 1 - (select sum(x) from unnest(shares) x);
-    shares[largest] := shares[largest] + share;
-    for i in 1 .. cardinality(signal_names) loop
-        new_weights := new_weights || jsonb_build_object(signal_names[i], shares[i]);
-    end loop;
-    weights := new_weights || jsonb_build_object(
-        'half_life', vera.active_weights(calibrate_weights.group_id) ->> 'half_life');
-    if stats.total < needed then
-        return next;
-        return;
-    end if;
-
-    update vera.ranking_weights w set active = false where w.group_id = calibrate_weights.group_id and w.active;
-    insert into vera.ranking_weights as w (group_id, relevance, authority, verification, recency, feedback, confidence,
-                                           period, half_life, sample_count, separation, active, created_by)
-    values (calibrate_weights.group_id, (weights ->> 'relevance')::real, (weights ->> 'authority')::real,
-            (weights ->> 'verification')::real, (weights ->> 'recency')::real, (weights ->> 'feedback')::real,
-            (weights ->> 'confidence')::real, (weights ->> 'period')::real, (weights ->> 'half_life')::interval,
-            stats.total, gaps, true, vera.current_principal())
-    returning w.weight_set_id into kept;
-    weight_set_id := kept;
-    persisted := true;
-    perform vera.audit(calibrate_weights.group_id, 'ranking.calibrate', 'ranking_weights', kept::text,
-                       jsonb_build_object('weights', weights, 'separation', gaps, 'sample_count', stats.total));
-    return next;
-end
-$$;
-comment on function vera.calibrate_weights(text, integer) is
-    'Derives blend weights from feedback (mean-difference rule); activates them above the minimum sample count';
-grant execute on function vera.calibrate_weights(text, integer) to vera_app, vera_worker, vera_gateway;
+-- The calibration of the weights from these votes, its guards, its schedule, its history
+-- and rollback: sql/functions/195_weights.sql.
 
 -- Contract: makes the defaults the group's weights again (admins).
 create or replace function vera.reset_weights(group_id text)
@@ -193,10 +76,14 @@ returns void
 language plpgsql volatile security definer
 set search_path = vera, pg_temp
 as $$
+declare
+    before jsonb;
 begin
     perform vera.require_role(reset_weights.group_id, 'admin');
+    before := vera.active_weights(reset_weights.group_id);
     update vera.ranking_weights w set active = false where w.group_id = reset_weights.group_id and w.active;
-    perform vera.audit(reset_weights.group_id, 'ranking.reset', 'ranking_weights', null, '{}');
+    perform vera.audit(reset_weights.group_id, 'ranking.reset', 'ranking_weights', null,
+                       jsonb_build_object('before', before, 'after', vera.default_weights()));
 end
 $$;
 comment on function vera.reset_weights(text) is 'Deactivates a group''s calibrated weights: search uses the defaults again';

@@ -54,4 +54,9 @@ grant select on vera.facts, vera.chunks, vera.episodes, vera.sources, vera.group
 grant select on vera.entities, vera.groups, vera.principals to vera_searcher;
 grant select, insert, update on vera.graph_checks to vera_searcher;
 
+-- The calibration (sql/functions/195_weights.sql) belongs to vera_searcher: the
+-- worker's schedule runs it with no caller, past RLS, one group at a time.
+grant select on vera.feedback, vera.group_settings to vera_searcher;
+grant select, insert, update on vera.ranking_weights to vera_searcher;
+
 reset role;

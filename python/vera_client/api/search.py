@@ -26,6 +26,7 @@ from vera_client.api.call import (
     scalar,
 )
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
+from vera_client.api.weights import rollback_weights, weight_history
 from vera_client.domain.errors import InvalidArgumentError, MissingExtraError
 from vera_client.domain.ports import Embedder, RerankScore
 from vera_client.domain.time_scopes import TimeRange, as_period, query_time
@@ -389,3 +390,5 @@ class Search:
     calibrate = operation(calibrate_weights)
     active_weights = operation(active_weights)
     reset_weights = operation(reset_weights)
+    weight_history = operation(weight_history)
+    rollback_weights = operation(rollback_weights)

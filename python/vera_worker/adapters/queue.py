@@ -17,6 +17,7 @@ import psycopg
 from procrastinate import exceptions as procrastinate_exceptions
 from procrastinate import sql as procrastinate_sql
 
+from vera_client.api.weights import ScheduledCalibration
 from vera_client.domain.cleanup import RetractCleanup, run_retract_cleanup
 from vera_client.domain.errors import DatabaseUnavailableError, ProviderUnavailableError
 from vera_client.domain.ports import GraphStore, ObjectStore
@@ -39,6 +40,10 @@ SERVED_QUEUES = tuple(job.queue for job in JobName)
 GRAPH_CHECK_TASK = "vera_worker.graph_check"
 GRAPH_CHECK_QUEUE = "graph_check"
 GRAPH_CHECK_CRON = "*/10 * * * *"  # every ten minutes
+
+# The scheduled calibration of the groups' ranking weights (VERA_WORKER__CALIBRATION_SCHEDULE).
+CALIBRATION_TASK = "vera_worker.calibrate_weights"
+CALIBRATION_QUEUE = "calibration"
 
 # Procrastinate's SQL uses unqualified names; its objects live in their own schema
 _PROCRASTINATE_PATH = "-c search_path=procrastinate"
@@ -73,6 +78,8 @@ def build_app(
     extraction: PassageExtraction | None = None,
     judges: Judges | None = None,
     record_behind: Callable[[str, int], None] | None = None,
+    calibration: Callable[[], Sequence[ScheduledCalibration]] | None = None,
+    calibration_cron: str | None = None,
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
 
@@ -175,6 +182,9 @@ def build_app(
             drifted = [check.result.group_id for check in checks if check.drifted]
             logger.info("graph check: %d groups, %d with drift %s", len(checks), len(drifted), drifted or "")
 
+    if calibration is not None and calibration_cron is not None:
+        _schedule_calibration(app, calibration, calibration_cron)
+
     # An embedder or database that is away is retried with growing waits (2 s .. ~17 min, about
     # half an hour in all), so a hosted model's outage does not leave facts without vectors.
     @app.task(name=JobName.EMBED.value, queue=JobName.EMBED.queue, pass_context=False, retry=_RETRY_WHEN_AWAY)
@@ -210,10 +220,32 @@ def build_app(
     return app
 
 
+def _schedule_calibration(
+    app: procrastinate.App, calibration: Callable[[], Sequence[ScheduledCalibration]], cron: str
+) -> None:
+    """The scheduled calibration: every group with calibration on and enough votes since its last
+    calibrated set (sql/functions/195_weights.sql decides, and guards the weights). Its own queue."""
+
+    @app.periodic(cron=cron, periodic_id="calibration")
+    @app.task(name=CALIBRATION_TASK, queue=CALIBRATION_QUEUE, pass_context=False)
+    def calibrate_weights(timestamp: int) -> None:
+        looked = calibration()
+        ran = [row.group_id for row in looked if row.calibrated]
+        kept = [row.group_id for row in looked if row.persisted]
+        logger.info(
+            "calibration: %d groups with votes, %d calibrated, %d kept a new weight set %s",
+            len(looked), len(ran), len(kept), kept or "",
+        )  # fmt: skip
+
+
 def served_queues(app: procrastinate.App) -> tuple[str, ...]:
     """The queues a worker of app serves by default: every queue SQL defers into, and the
-    periodic graph check's when app has it (a worker with a graph backend)."""
-    return SERVED_QUEUES + ((GRAPH_CHECK_QUEUE,) if GRAPH_CHECK_TASK in app.tasks else ())
+    periodic graph check's when app has it (a worker with a graph backend), and the scheduled
+    calibration's when app has it."""
+    periodic = ((GRAPH_CHECK_QUEUE,) if GRAPH_CHECK_TASK in app.tasks else ()) + (
+        (CALIBRATION_QUEUE,) if CALIBRATION_TASK in app.tasks else ()
+    )
+    return SERVED_QUEUES + periodic
 
 
 # Jobs are found by polling, never through LISTEN/NOTIFY: the queue's notification channels

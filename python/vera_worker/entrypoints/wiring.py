@@ -13,6 +13,7 @@ import procrastinate
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import worker_models
 from vera_client.api import jobs as jobs_api
+from vera_client.api import weights as weights_api
 from vera_client.bootstrap import Database, build_providers
 from vera_client.domain.callers import Operator
 from vera_client.domain.errors import VeraError
@@ -78,6 +79,7 @@ def worker_app(
             on_report=on_extracted,
         )
         judges = Judges(sql, model=models.judge)
+    schedule = settings.worker.calibration_schedule
     return build_app(
         database.worker_dsn,
         objects=objects,
@@ -88,4 +90,6 @@ def worker_app(
         judges=judges,
         # without a graph, a projection job records that the group's graph is behind
         record_behind=lambda group, facts: sql.run(Operator(), jobs_api.record_graph_behind(group, facts)),
+        calibration=lambda: sql.run(Operator(), weights_api.calibrate_due()),
+        calibration_cron=None if schedule == "off" else schedule,
     )
