@@ -380,6 +380,8 @@ ISOLATION_TESTED = {
     "retract_source(text,uuid,text)": "test_retract",
     "erase_source(text,uuid,text)": "test_retract",
     "complete_cleanup(bigint)": "test_retract",
+    "cleanup_work(bigint)": "test_erasure_at_once",
+    "settle_cleanup(bigint,uuid[],text[])": "test_erasure_at_once",
     "search_version()": "test_snapshots (pure)",
     "default_weights()": "test_search (pure)",
     "lexical_query(text)": "test_search (pure)",
