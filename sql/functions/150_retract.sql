@@ -5,8 +5,8 @@
 -- removal. Erasure also deletes the episodes, their chunks, the facts drawn
 -- from them, snapshot copies and feedback citing them, and queues deletion
 -- of the raw bytes. PostgreSQL commits first, with a retract_cleanup job
--- scheduled a little ahead; the caller may clean up at once and mark the job
--- completed (vera.complete_cleanup), otherwise the worker runs it when due.
+-- scheduled a little ahead; the caller cleans up at once and settles the job
+-- (vera.cleanup_work, vera.settle_cleanup); the worker runs what is left when due.
 set role vera_owner;
 
 -- Internal: retracts (and with erase, deletes) episodes of one group.
