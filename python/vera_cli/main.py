@@ -66,6 +66,10 @@ COMMANDS = {
         "worker",
     ),
     "key": Entry("vera_cli.commands.keys:key", "Your API keys: create, list, revoke, rotate."),
+    "member": Entry(
+        "vera_cli.commands.members:member",
+        "Offboarding: disable or enable a member, list and revoke a member's keys (admins).",
+    ),
     "mcp": Entry(
         "vera_cli.commands.mcp:mcp",
         "The MCP server: agents reach VERA over stdio or streamable HTTP.",

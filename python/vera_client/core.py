@@ -26,7 +26,7 @@ from vera_client.api.sources import Sources
 from vera_client.bootstrap import Providers
 from vera_client.domain.callers import Caller
 from vera_client.domain.languages import model_reads
-from vera_client.domain.ports import Embedder, Reranker
+from vera_client.domain.ports import Embedder, ObjectStore, Reranker
 
 
 class Operations(Access, Sources, Curation, Search, Snapshots, Reads, Context):
@@ -122,6 +122,10 @@ class Shared:
 
     def count_tokens(self, text: str) -> int:
         return self.token_counter.count(text)
+
+    @property
+    def objects(self) -> ObjectStore | None:
+        return self.providers.objects if self.providers is not None else None
 
     def usage(self) -> dict[MeterKey, Totals]:
         return self.providers.meter.totals() if self.providers is not None else {}

@@ -5,8 +5,8 @@
 -- removal. Erasure also deletes the episodes, their chunks, the facts drawn
 -- from them, snapshot copies and feedback citing them, and queues deletion
 -- of the raw bytes. PostgreSQL commits first, with a retract_cleanup job
--- scheduled a little ahead; the caller may clean up at once and mark the job
--- completed (vera.complete_cleanup), otherwise the worker runs it when due.
+-- scheduled a little ahead; the caller cleans up at once and settles the job
+-- (vera.cleanup_work, vera.settle_cleanup); the worker runs what is left when due.
 set role vera_owner;
 
 -- Internal: retracts (and with erase, deletes) episodes of one group.
@@ -280,5 +280,83 @@ $$;
 comment on function vera.complete_cleanup(bigint) is
     'Marks a retract_cleanup job done after in-process cleanup; admins of its group';
 grant execute on function vera.complete_cleanup(bigint) to vera_app, vera_worker, vera_gateway;
+
+-- Contract: what a retract_cleanup job still names (its payload: group_id, edge_ids,
+-- object_keys, erase), for the admin who requested it to clean up at once after
+-- commit; null once the job ran, runs or finished. Admins of the job's group.
+create or replace function vera.cleanup_work(job_id bigint)
+returns jsonb
+language plpgsql stable security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job record;
+begin
+    perform vera.require_principal();
+    select j.status, j.args into job
+      from procrastinate.procrastinate_jobs j
+     where j.id = cleanup_work.job_id and j.task_name = 'vera.retract_cleanup'
+       and j.args ->> 'group_id' = any (vera.administrable_groups());
+    if not found then
+        raise exception 'no retract_cleanup job % in a group you administer', cleanup_work.job_id
+            using errcode = 'VN001';
+    end if;
+    return case when job.status = 'todo' then job.args end;
+end
+$$;
+comment on function vera.cleanup_work(bigint) is
+    'The payload of a pending retract_cleanup job, for its requester to clean up at once; admins of its group';
+grant execute on function vera.cleanup_work(bigint) to vera_app, vera_worker, vera_gateway;
+
+-- Contract: the requester of a retract_cleanup job reports what its at-once cleanup
+-- left (graph edges it could not remove, or had no graph to remove from; raw objects
+-- it could not delete). Nothing left: the job retires ('completed'). Otherwise the
+-- job keeps only what is left, never more than it named, and falls due now: the
+-- worker finishes it ('narrowed'). 'already_run' when the job had run or finished.
+-- Admins of the job's group.
+create or replace function vera.settle_cleanup(job_id bigint, edge_ids_left uuid[], object_keys_left text[])
+returns text
+language plpgsql volatile security definer
+set search_path = vera, procrastinate, pg_temp
+as $$
+declare
+    job record;
+    edges jsonb;
+    keys jsonb;
+begin
+    perform vera.require_principal();
+    select j.id, j.status, j.args into job
+      from procrastinate.procrastinate_jobs j
+     where j.id = settle_cleanup.job_id and j.task_name = 'vera.retract_cleanup'
+       and j.args ->> 'group_id' = any (vera.administrable_groups())
+     for update;
+    if not found then
+        raise exception 'no retract_cleanup job % in a group you administer', settle_cleanup.job_id
+            using errcode = 'VN001';
+    end if;
+    if job.status <> 'todo' then
+        return 'already_run';
+    end if;
+    -- only what the job itself names: a requester cannot add work to it
+    select coalesce(jsonb_agg(x order by x), '[]') into edges
+      from jsonb_array_elements_text(coalesce(job.args -> 'edge_ids', '[]')) x
+     where x::uuid = any (coalesce(edge_ids_left, '{}'));
+    select coalesce(jsonb_agg(x order by x), '[]') into keys
+      from jsonb_array_elements_text(coalesce(job.args -> 'object_keys', '[]')) x
+     where x = any (coalesce(object_keys_left, '{}'));
+    if jsonb_array_length(edges) = 0 and jsonb_array_length(keys) = 0 then
+        perform procrastinate.procrastinate_finish_job_v1(job.id, 'succeeded', false);
+        return 'completed';
+    end if;
+    update procrastinate.procrastinate_jobs j
+       set args = j.args || jsonb_build_object('edge_ids', edges, 'object_keys', keys),
+           scheduled_at = least(j.scheduled_at, now())
+     where j.id = job.id;
+    return 'narrowed';
+end
+$$;
+comment on function vera.settle_cleanup(bigint, uuid[], text[]) is
+    'Retires a retract_cleanup job, or narrows it to what the requester''s cleanup left; admins of its group';
+grant execute on function vera.settle_cleanup(bigint, uuid[], text[]) to vera_app, vera_worker, vera_gateway;
 
 reset role;

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from vera_cli.cleanup import cleanup_graph, withdrawal_line
 from vera_cli.output import counted, echo_json_lines
 from vera_cli.plumbing import (
     api_key_option,
@@ -218,20 +219,27 @@ def source_retract(  # noqa: PLR0917 (one parameter per option: click passes the
 
     A retracted source can come back (`vera source restore`); an erased one cannot.
     """
-    with client_from_env(api_key) as vera:
-        target = vera.find_source(name, group)
-        if erase and not yes:
-            question = (
-                f"Erase source {target.name!r} in {target.group_id} for good: its episodes, passages, "
-                "facts and raw bytes?"
-            )
-            try:
-                confirmed = click.confirm(question, default=False, err=True)
-            except click.Abort:
-                confirmed = False
-            if not confirmed:
-                fail("nothing erased (pass --yes to erase without being asked)")
-        withdraw = vera.erase_source if erase else vera.retract_source
-        job = withdraw(target.group_id, target.source_id, reason)
+    database = database_from_env()
+    start_if_embedded(database)
+    graph = cleanup_graph(database)
+    try:
+        with client_from_env(api_key, database) as vera:
+            target = vera.find_source(name, group)
+            if erase and not yes:
+                question = (
+                    f"Erase source {target.name!r} in {target.group_id} for good: its episodes, passages, "
+                    "facts and raw bytes?"
+                )
+                try:
+                    confirmed = click.confirm(question, default=False, err=True)
+                except click.Abort:
+                    confirmed = False
+                if not confirmed:
+                    fail("nothing erased (pass --yes to erase without being asked)")
+            withdraw = vera.erase_source if erase else vera.retract_source
+            done = withdraw(target.group_id, target.source_id, reason, graph=graph)
+    finally:
+        if graph is not None:
+            graph.close()
     verb = "erased" if erase else "retracted"
-    click.echo(f"source {target.name!r} in {target.group_id} {verb}; cleanup job {job} (run by vera worker)")
+    click.echo(f"source {target.name!r} in {target.group_id} {verb}; {withdrawal_line(done)}")

@@ -97,6 +97,27 @@ def list_api_keys() -> Call[list[ApiKeyInfo]]:
     return Call("list_api_keys", {}, records(ApiKeyInfo))
 
 
+def disable_principal(principal: UUID, reason: str | None = None) -> Call[bool]:
+    """Disable a person or service account (admins of every group it belongs to): none of its keys
+    and none of its OIDC logins works from the next transaction on; whether it was enabled."""
+    return Call("disable_principal", {"principal": principal, "reason": reason}, scalar)
+
+
+def enable_principal(principal: UUID, reason: str | None = None) -> Call[bool]:
+    """Enable a disabled principal again (admins of every group it belongs to); whether it was disabled."""
+    return Call("enable_principal", {"principal": principal, "reason": reason}, scalar)
+
+
+def list_member_keys(group: str, principal: UUID) -> Call[list[ApiKeyInfo]]:
+    """A member's keys, without secrets (admins of the group)."""
+    return Call("list_member_keys", {"group": group, "principal": principal}, records(ApiKeyInfo))
+
+
+def revoke_member_key(group: str, key: str) -> Call[bool]:
+    """Revoke a member's key by id or prefix (admins of the group); whether it was live."""
+    return Call("revoke_member_key", {"group": group, "key": key}, scalar)
+
+
 def setting(group: str, name: str) -> Call[Any]:
     """A group's setting (inherited from its parents when unset)."""
     return Call("setting", {"group": group, "name": name}, scalar)
@@ -159,6 +180,10 @@ class Access:
     create_api_key = operation(create_api_key)
     revoke_api_key = operation(revoke_api_key)
     list_api_keys = operation(list_api_keys)
+    disable_principal = operation(disable_principal)
+    enable_principal = operation(enable_principal)
+    list_member_keys = operation(list_member_keys)
+    revoke_member_key = operation(revoke_member_key)
     setting = operation(setting)
     set_setting = operation(set_setting)
     administered_organisations = plan(administered_organisations)

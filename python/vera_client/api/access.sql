@@ -35,6 +35,18 @@ select vera.revoke_api_key(%(key)s);
 -- name: list_api_keys
 select * from vera.list_api_keys();
 
+-- name: disable_principal
+select vera.disable_principal(%(principal)s, %(reason)s);
+
+-- name: enable_principal
+select vera.enable_principal(%(principal)s, %(reason)s);
+
+-- name: list_member_keys
+select * from vera.list_member_keys(%(group)s, %(principal)s);
+
+-- name: revoke_member_key
+select vera.revoke_member_key(%(group)s, %(key)s);
+
 -- name: setting
 select vera.setting(%(group)s, %(name)s);
 

@@ -12,7 +12,9 @@ from typing import Any
 from uuid import UUID
 
 from vera_client.api.call import Call, Json, record, records, scalar
-from vera_client.api.operation import operation
+from vera_client.api.operation import Plan, Session, Work, ask, operation, plan
+from vera_client.domain.cleanup import RetractCleanup, clean_up_at_once
+from vera_client.domain.ports import GraphStore
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,29 +162,106 @@ def review_passage(
     return Call("review_passage", params, record(PassageReviewOutcome))
 
 
-def retract_episode(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
-    """Take an episode's knowledge out of search (admins); the cleanup job's id."""
+def retract_episode_call(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
+    """retract_episode: the retraction alone (committed with its cleanup job); the job's id."""
     return Call("retract_episode", {"group": group, "id": episode, "reason": reason}, scalar)
 
 
-def erase_episode(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
-    """Retract an episode and delete its text, evidence and raw bytes (admins); the cleanup job's id."""
+def erase_episode_call(group: str, episode: UUID, reason: str | None = None) -> Call[int]:
+    """erase_episode: the erasure alone (committed with its cleanup job); the job's id."""
     return Call("erase_episode", {"group": group, "id": episode, "reason": reason}, scalar)
 
 
-def retract_source(group: str, source: UUID, reason: str | None = None) -> Call[int]:
-    """Take every episode of a source out of search (admins); the cleanup job's id."""
+def retract_source_call(group: str, source: UUID, reason: str | None = None) -> Call[int]:
+    """retract_source: the retraction alone (committed with its cleanup job); the job's id."""
     return Call("retract_source", {"group": group, "id": source, "reason": reason}, scalar)
 
 
-def erase_source(group: str, source: UUID, reason: str | None = None) -> Call[int]:
-    """Retract a source and delete its text, evidence and raw bytes (admins); the cleanup job's id."""
+def erase_source_call(group: str, source: UUID, reason: str | None = None) -> Call[int]:
+    """erase_source: the erasure alone (committed with its cleanup job); the job's id."""
     return Call("erase_source", {"group": group, "id": source, "reason": reason}, scalar)
 
 
 def complete_cleanup(job: int) -> Call[bool]:
     """Mark a cleanup job's work done (the worker, after deleting what it names)."""
     return Call("complete_cleanup", {"job": job}, scalar)
+
+
+def cleanup_work(job: int) -> Call[dict[str, Any] | None]:
+    """What a pending cleanup job names (None once it ran); admins of its group."""
+    return Call("cleanup_work", {"job": job}, scalar)
+
+
+def settle_cleanup(job: int, edge_ids_left: Sequence[UUID], object_keys_left: Sequence[str]) -> Call[str]:
+    """Retire a cleanup job ('completed'), or leave it only what is left ('narrowed')."""
+    params = {"job": job, "edge_ids_left": list(edge_ids_left), "object_keys_left": list(object_keys_left)}
+    return Call("settle_cleanup", params, scalar)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Withdrawal:
+    """A retraction or erasure, committed, and its cleanup outside PostgreSQL."""
+
+    job: int = field(metadata={"description": "the retract_cleanup job: the safety net of the cleanup"})
+    cleaned_up: bool = field(metadata={"description": "all done at once: the job retired"})
+    edges_removed: int
+    objects_deleted: int
+    edges_left: int = field(metadata={"description": "edges left to the job (no graph here, or it failed)"})
+    objects_left: int = field(metadata={"description": "raw objects left to the job (their deletion failed)"})
+
+
+def _withdraw(session: Session, job: int, graph: GraphStore | None) -> Plan[Withdrawal]:
+    """After the commit: the cleanup at once, then the job settled (retired, or narrowed to what
+    is left). A requester that dies before this leaves the whole job to the worker."""
+    work = yield from ask(cleanup_work(job))
+    if work is None:  # the job already ran (a worker was quicker)
+        return Withdrawal(job=job, cleaned_up=True, edges_removed=0, objects_deleted=0, edges_left=0,
+                          objects_left=0)  # fmt: skip
+    named = RetractCleanup.from_job_args(work)
+    objects = session.services.objects
+    left = yield Work(lambda: clean_up_at_once(named, objects=objects, graph=graph))
+    settled = yield from ask(settle_cleanup(job, left.edge_ids, left.object_keys))
+    return Withdrawal(
+        job=job, cleaned_up=left.nothing or settled == "already_run",
+        edges_removed=left.edges_removed, objects_deleted=left.objects_deleted,
+        edges_left=len(left.edge_ids), objects_left=len(left.object_keys),
+    )  # fmt: skip
+
+
+def retract_episode(
+    session: Session, group: str, episode: UUID, reason: str | None = None, *, graph: GraphStore | None = None
+) -> Plan[Withdrawal]:
+    """Take an episode's knowledge out of search (admins), its graph edges removed at once when
+    a graph store is passed in (else by the worker's cleanup job)."""
+    job = yield from ask(retract_episode_call(group, episode, reason))
+    return (yield from _withdraw(session, job, graph))
+
+
+def erase_episode(
+    session: Session, group: str, episode: UUID, reason: str | None = None, *, graph: GraphStore | None = None
+) -> Plan[Withdrawal]:
+    """Retract an episode and delete its text, evidence and raw bytes (admins): the raw bytes go at
+    once through the client's object store, the graph edges too when a graph store is passed in;
+    the cleanup job finishes what is left."""
+    job = yield from ask(erase_episode_call(group, episode, reason))
+    return (yield from _withdraw(session, job, graph))
+
+
+def retract_source(
+    session: Session, group: str, source: UUID, reason: str | None = None, *, graph: GraphStore | None = None
+) -> Plan[Withdrawal]:
+    """Take every episode of a source out of search (admins); graph edges as retract_episode."""
+    job = yield from ask(retract_source_call(group, source, reason))
+    return (yield from _withdraw(session, job, graph))
+
+
+def erase_source(
+    session: Session, group: str, source: UUID, reason: str | None = None, *, graph: GraphStore | None = None
+) -> Plan[Withdrawal]:
+    """Retract a source and delete its text, evidence and raw bytes (admins), cleaned up at once as
+    erase_episode."""
+    job = yield from ask(erase_source_call(group, source, reason))
+    return (yield from _withdraw(session, job, graph))
 
 
 def propose(subject: str, predicate: str, obj: str, evidence: str, for_group: str) -> Call[Proposal]:
@@ -211,10 +290,10 @@ class Curation:
     review = operation(review_claim)
     pending_passages = operation(pending_passages)
     review_passage = operation(review_passage)
-    retract_episode = operation(retract_episode)
-    erase_episode = operation(erase_episode)
-    retract_source = operation(retract_source)
-    erase_source = operation(erase_source)
+    retract_episode = plan(retract_episode)
+    erase_episode = plan(erase_episode)
+    retract_source = plan(retract_source)
+    erase_source = plan(erase_source)
     complete_cleanup = operation(complete_cleanup)
     propose = operation(propose)
     retract_proposal = operation(retract_proposal)

@@ -39,6 +39,12 @@ select vera.erase_source(%(group)s, %(id)s, %(reason)s);
 -- name: complete_cleanup
 select vera.complete_cleanup(%(job)s);
 
+-- name: cleanup_work
+select vera.cleanup_work(%(job)s);
+
+-- name: settle_cleanup
+select vera.settle_cleanup(%(job)s, %(edge_ids_left)s, %(object_keys_left)s);
+
 -- name: propose
 -- The caller's claim with its evidence, as a proposal for a shared scope.
 select *

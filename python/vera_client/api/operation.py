@@ -25,7 +25,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast
 from vera_client.api.call import Call
 from vera_client.domain.callers import Caller
 from vera_client.domain.errors import InvalidArgumentError
-from vera_client.domain.ports import Embedder, Reranker
+from vera_client.domain.ports import Embedder, ObjectStore, Reranker
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -76,6 +76,11 @@ class Services(Protocol):
         ...
 
     def count_tokens(self, text: str) -> int: ...
+
+    @property
+    def objects(self) -> ObjectStore | None:
+        """The configured object store (raw bytes), None for a client built without providers."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

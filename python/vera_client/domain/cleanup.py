@@ -3,20 +3,26 @@
 PostgreSQL commits first, together with a `vera.retract_cleanup` job that
 names the graph edges and raw objects to remove. Removing edges through the
 graph store also removes the nodes they leave without any edge (the
-GraphStore contract), so no entity of an erased source lingers in the graph. Whoever ran the retraction
-may do this cleanup at once and then mark the job completed
-(`vera.complete_cleanup`); otherwise the worker runs this same function when
-the job falls due. It is idempotent: what is already gone is skipped.
+GraphStore contract), so no entity of an erased source lingers in the graph. The client's
+retract and erase operations clean up at once after their commit (clean_up_at_once: the raw
+objects through the client's object store, the edges when a graph store is passed in) and
+settle the job (`vera.settle_cleanup`): it retires when nothing is left, or keeps only what
+was left and falls due, and the worker runs run_retract_cleanup on that. A requester that dies
+between its commit and its cleanup leaves the whole job, which the worker runs when due. It is
+idempotent: what is already gone is skipped.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.ports import GraphStore, ObjectStore
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,3 +82,47 @@ def run_retract_cleanup(
         objects_deleted=deleted,
         objects_already_gone=len(job.object_keys) - deleted,
     )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CleanupLeft:
+    """What a cleanup at once could not do: edges (no graph here, or the graph failed) and raw
+    objects whose deletion failed. Empty: the job has nothing left and retires."""
+
+    edge_ids: tuple[UUID, ...]
+    object_keys: tuple[str, ...]
+    edges_removed: int
+    objects_deleted: int
+
+    @property
+    def nothing(self) -> bool:
+        return not self.edge_ids and not self.object_keys
+
+
+def clean_up_at_once(
+    job: RetractCleanup, *, objects: ObjectStore | None, graph: GraphStore | None
+) -> CleanupLeft:
+    """The requester's cleanup right after its commit: each part it can do here, each failure
+    kept (logged) for the job to finish, never raised (the erasure itself has committed)."""
+    edges_left, edges_removed = job.edge_ids, 0
+    if graph is not None and job.edge_ids:
+        try:
+            edges_removed = graph.remove_edges(job.group_id, list(job.edge_ids))
+            edges_left = ()
+        except Exception as error:
+            logger.warning("cleanup at once: graph edges of %s left to the job: %s", job.group_id, error)
+    elif not job.edge_ids:
+        edges_left = ()
+    keys_left: list[str] = []
+    deleted = 0
+    for key in job.object_keys:
+        try:
+            deleted += 1 if objects is not None and objects.delete(key) else 0
+        except Exception as error:
+            logger.warning("cleanup at once: object %s left to the job: %s", key, error)
+            keys_left.append(key)
+            continue
+        if objects is None:
+            keys_left.append(key)
+    return CleanupLeft(edge_ids=edges_left, object_keys=tuple(keys_left),
+                       edges_removed=edges_removed, objects_deleted=deleted)  # fmt: skip

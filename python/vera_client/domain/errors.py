@@ -115,6 +115,10 @@ class PermissionDeniedError(VeraError):
     """The caller's role does not allow this."""
 
 
+class LastOwnerError(PermissionDeniedError):
+    """Disabling the principal would leave a group without an owner who can sign in."""
+
+
 class NotFoundError(VeraError):
     """The object does not exist or is not visible to the caller."""
 
@@ -215,6 +219,7 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VA006": PrincipalDisabledError,
     "VN001": NotFoundError,
     "VR001": SourceRootNotAllowedError,
+    "VP001": LastOwnerError,
     "42501": PermissionDeniedError,
     "22004": InvalidArgumentError,
     "22023": InvalidArgumentError,

@@ -382,7 +382,8 @@ class SourceIngestion:
         try:
             with run.sql.transaction(run.caller) as tx:
                 reason = f"{key} was deleted from {run.source.name}"
-                tx.run(curation_api.retract_episode(run.request.group_id, UUID(entry.episode_id), reason))
+                episode = UUID(entry.episode_id)
+                tx.run(curation_api.retract_episode_call(run.request.group_id, episode, reason))
                 run.advance(tx, {key: None})
         except _RUN_STOPPERS:
             raise
