@@ -167,11 +167,12 @@ def test_review_retract_and_erase(vera: VeraClient, world: World) -> None:
     assert [r.fact_id for r in vera.pending_reviews(group)] == [pending.fact_id]
     outcome = vera.review(group, pending.fact_id, "approve", "checked")
     assert outcome.lifecycle == "published"
-    job = vera.retract_episode(group, episode.episode_id, "wrong page")
-    assert job > 0
-    assert vera.erase_source(group, notes, "gone") > 0
-    assert vera.complete_cleanup(job) is True  # cleaned up in-process: the worker will skip the job
-    assert vera.complete_cleanup(job) is False
+    withdrawn = vera.retract_episode(group, episode.episode_id, "wrong page")
+    # no graph here: the job keeps the fact's edge for a worker that knows the graph
+    assert withdrawn.job > 0 and (withdrawn.cleaned_up, withdrawn.edges_left) == (False, 1)
+    assert vera.erase_source(group, notes, "gone").job > 0
+    assert vera.complete_cleanup(withdrawn.job) is True  # cleaned up in-process: the worker will skip the job
+    assert vera.complete_cleanup(withdrawn.job) is False
     assert vera.list_sources(group) == []  # erased: nothing of it is left
 
 

@@ -445,7 +445,7 @@ def test_erasing_a_packed_source_removes_its_text_from_the_stored_pack(
     quoted = [i for i in made["items"] if "erasable-svc-home" in i["text"]]
     assert quoted, made["items"]
     with client_for(world, a.owner_key) as owner:
-        assert owner.erase_source(a.organisation, erasable["source"], "asked to forget") > 0
+        assert owner.erase_source(a.organisation, erasable["source"], "asked to forget").job > 0
     after = run(read_again(made["pack_id"]))
     assert [i["position"] for i in after["items"]] == [i["position"] for i in made["items"]]
     assert not any("erasable-svc-home" in i["text"] + str(i["citation"]) for i in after["items"])

@@ -11,7 +11,7 @@ import pytest
 from pg_tests.support.cli import run_vera, vera_env
 from pg_tests.support.databases import Database
 from vera_worker.entrypoints.graph_wiring import DEMO_GRAPH_FOLDER
-from vera_worker.graph.servers.falkordb import CONFIG_FILE
+from vera_worker.graph.servers.falkordb import CONFIG_FILE, EmbeddedFalkorDB
 
 
 @pytest.fixture
@@ -58,6 +58,7 @@ def test_status_shows_the_demo_graph_a_local_install_uses_without_starting_it(em
     try:
         folder.mkdir(exist_ok=True)
         (folder / CONFIG_FILE).touch(exist_ok=True)
+        EmbeddedFalkorDB(folder).stop()  # an earlier demo of the session may have left it running
         status = run_vera(["db", "status"], env)
         assert status.exit_code == 0, status.output
         assert (
