@@ -205,14 +205,18 @@ def test_vera_graph_serve_reuses_the_running_neo4j_and_leaves_it_on_ctrl_c(
     with subprocess.Popen(  # noqa: S603 - our own command
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     ) as serving:
-        assert serving.stdout is not None
-        seen = []
-        for line in serving.stdout:
-            seen.append(line.rstrip("\n"))
-            if line.startswith("Ctrl-C"):
-                break
-        serving.send_signal(signal.SIGINT)
-        rest, errors = serving.communicate(timeout=60)
+        try:
+            assert serving.stdout is not None
+            seen = []
+            for line in serving.stdout:
+                seen.append(line.rstrip("\n"))
+                if line.startswith("Ctrl-C"):
+                    break
+            serving.send_signal(signal.SIGINT)
+            rest, errors = serving.communicate(timeout=60)
+        finally:
+            if serving.poll() is None:  # a failure above must not leave the test waiting on it
+                serving.kill()
     assert serving.returncode == 0, errors
     assert (
         seen[0] == f"Neo4j was already running at {neo4j_url} (log: {neo4j_data_dir / 'neo4j-launcher.log'})"

@@ -163,12 +163,14 @@ WATCH_SECONDS = 2.0
 
 
 def _stop_on_signals() -> None:
-    """SIGTERM and SIGHUP (a closed terminal) stop the server as Ctrl-C does."""
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) stop the server. SIGINT too is set here:
+    a process started in the background by a non-interactive shell inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt for it."""
 
     def interrupted(_signal: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), interrupted)
 
