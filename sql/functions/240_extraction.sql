@@ -48,6 +48,22 @@ $$;
 comment on function vera.passage_pending(text, uuid, text, boolean) is
     'Internal: whether a passage is still to extract with a model version (redo: also when it failed)';
 
+-- Internal: whether a model may be sent a passage at all: not of a retracted
+-- episode, not rejected, and not another principal's proposal (the caller's own
+-- proposed text is its to extract). The one place of that rule: passages_to_extract,
+-- episode_passages_to_extract and extraction_backlog all read it.
+create or replace function vera.passage_sendable(episode_status vera.episode_status, lifecycle vera.fact_lifecycle,
+                                                 proposed_by uuid)
+returns boolean
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select episode_status <> 'retracted' and lifecycle <> 'rejected'
+           and (lifecycle <> 'proposal' or proposed_by = vera.current_principal())
+$$;
+comment on function vera.passage_sendable(vera.episode_status, vera.fact_lifecycle, uuid) is
+    'Internal: whether a passage may go to a model at all (its episode live, not rejected, no one else''s proposal)';
+
 -- Contract: up to max_rows passages of group_id still to extract with
 -- model_version (see request_extraction for redo; redo also takes those
 -- whose extraction with model_version failed), oldest first, with the
@@ -70,9 +86,7 @@ begin
       from vera.chunks c
       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
      where c.group_id = passages_to_extract.group_id
-       and e.status <> 'retracted'
-       and c.lifecycle <> 'rejected'
-       and (c.lifecycle <> 'proposal' or c.proposed_by = vera.current_principal())
+       and vera.passage_sendable(e.status, c.lifecycle, c.proposed_by)
        and vera.passage_pending(c.group_id, c.chunk_id, passages_to_extract.model_version, passages_to_extract.redo)
      order by c.created_at, c.chunk_id
      limit passages_to_extract.max_rows;

@@ -51,9 +51,7 @@ begin
       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
      where c.group_id = episode_passages_to_extract.group_id
        and c.episode_id = any (episode_passages_to_extract.episode_ids)
-       and e.status <> 'retracted'
-       and c.lifecycle <> 'rejected'
-       and (c.lifecycle <> 'proposal' or c.proposed_by = vera.current_principal())
+       and vera.passage_sendable(e.status, c.lifecycle, c.proposed_by)
        and vera.passage_pending(c.group_id, c.chunk_id, episode_passages_to_extract.model_version, false)
      order by c.episode_id, c.ordinal
      limit episode_passages_to_extract.max_rows;
@@ -78,9 +76,7 @@ begin
       from vera.chunks c
       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
      where c.group_id = extraction_backlog.group_id
-       and e.status <> 'retracted'
-       and c.lifecycle <> 'rejected'
-       and (c.lifecycle <> 'proposal' or c.proposed_by = vera.current_principal())
+       and vera.passage_sendable(e.status, c.lifecycle, c.proposed_by)
        and vera.passage_pending(c.group_id, c.chunk_id, extraction_backlog.model_version,
                                 coalesce(extraction_backlog.redo, false));
 end
