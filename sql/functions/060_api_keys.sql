@@ -107,17 +107,29 @@ comment on function vera.revoke_api_key(text) is 'Revokes an API key (by id or p
 grant execute on function vera.revoke_api_key(text) to vera_app, vera_worker, vera_gateway;
 
 -- Contract: the caller's own keys, without any secret material.
+-- Internal: a principal's keys as they are listed (no secret material), oldest
+-- first: what list_api_keys shows its caller and list_member_keys an admin.
+create or replace function vera.keys_of(principal_id uuid)
+returns table (key_id uuid, prefix text, name text, created_at timestamptz,
+               expires_at timestamptz, revoked_at timestamptz, last_used_at timestamptz)
+language sql stable
+set search_path = vera, pg_temp
+as $$
+    select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, u.last_used_at
+    from vera.api_keys k
+    left join vera.api_key_usage u on u.key_id = k.key_id
+    where k.principal_id = keys_of.principal_id
+    order by k.created_at
+$$;
+comment on function vera.keys_of(uuid) is 'Internal: a principal''s keys as listed (no secrets)';
+
 create or replace function vera.list_api_keys()
 returns table (key_id uuid, prefix text, name text, created_at timestamptz,
                expires_at timestamptz, revoked_at timestamptz, last_used_at timestamptz)
 language sql stable security definer
 set search_path = vera, pg_temp
 as $$
-    select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, u.last_used_at
-    from vera.api_keys k
-    left join vera.api_key_usage u on u.key_id = k.key_id
-    where k.principal_id = vera.require_principal()
-    order by k.created_at
+    select * from vera.keys_of(vera.require_principal())
 $$;
 comment on function vera.list_api_keys() is 'Lists the caller''s API keys (no secrets)';
 grant execute on function vera.list_api_keys() to vera_app, vera_worker, vera_gateway;

@@ -156,12 +156,7 @@ begin
     perform vera.administered_member(list_member_keys.group_id, list_member_keys.principal_id);
     perform vera.audit(list_member_keys.group_id, 'member_key.list', 'principal',
                        list_member_keys.principal_id::text, '{}');
-    return query
-        select k.key_id, k.prefix, k.name, k.created_at, k.expires_at, k.revoked_at, u.last_used_at
-          from vera.api_keys k
-          left join vera.api_key_usage u on u.key_id = k.key_id
-         where k.principal_id = list_member_keys.principal_id
-         order by k.created_at;
+    return query select * from vera.keys_of(list_member_keys.principal_id);
 end
 $$;
 comment on function vera.list_member_keys(text, uuid) is
