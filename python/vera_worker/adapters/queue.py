@@ -330,6 +330,20 @@ async def _watch_backlog(backlog: BacklogMonitor, interval: float) -> None:
         await asyncio.sleep(interval)
 
 
+# `vera worker --once`: how many passes over the queues at most (see serve)
+ONCE_PASSES = 10
+
+
+async def _due_jobs_left(app: procrastinate.App, queues: Sequence[str]) -> bool:
+    """Whether a job of these queues is waiting and due now."""
+    now = datetime.now(UTC)
+    for queue in queues:
+        for job in await app.job_manager.list_jobs_async(queue=queue, status="todo"):
+            if job.scheduled_at is None or job.scheduled_at <= now:
+                return True
+    return False
+
+
 def serve(
     app: procrastinate.App,
     *,
@@ -358,9 +372,18 @@ def serve(
                     )
             if once:
                 await retry_stalled_jobs(app, stalled_after)
-                await app.run_worker_async(
-                    queues=list(queues), wait=False, concurrency=concurrency, **worker_options(stalled_after)
-                )
+                # a pass ends when a slot finds nothing due, though a job still running may then
+                # defer another (an embed job defers the group's projection): passes until none
+                # is left due, at most ONCE_PASSES (a job another worker holds the lock of waits)
+                for _ in range(ONCE_PASSES):
+                    await app.run_worker_async(
+                        queues=list(queues),
+                        wait=False,
+                        concurrency=concurrency,
+                        **worker_options(stalled_after),
+                    )
+                    if not await _due_jobs_left(app, queues):
+                        break
                 return
             watches.append(asyncio.create_task(_watch_stalled_jobs(app, stalled_after), name="stalled jobs"))
             try:
