@@ -408,6 +408,8 @@ ISOLATION_TESTED = {
     "list_snapshots(text)": "test_snapshots",
     "drop_snapshot(text,text)": "test_snapshots",
     "search_snapshot(text,text,text,vector,integer,integer,integer,text,double precision,double precision,tstzrange)": "test_snapshots",
+    "live_pins(text)": "test_snapshots::test_other_tenants_cannot_read_pins",
+    "snapshot_pin_changes(text,text)": "test_snapshots::test_other_tenants_cannot_read_pins",
     # issue 13: the MCP server's reads, proposals and context packs
     "get_fact(uuid,text[])": "test_knowledge_reads",
     "get_evidence(uuid,text[])": "test_knowledge_reads",

@@ -34,7 +34,8 @@ from pg_tests.support.adversary import Arena, Tenant, leaked, login_role
 # docs/sql-api.md, "Error codes"
 DOCUMENTED_SQLSTATES = frozenset({
     "VA001", "VA002", "VA003", "VA004", "VA005", "VA006", "VN001", "42501", "22023", "22004", "22001",
-    "54000", "23505", "VE001", "VE002", "VJ001", "VS001", "VS002", "25000", "VT001",
+    "54000", "23505", "VE001", "VE002", "VJ001", "VS001", "VS002", "VS003", "VS004",
+    "VS005", "25000", "VT001",
 })  # fmt: skip
 # The attacker's own per-statement limit: a call that waits this long on another tenant's lock is a finding.
 STATEMENT_TIMEOUT_MS = 5000

@@ -35,6 +35,22 @@ $$;
 comment on function vera.setting_default(text) is 'Default value of a setting; null for an unknown name';
 grant execute on function vera.setting_default(text) to vera_app, vera_worker, vera_gateway;
 
+-- Internal: the settings that are policy: they decide what a write stores
+-- (how a name resolves to an entity, which new values a judge weighs), so
+-- the same sources give other facts under other values. Snapshots pin their
+-- values (vera.live_pins); a setting added above that changes what is
+-- stored belongs here too.
+create or replace function vera.policy_settings()
+returns text[]
+language sql immutable parallel safe
+set search_path = vera, pg_temp
+as $$
+    select array['er.trigram_link', 'er.semantic_link', 'er.semantic_candidate', 'er.candidate_limit',
+                 'judge.contradiction']
+$$;
+comment on function vera.policy_settings() is
+    'Internal: the settings that decide what a write stores (entity resolution, the judge); snapshots pin them';
+
 -- Contract: a setting's value in a group (its override, else the default).
 create or replace function vera.setting(group_id text, name text)
 returns jsonb

@@ -13,6 +13,18 @@ $$;
 comment on function vera.tier_authority(integer) is 'Authority of a trust tier: 1.00, 0.85, 0.70, 0.40';
 grant execute on function vera.tier_authority(integer) to vera_app, vera_worker, vera_gateway;
 
+-- Version of the grading rules below (publish_claims, store_chunks, review):
+-- which tier publishes, waits for review or becomes a proposal, and what the
+-- contamination guard lets into a shared scope. Snapshots pin it with the
+-- tier authorities (vera.live_pins): bump it when a rule changes, so a
+-- snapshot taken under the old rules fails closed (VS004).
+create or replace function vera.grading_version()
+returns text
+language sql immutable parallel safe
+set search_path = vera, pg_temp
+as $$ select 'vera-grading/1' $$;
+comment on function vera.grading_version() is 'Internal: version of the grading rules by trust tier; snapshots pin it';
+
 -- Internal: the first problem of a claim batch, as 'claim N: ...', or nothing.
 -- Each claim object is parsed once into typed fields (jsonb_to_recordset).
 create or replace function vera.claim_problem(claims jsonb)

@@ -5,7 +5,8 @@ set role vera_owner;
 -- Contract: copies everything a search of the group could return now
 -- (facts and passages, with their text, full-text vector, embedding,
 -- grading, validity, votes, citation and order key) and pins the embedding model and
--- dimension, the search version and the weights. Must run in a REPEATABLE
+-- dimension, the search version, the weights, and the group's ontology, policy
+-- and assembler version (vera.group_rules, 198_snapshot_pins.sql). Must run in a REPEATABLE
 -- READ (or SERIALIZABLE) transaction, so that the pins and every copied row
 -- come from one view of the data (25000 otherwise). The snapshot is sealed
 -- as the last step; readers refuse one that is not. Members of the group.
@@ -40,9 +41,10 @@ begin
     weights := vera.active_weights(create_snapshot.group_id);
 
     insert into vera.snapshots as s (group_id, name, embedding_model, embedding_dim, search_version, weight_set_id,
-                                     weights, created_at, created_by)
+                                     weights, pins, created_at, created_by)
     values (create_snapshot.group_id, vera.shown(btrim(name)), pinned.embedding_model, pinned.embedding_dim, vera.search_version(),
-            (weights ->> 'weight_set_id')::uuid, weights - 'weight_set_id', reference, caller)
+            (weights ->> 'weight_set_id')::uuid, weights - 'weight_set_id', vera.group_rules(create_snapshot.group_id),
+            reference, caller)
     returning s.snapshot_id into snapshot;
 
     -- the same visibility rules and the same blend inputs as a live search
@@ -121,23 +123,29 @@ begin
 end
 $$;
 comment on function vera.create_snapshot(text, text) is
-    'Freezes a group''s retrieval inputs with their pins (model, dimension, search version, weights)';
+    'Freezes a group''s retrieval inputs with their pins (model, dimension, search version, weights, ontology, policy, assembler)';
 grant execute on function vera.create_snapshot(text, text) to vera_app, vera_worker, vera_gateway;
 
--- Contract: a group's snapshots, newest first.
+-- Contract: a group's snapshots, newest first, each with every pin (as
+-- vera.live_pins shapes them) and the pins that no longer hold (stale_pins:
+-- empty when the snapshot can answer; see vera.snapshot_pin_changes).
 create or replace function vera.list_snapshots(group_id text)
 returns table (snapshot_id uuid, name text, created_at timestamptz, sealed boolean, item_count integer,
-               embedding_model text, embedding_dim integer, search_version text, weights jsonb)
+               embedding_model text, embedding_dim integer, search_version text, weights jsonb, pins jsonb,
+               stale_pins text[])
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
+declare
+    live constant jsonb := vera.live_pins(list_snapshots.group_id);
 begin
     perform vera.require_role(list_snapshots.group_id, 'viewer');
     return query
         select s.snapshot_id, s.name, s.created_at, s.sealed_at is not null,
                (select count(*)::integer from vera.snapshot_items i
                  where i.group_id = s.group_id and i.snapshot_id = s.snapshot_id),
-               s.embedding_model, s.embedding_dim, s.search_version, s.weights
+               s.embedding_model, s.embedding_dim, s.search_version, s.weights, vera.snapshot_pins(s),
+               array(select c.pin from vera.pin_changes(vera.snapshot_pins(s), live) c)
           from vera.snapshots s
          where s.group_id = list_snapshots.group_id
          order by s.created_at desc, s.name;
@@ -262,8 +270,10 @@ create or replace trigger snapshot_items_prune_terms after delete on vera.snapsh
 -- Contract: searches a snapshot: the same stages as vera.search, over the
 -- copies, with the snapshot's weights and its creation instant as "now", so
 -- it answers what search answered when the snapshot was taken. Fails
--- closed: VS002 for a snapshot that was never sealed, VS001 when the
--- search version or the group's embedding pin has changed since.
+-- closed: VS002 for a snapshot that was never sealed; for a pin that no
+-- longer holds the code vera.pin_changes gives it (VS001 search version,
+-- embedding model or no pins recorded, VS003 ontology, VS004 policy, VS005
+-- assembler), naming every pin that changed.
 create or replace function vera.search_snapshot(
     snapshot_group text,
     snapshot text,
@@ -282,7 +292,7 @@ set search_path = vera, public, pg_temp
 as $$
 declare
     frozen vera.snapshots;
-    current_pin record;
+    stale record;
     n integer;
     items vera.search_item[];
 begin
@@ -301,18 +311,14 @@ begin
         raise exception 'snapshot % is not sealed: its copy never completed; create it again', frozen.name
             using errcode = 'VS002';
     end if;
-    if frozen.search_version <> vera.search_version() then
-        raise exception 'snapshot % was taken with search version %, this database runs %: its answers cannot be reproduced',
-            frozen.name, frozen.search_version, vera.search_version() using errcode = 'VS001';
-    end if;
-    select g.embedding_model, g.embedding_dim into current_pin from vera.groups g where g.group_id = frozen.group_id;
-    if frozen.embedding_model is not null
-       and (current_pin.embedding_model is distinct from frozen.embedding_model
-            or current_pin.embedding_dim is distinct from frozen.embedding_dim) then
-        raise exception 'snapshot % was taken with embedding model % (% dimensions); the group now uses % (% dimensions)',
-            frozen.name, frozen.embedding_model, frozen.embedding_dim,
-            coalesce(current_pin.embedding_model, 'none'), coalesce(current_pin.embedding_dim::text, '-')
-            using errcode = 'VS001';
+    -- the first pin that changed gives the code (the codes sort in the order
+    -- vera.pin_changes checks the pins); the message names them all
+    select min(c.code) as code, string_agg(c.pin || ': ' || c.change, '; ' order by c.code, c.pin) as changes
+      into stale
+      from vera.pin_changes(vera.snapshot_pins(frozen), vera.live_pins(frozen.group_id)) c;
+    if stale.code is not null then
+        raise exception 'snapshot % no longer holds its pins (%): its answers cannot be reproduced; take it again',
+            frozen.name, stale.changes using errcode = stale.code;
     end if;
     if query_embedding is not null and frozen.embedding_dim is not null
        and (public.vector_dims(query_embedding) <> frozen.embedding_dim
@@ -339,7 +345,7 @@ end
 $$;
 comment on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
                                          double precision, double precision, tstzrange) is
-    'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001/VS002)';
+    'Searches a sealed snapshot with its pinned weights and instant; fails closed on changed pins (VS001-VS005)';
 grant execute on function vera.search_snapshot(text, text, text, public.vector, integer, integer, integer, text,
                                                double precision, double precision, tstzrange)
     to vera_app, vera_worker, vera_gateway;

@@ -6,6 +6,17 @@
 -- erasure follows (vera.erase_pack_items).
 set role vera_owner;
 
+-- Version of the context assembler (vera_client.domain.context builds the
+-- packs; its ASSEMBLER_VERSION must equal this, pg_tests/search/
+-- test_snapshots.py checks). Snapshots pin it: a pack assembled from a snapshot's answer by
+-- another assembler would not be the pack it gave (VS005).
+create or replace function vera.assembler_version()
+returns text
+language sql immutable parallel safe
+set search_path = vera, pg_temp
+as $$ select 'vera-context/1' $$;
+comment on function vera.assembler_version() is 'Internal: version of the context assembler; snapshots pin it';
+
 -- Internal: refuses a pack's JSON part unless it is an array of at most
 -- 1,000,000 bytes.
 create or replace function vera.check_pack_array(value jsonb, what text)

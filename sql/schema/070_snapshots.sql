@@ -1,5 +1,6 @@
 -- Snapshots: frozen copies of a group's retrieval inputs, with the pins
--- (model, dimension, search version, weights) a reader must still match.
+-- (model, dimension, search version, weights, ontology, policy, assembler)
+-- a reader must still match.
 set role vera_owner;
 
 create table vera.snapshots (
@@ -17,6 +18,9 @@ create table vera.snapshots (
     -- the blend the snapshot ranks with: the weight set's values (or the
     -- defaults) copied, so a later calibration cannot change its answers
     weights         jsonb,
+    -- the group's ontology, policy and assembler version when it was taken
+    -- (vera.group_rules; 0009_snapshot_pins): null for a snapshot taken before
+    pins            jsonb,
     primary key (group_id, snapshot_id),
     foreign key (group_id, weight_set_id) references vera.ranking_weights (group_id, weight_set_id),
     constraint snapshots_name_unique unique (group_id, name)

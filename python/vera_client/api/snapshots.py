@@ -5,7 +5,7 @@ pg_tests/search/)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 from uuid import UUID
@@ -34,6 +34,12 @@ class SnapshotInfo:
     embedding_dim: int | None
     search_version: str
     weights: dict[str, Any]
+    pins: dict[str, Any] = field(
+        metadata={"description": "its pins: search_version, embedding, ontology, policy, assembler"}
+    )
+    stale_pins: list[str] = field(
+        metadata={"description": "pins that no longer hold (empty: it answers; else a search of it fails)"}
+    )
 
 
 def create_snapshot(group: str, name: str) -> Call[SnapshotTaken]:

@@ -159,6 +159,18 @@ class SnapshotStaleError(SnapshotError):
     """The snapshot was taken with another search version or embedding model than the running ones."""
 
 
+class SnapshotOntologyChangedError(SnapshotStaleError):
+    """A predicate the snapshot knew has changed its cardinality (or is gone) since it was taken."""
+
+
+class SnapshotPolicyChangedError(SnapshotStaleError):
+    """The grading rules, a tier's authority or an entity-resolution or judge setting changed since."""
+
+
+class SnapshotAssemblerChangedError(SnapshotStaleError):
+    """The snapshot was taken with another context assembler version than the running one."""
+
+
 class SnapshotUnsealedError(SnapshotError):
     """The snapshot's copy never completed."""
 
@@ -230,6 +242,9 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "VJ001": JobQueueMissingError,
     "VS001": SnapshotStaleError,
     "VS002": SnapshotUnsealedError,
+    "VS003": SnapshotOntologyChangedError,
+    "VS004": SnapshotPolicyChangedError,
+    "VS005": SnapshotAssemblerChangedError,
     "25000": TransactionStateError,
     "VT001": ReadCommittedRequiredError,
     "VM001": PreBaselineDatabaseError,

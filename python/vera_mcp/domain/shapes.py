@@ -75,7 +75,7 @@ class VoteOut(FromClient):
     pass
 
 
-@mirrors(SnapshotInfo, without=["embedding_dim", "weights"])
+@mirrors(SnapshotInfo, without=["embedding_dim", "weights", "pins"])
 class SnapshotOut(FromClient):
     scope: str
 
