@@ -205,6 +205,7 @@ def _key_of(world: World, principal: object) -> str:
         ({"content": "a", "source": " "}, "22023"),
         ({"content": "a", "source": "s" * 201}, "22023"),
         ({"content": "a", "at": "infinity"}, "22023"),
+        ({"content": "a", "at": "10000-01-01 00:00+00"}, "22023"),
         ({"content": "a", "claims": {"subject": "x"}}, "22023"),
         ({"content": "a", "claims": [{"subject": "x"}] * 1001}, "54000"),
         ({"content": "a", "claims": [{"subject": "x", "predicate": "p", "object": ""}]}, "22023"),

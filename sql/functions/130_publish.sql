@@ -91,9 +91,8 @@ begin
             when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
             when x.verification not in ('human_verified', 'auto', 'pending')
                 then 'verification must be human_verified, auto or pending'
-            when not isfinite(x.valid_from) or x.valid_from < '1900-01-01 00:00+00'
-                or not isfinite(x.valid_to) or x.valid_to < '1900-01-01 00:00+00'
-                then 'valid_from and valid_to must be finite times from 1900 (null: open)'
+            when not vera.is_world_time(x.valid_from) or not vera.is_world_time(x.valid_to)
+                then 'valid_from and valid_to must be finite times before the year 10000 (from 4714 BC; null: open)'
             when x.evidence_end < x.evidence_start then 'evidence_end is before evidence_start'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000

@@ -261,9 +261,8 @@ begin
     if source_name = '' or char_length(source_name) > 200 then
         raise exception 'source must be a name of 1 to 200 characters' using errcode = '22023';
     end if;
-    if remember.at is not null and (not isfinite(remember.at) or remember.at < '1900-01-01 00:00+00'
-                                     or remember.at > now() + interval '100 years') then
-        raise exception 'at must be a finite time from 1900 to 100 years ahead, got %', remember.at
+    if remember.at is not null and (not vera.is_world_time(remember.at) or remember.at > now() + interval '100 years') then
+        raise exception 'at must be a finite time (from 4714 BC) at most 100 years ahead, got %', remember.at
             using errcode = '22023';
     end if;
     if jsonb_typeof(coalesce(remember.claims, '[]')) <> 'array' then
