@@ -6,7 +6,8 @@ For each pair, in a transaction that is rolled back: publish a claim about
 the left product, then one about the right product, and count a merge when
 the right name resolves to the left's entity. A 'provisional' outcome is not
 a merge (it waits for the judge). Prints precision, recall and F1 per rung,
-with the embedder each used.
+with the embedder each used, and how many merges were trigram links (how
+many of them right).
 
     .venv/bin/python benchmarks/entity_resolution.py [--eval ../shared/eval]
 """
@@ -93,8 +94,9 @@ def minilm_embedder(tokenizer_json: Path) -> Callable[[str], list[float]] | None
 
 
 def run(bench: Bench, pairs: list[tuple[str, str, bool]], settings: dict[str, object],
-        embed: Callable[[str], list[float]] | None) -> tuple[int, int, int, int]:  # fmt: skip
-    tp = fp = fn = tn = 0
+        embed: Callable[[str], list[float]] | None) -> tuple[int, int, int, int, int, int]:  # fmt: skip
+    """(tp, fp, fn, tn) of all merges, and (tp, fp) of the trigram links alone (resolution 'fuzzy')."""
+    tp = fp = fn = tn = fuzzy_tp = fuzzy_fp = 0
     with bench.app() as conn:
         for left, right, is_match in pairs:
             conn.execute("select vera.authenticate(%s)", (bench.api_key,))
@@ -107,7 +109,7 @@ def run(bench: Bench, pairs: list[tuple[str, str, bool]], settings: dict[str, ob
                     claim["subject_embedding"] = embed(title)
                 claims.append(claim)
             model = "hashing-384" if embed else None
-            publish = "select subject_entity_id from vera.publish_claims(%s, null, %s, %s)"
+            publish = "select subject_entity_id, resolution from vera.publish_claims(%s, null, %s, %s)"
             first = conn.execute(publish, (bench.personal, Jsonb(claims[:1]), model)).fetchone()
             second = conn.execute(publish, (bench.personal, Jsonb(claims[1:]), model)).fetchone()
             merged = first is not None and second is not None and second[0] == first[0]
@@ -116,7 +118,10 @@ def run(bench: Bench, pairs: list[tuple[str, str, bool]], settings: dict[str, ob
             fp += merged and not is_match
             fn += (not merged) and is_match
             tn += (not merged) and not is_match
-    return tp, fp, fn, tn
+            fuzzy = merged and second is not None and second[1] == "fuzzy"
+            fuzzy_tp += fuzzy and is_match
+            fuzzy_fp += fuzzy and not is_match
+    return tp, fp, fn, tn, fuzzy_tp, fuzzy_fp
 
 
 def main() -> None:
@@ -133,7 +138,8 @@ def main() -> None:
     pairs = read_pairs(data)[: args.limit or None]
     bench = start("vera_bench_er")
     print(f"{len(pairs):,} pairs, {sum(m for _, _, m in pairs)} matches\n")
-    print(f"{'rung (embedder)':<52}{'precision':>10}{'recall':>8}{'F1':>7}{'merges':>8}")
+    links_header = "trigram links (right)"
+    print(f"{'rung (embedder)':<52}{'precision':>10}{'recall':>8}{'F1':>7}{'merges':>8}{links_header:>23}")
     off = 1.0  # only identical trigram sets: in effect, exact names only
     rungs: list[tuple[str, dict[str, object], Callable[[str], list[float]] | None]] = [
         ("exact only", {"er.trigram_link": off}, None),
@@ -151,11 +157,12 @@ def main() -> None:
             ("exact + trigram + semantic 0.70 (MiniLM)", {"er.semantic_link": 0.70}, minilm),
         ]
     for label, settings, embed in rungs:
-        tp, fp, fn, _ = run(bench, pairs, settings, embed)
+        tp, fp, fn, _, fuzzy_tp, fuzzy_fp = run(bench, pairs, settings, embed)
         precision = tp / (tp + fp) if tp + fp else 0.0
         recall = tp / (tp + fn) if tp + fn else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        print(f"{label:<52}{precision:>10.3f}{recall:>8.3f}{f1:>7.3f}{tp + fp:>8}", flush=True)
+        links = f"{fuzzy_tp + fuzzy_fp} ({fuzzy_tp})"
+        print(f"{label:<52}{precision:>10.3f}{recall:>8.3f}{f1:>7.3f}{tp + fp:>8}{links:>23}", flush=True)
 
 
 if __name__ == "__main__":

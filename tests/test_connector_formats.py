@@ -7,6 +7,7 @@ import codecs
 import pytest
 
 from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
+from vera_worker.domain.extracted_claims import validate_extraction
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.markdown import parse_markdown
 from vera_worker.domain.records import RecordFormatError, predicate_name
@@ -241,3 +242,21 @@ def test_front_matter_keys_without_latin_letters_warn() -> None:
     assert record.warnings == (
         "team.md front matter: key '所有者' cannot be a predicate (it needs letters A-Z)",
     )
+
+
+def test_old_dates_are_kept_not_clamped() -> None:
+    """History is knowledge too (issue 28): a museum's record valid since 1797 keeps 1797, for
+    its claims and for the time its episode is dated by; an extracted claim of 1700 keeps it."""
+    record = parse_markdown(
+        "---\nsubject: Royal Cabinet of Curiosities\nhoused_in: the old palace\nvalid_from: 1797-05-01\n---\n"
+        "# Museum\n\nOpen since 1797.\n",
+        name="museum.md",
+    )
+    assert [c.valid_from for c in record.claims] == ["1797-05-01"]
+    assert record.dated_at == "1797-05-01"
+    passage = "The Cascadia earthquake struck on 26 January 1700."
+    answer = {"claims": [{"subject": "Cascadia", "predicate": "struck on", "object": "26 January 1700",
+                          "confidence": 0.9, "valid_from": "1700-01-26", "evidence_start": 4,
+                          "evidence_end": len(passage), "evidence": passage[4:]}]}  # fmt: skip
+    extracted = validate_extraction(answer, passage, known_predicates={"STRUCK_ON"}, max_claims=10)
+    assert [c["valid_from"] for c in extracted.claims] == ["1700-01-26T00:00:00+00:00"]

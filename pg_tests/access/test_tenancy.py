@@ -360,6 +360,8 @@ ISOLATION_TESTED = {
     "normalize_name(text)": "test_normalize (pure)",
     "normalize_predicate(text)": "test_normalize (pure)",
     "tier_authority(integer)": "test_publish (pure)",
+    "claim_fact_text(text,text,text,text)": "test_remember::test_claim_fact_texts_are_the_texts_publish_stores (pure)",
+    "claim_fact_texts(jsonb)": "test_remember::test_claim_fact_texts_are_the_texts_publish_stores (pure)",
     "setting_default(text)": "test_settings (pure)",
     "setting(text,text)": "test_settings",
     "set_setting(text,text,jsonb)": "test_settings",

@@ -17,6 +17,7 @@ import pytest
 
 from pg_tests.support.clients import client_for
 from pg_tests.support.databases import APP_LOGIN
+from pg_tests.support.searching import MODEL, embed, search, vector_literal
 from pg_tests.support.seed import World, caller
 from pg_tests.support.writes import register_source
 from vera_client.api import access as access_api
@@ -204,6 +205,7 @@ def _key_of(world: World, principal: object) -> str:
         ({"content": "a", "source": " "}, "22023"),
         ({"content": "a", "source": "s" * 201}, "22023"),
         ({"content": "a", "at": "infinity"}, "22023"),
+        ({"content": "a", "at": "10000-01-01 00:00+00"}, "22023"),
         ({"content": "a", "claims": {"subject": "x"}}, "22023"),
         ({"content": "a", "claims": [{"subject": "x"}] * 1001}, "54000"),
         ({"content": "a", "claims": [{"subject": "x", "predicate": "p", "object": ""}]}, "22023"),
@@ -349,3 +351,90 @@ def test_vectors_must_match_the_passages_and_the_pin(world: World) -> None:
         except psycopg.Error as error:
             refused = error.sqlstate
         assert refused == "42501"
+
+
+def _noise(conn: psycopg.Connection, count: int) -> None:
+    """Other memories of the caller's personal scope, with vectors (so the scope is pinned and a
+    query vector is searched), that share a word or a number with the query but not both."""
+    for i in range(count):
+        text = f"Locker room {i}: the gym opens at {i % 24}." if i % 2 else f"Bus 12 stop number {i}."
+        _remember(conn, content=text, embeddings=[embed(text)], embedding_model=MODEL, source="noise")
+
+
+def test_a_claim_remembered_without_a_vector_is_found_by_its_words_at_once(world: World) -> None:
+    """No worker has run, so the fact has no vector: the lexical half finds it first among
+    thirty memories that share a word or the number (issue 28's "locker 12"). Searched with a
+    query vector too, a fact without one has no vector rank to fuse; the client gives it one
+    (test_with_an_embedder_remembered_claims_get_the_vector_the_worker_would_give)."""
+    key = _fresh_user(world)
+    with caller(world.db, key) as conn:
+        _noise(conn, 30)
+        done = _remember(conn, content="Where my bike is.", source="bike",
+                         claims=[{"subject": "my bike", "predicate": "kept in", "object": "locker 12"}])  # fmt: skip
+        [(fact_id, vector)] = conn.execute(
+            "select fact_id, embedding from vera.facts where group_id = %s and episode_id = %s",
+            (done["group_id"], done["episode_id"]),
+        ).fetchall()
+        by_words = search(conn, "locker 12", k=5)
+    assert vector is None  # nothing embedded it
+    assert (by_words[0]["kind"], by_words[0]["item_id"]) == ("fact", fact_id)
+
+
+def test_claim_fact_texts_are_the_texts_publish_stores(world: World) -> None:
+    claims = [
+        {"subject": " billing-api ", "predicate": "runsOn", "object": "cluster green"},
+        {"subject": "x", "predicate": "is", "object": "y", "fact_text": "  X is y, said Lan.  "},
+        {"subject": "x", "predicate": "--", "object": "y"},  # no predicate: refused by publish
+        "not a claim",
+    ]
+    with caller(world.db, world.a.owner_key) as conn:
+        texts = conn.execute(
+            "select vera.claim_fact_texts(%s)", (psycopg.types.json.Jsonb(claims),)
+        ).fetchone()
+        nothing = conn.execute("select vera.claim_fact_texts('{\"a\": 1}')").fetchone()
+        done = _remember(conn, content="billing-api runs on cluster green.", claims=claims[:2])
+        stored = conn.execute(
+            "select fact_text from vera.facts where group_id = %s and episode_id = %s order by fact_text",
+            (done["group_id"], done["episode_id"]),
+        ).fetchall()
+    assert texts == (["billing-api runs on cluster green", "X is y, said Lan.", None, None],)
+    assert nothing == ([],)
+    assert sorted(t for t in texts[0][:2]) == [row[0] for row in stored]
+
+
+def test_with_an_embedder_remembered_claims_get_the_vector_the_worker_would_give(
+    world: World, tmp_path: Path
+) -> None:
+    key = _fresh_user(world)
+    settings = VeraSettings(
+        db=DbSettings(data_dir=tmp_path / "pg"),
+        embedder=EmbedderSettings(provider="deterministic", dim=16),
+        objects=ObjectStoreSettings(root=tmp_path / "objects"),
+    )
+    providers = build_providers(settings)
+    claims = [{"subject": "my bike", "predicate": "kept in", "object": "locker 12"},
+              {"subject": "my car", "predicate": "parked at", "object": "level 3", "fact_text": "The car is on level 3"}]  # fmt: skip
+    with client_for(world, key, providers=providers) as vera:
+        done = vera.remember("Where my things are.", claims=claims)
+        again = vera.remember("Where my things are.", claims=claims)
+        hits = vera.search("locker 12", k=3)  # hybrid: the query is embedded too
+    embedder = providers.embedder()
+    with world.db.admin() as conn:
+        stored = conn.execute(
+            "select fact_text, embedding::text from vera.facts where episode_id = %s order by fact_text",
+            (done.episode_id,),
+        ).fetchall()
+        expected = {text: vector_literal(embedder.embed([text])[0]) for text, _ in stored}
+        nearest = conn.execute(
+            "select fact_text from vera.facts where group_id = %s and embedding is not null "
+            "order by embedding <=> %s::vector limit 1",
+            (done.group_id, vector_literal(embedder.embed(["my bike kept in locker 12"])[0])),
+        ).fetchone()
+    assert [text for text, _ in stored] == ["The car is on level 3", "my bike kept in locker 12"]
+    assert all(vector is not None for _, vector in stored)
+    assert {
+        text: vector_literal([float(x) for x in vector.strip("[]").split(",")]) for text, vector in stored
+    } == expected
+    assert nearest == ("my bike kept in locker 12",)
+    assert hits[0].text == "my bike kept in locker 12"
+    assert not again.created and again.episode_id == done.episode_id  # vectors are not content

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import psycopg
+import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.support.seed import World, caller
@@ -136,11 +137,18 @@ def test_an_unrelated_embedding_makes_a_new_active_entity(world: World) -> None:
 def test_thresholds_are_settings(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         group, episode = _scope(conn, world)
-        conn.execute("select vera.set_setting(%s, 'er.trigram_link', %s)", (group, Jsonb(0.3)))
         [known] = publish(conn, group, episode, [claim("payments-api", "runs on", "blue")])
-        [sibling] = publish(conn, group, episode, [claim("payments-worker", "runs on", "blue")])
-        # a threshold that low merges siblings: which is why the default is high
-        assert sibling["subject_entity_id"] == known["subject_entity_id"]
+        [strict] = publish(conn, group, episode, [claim("the payment api", "runs on", "blue")])
+        loose, loose_episode = _scope(conn, world)
+        conn.execute("select vera.set_setting(%s, 'er.trigram_link', %s)", (loose, Jsonb(0.3)))
+        [known_here] = publish(conn, loose, loose_episode, [claim("payments-api", "runs on", "blue")])
+        [linked] = publish(conn, loose, loose_episode, [claim("the payment api", "runs on", "blue")])
+        [sibling] = publish(conn, loose, loose_episode, [claim("payments-worker", "runs on", "blue")])
+    # the default (0.85) links only very close names; at 0.3 a spelling and a function word
+    # link, while a sibling (a content word of its own) never does (names_differ_trivially)
+    assert strict["resolution"] == "new" and strict["subject_entity_id"] != known["subject_entity_id"]
+    assert (linked["resolution"], linked["subject_entity_id"]) == ("fuzzy", known_here["subject_entity_id"])
+    assert sibling["resolution"] == "new"
 
 
 def test_resolution_on_a_reused_connection_restores_the_trigram_threshold(world: World) -> None:
@@ -154,3 +162,64 @@ def test_resolution_on_a_reused_connection_restores_the_trigram_threshold(world:
         [row] = publish(conn, world.a.organisation, None, [claim("reused-connection-api", "runs on", "blue")])
         assert row["lifecycle"] in {"published", "proposal"}
         conn.rollback()
+
+
+_ASKED = "when do the new episodes of supernatural start"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "trivial"),
+    [
+        # a function word, or its inflection: the same subject
+        (_ASKED, _ASKED.replace("when do", "when does"), True),
+        ("the billing service", "billing service", True),
+        ("mayor of hanoi", "mayor hanoi", True),
+        # spellings of one word: an inflection, a typo, spacing
+        ("customer billing service", "customer biling service", True),
+        ("new episode of supernatural", "new episodes of supernatural", True),
+        ("e mail gateway", "email gateway", True),
+        ("kubernetes cluster", "kuberentes cluster", True),
+        # a content word or a number of its own: another subject
+        (_ASKED, _ASKED.replace("start", "end"), False),
+        (_ASKED, _ASKED.replace("supernatural", "the flash"), False),
+        ("adobe photoshop elements 5", "adobe photoshop lightroom 5", False),
+        ("payments api", "payments worker", False),
+        ("season 12 of supernatural", "season 13 of supernatural", False),
+        ("db 1", "db 2", False),
+        ("cats", "cat", False),  # a word of 3 letters has no spelling variants: too short to tell
+        ("adobe soundbooth cs3", "adobe soundbooth cs3", True),
+    ],
+)
+def test_names_differ_trivially_only_in_function_words_and_spellings(
+    world: World, a: str, b: str, trivial: bool
+) -> None:
+    """vera.names_differ_trivially over normalised names, both ways round."""
+    with world.db.admin() as conn:
+        row = conn.execute(
+            "select vera.names_differ_trivially(vera.normalize_name(%s), vera.normalize_name(%s)), "
+            "vera.names_differ_trivially(vera.normalize_name(%s), vera.normalize_name(%s))",
+            (a, b, b, a),
+        ).fetchone()
+    assert row == (trivial, trivial)
+
+
+def test_a_trigram_link_never_merges_a_different_content_word(world: World) -> None:
+    """Even at a loose trigram threshold, a name with a content word of its own is a new entity;
+    one that differs by a function word links (issue 28: one question's fact replaced another's)."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        conn.execute("select vera.set_setting(%s, 'er.trigram_link', %s)", (group, Jsonb(0.5)))
+        [start] = publish(
+            conn,
+            group,
+            episode,
+            [claim("when do the new episodes of supernatural start", "answer", "October")],
+        )
+        [does, end, flash] = publish(conn, group, episode, [
+            claim("when does the new episodes of supernatural start", "answer", "in October"),
+            claim("when do the new episodes of supernatural end", "answer", "May"),
+            claim("when do the new episodes of the flash start", "answer", "January"),
+        ])  # fmt: skip
+    assert (does["resolution"], does["subject_entity_id"]) == ("fuzzy", start["subject_entity_id"])
+    assert [end["resolution"], flash["resolution"]] == ["new", "new"]
+    assert len({start["subject_entity_id"], end["subject_entity_id"], flash["subject_entity_id"]}) == 3

@@ -232,6 +232,7 @@ def json_embedding() -> st.SearchStrategy[Any]:
 def json_time() -> st.SearchStrategy[Any]:
     return st.sampled_from([
         "2026-06-01T00:00:00Z", "1900-01-01T00:00:00Z", "1899-12-31T23:59:59Z", "infinity", "-infinity",
+        "0044-03-15 BC", "1700-01-26", "9999-12-31 23:59:59+00", "10000-01-01",
         "4713-01-01 BC", "294276-12-31 23:59:59+00", "5874897-01-01", "2026-13-45", "not a date", 12345, None,
         "now", "epoch", "allballs", "",
     ])  # fmt: skip
@@ -371,7 +372,7 @@ def timestamps() -> st.SearchStrategy[Any]:
         st.none(),
         st.sampled_from([
             "infinity", "-infinity", "4713-01-01 BC", "294276-12-31 23:59:59+00", "1899-12-31 23:59:59+00",
-            "1900-01-01 00:00:00+00", "epoch", "now",
+            "1900-01-01 00:00:00+00", "0044-03-15 BC", "9999-12-31 23:59:59+00", "10000-01-01", "epoch", "now",
         ]),
         st.sampled_from([now, now + timedelta(days=1), now - timedelta(days=1), now + timedelta(days=36_600)]),
         st.datetimes(timezones=st.just(UTC)),

@@ -67,4 +67,20 @@ end
 $$;
 comment on function vera.check_as_of(timestamptz) is 'Internal: refuses an infinite as_of (22023)';
 
+-- Internal: whether t is a world time VERA stores (a claim's validity, an
+-- episode's observation): any finite time PostgreSQL stores, from its
+-- earliest (4714-11-24 BC) to before the year 10000. History is knowledge
+-- too: the 1700 Cascadia earthquake, a museum open since 1797, 15 March 44
+-- BC. A year of five digits is a typo or an overflow no source states, and
+-- no client reads it (ISO 8601's years and Python's datetime stop at 9999);
+-- infinities are no time at all. null (an open end) is null.
+create or replace function vera.is_world_time(t timestamptz)
+returns boolean
+language sql immutable strict parallel safe
+as $$
+    select pg_catalog.isfinite(t) and t < '10000-01-01 00:00+00'::timestamptz
+$$;
+comment on function vera.is_world_time(timestamptz) is
+    'Internal: a finite time before the year 10000 (from 4714 BC, PostgreSQL''s earliest)';
+
 reset role;

@@ -107,9 +107,8 @@ begin
     if coalesce(btrim(record_episode.external_id), '') = '' or char_length(record_episode.external_id) > 2000 then
         raise exception 'external_id must be 1 to 2000 characters, not blank' using errcode = '22023';
     end if;
-    if not isfinite(record_episode.observed_at) or record_episode.observed_at < '1900-01-01 00:00+00'
-       or record_episode.observed_at > now() + interval '100 years' then
-        raise exception 'observed_at must be a finite time from 1900 to 100 years ahead, got %',
+    if not vera.is_world_time(record_episode.observed_at) or record_episode.observed_at > now() + interval '100 years' then
+        raise exception 'observed_at must be a finite time (from 4714 BC) at most 100 years ahead, got %',
             record_episode.observed_at using errcode = '22023';
     end if;
     perform vera.check_length(record_episode.uri, 'uri', 2000);

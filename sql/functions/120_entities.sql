@@ -19,9 +19,98 @@ set role vera_owner;
 -- unknown placeholders, which only a superuser may set.
 do $load$ begin perform '[1]'::public.vector; end $load$;
 
+-- Internal: the function words a name may gain or lose and still name the
+-- same thing (articles, prepositions, conjunctions, pronouns, auxiliaries
+-- with their inflections: "when do the new episodes ..." / "when does the new
+-- episodes ..."), English and Vietnamese, in vera.normalize_name's form.
+-- A content word or a number is never one of them. Pure.
+create or replace function vera.function_words()
+returns text[]
+language sql immutable parallel safe
+as $$
+    select '{a,an,the,of,for,to,in,on,at,by,with,from,into,onto,about,as,and,or,nor,but,if,then,than,so,
+             do,does,did,done,doing,is,are,was,were,be,been,being,am,has,have,had,having,
+             will,would,shall,should,can,could,may,might,must,
+             i,me,my,we,us,our,you,your,he,him,his,she,her,it,its,they,them,their,
+             this,that,these,those,there,here,what,which,who,whom,whose,when,where,why,how,
+             not,no,s,t,ll,re,ve,d,
+             và,của,là,các,những,cho,với,trong,trên,thì,mà,có,được,một,cái,này,đó,ở}'::text[]
+$$;
+comment on function vera.function_words() is
+    'Internal: function words a name may gain or lose without naming another thing (English, Vietnamese)';
+
+-- Internal: whether two different words are one word spelt two ways: no
+-- digits in either (numbers tell siblings apart), the shorter of at least 4
+-- letters, and one is the other with an inflection (episode/episodes,
+-- deploy/deployed) or one edit away (a letter added, dropped, replaced or two
+-- swapped: biling/billing). Pure.
+create or replace function vera.words_are_variants(x text, y text)
+returns boolean
+language sql immutable strict parallel safe
+as $$
+    select x !~ '[0-9]' and y !~ '[0-9]' and least(char_length(x), char_length(y)) >= 4
+       and (x || 's' = y or y || 's' = x or x || 'es' = y or y || 'es' = x
+            or x || 'ed' = y or y || 'ed' = x or x || 'd' = y or y || 'd' = x
+            or x || 'ing' = y or y || 'ing' = x
+            -- one letter dropped (either way)
+            or (char_length(x) = char_length(y) + 1
+                and exists (select from generate_series(0, char_length(y)) i
+                             where left(x, i) || substr(x, i + 2) = y))
+            or (char_length(y) = char_length(x) + 1
+                and exists (select from generate_series(0, char_length(x)) i
+                             where left(y, i) || substr(y, i + 2) = x))
+            -- one letter replaced, or two neighbours swapped
+            or (char_length(x) = char_length(y)
+                and exists (select from generate_series(0, char_length(x) - 1) i
+                             where left(x, i) = left(y, i)
+                               and (substr(x, i + 2) = substr(y, i + 2)
+                                    or (substr(x, i + 1, 1) = substr(y, i + 2, 1)
+                                        and substr(x, i + 2, 1) = substr(y, i + 1, 1)
+                                        and substr(x, i + 3) = substr(y, i + 3))))))
+$$;
+comment on function vera.words_are_variants(text, text) is
+    'Internal: one word spelt two ways (an inflection or one edit; no digits; 4 letters or more)';
+
+-- Internal: whether two normalised names (vera.normalize_name) differ only
+-- trivially, so that a trigram link may merge them: the same letters spaced
+-- otherwise ("e mail" / "email"), or every word one has and the other lacks
+-- is a function word (vera.function_words) or the other's spelling of it
+-- (vera.words_are_variants). A differing content word or number makes them
+-- two names of two things however similar their trigrams: "when do the new
+-- episodes of supernatural start" and "... of the flash start" are two
+-- questions, "adobe photoshop elements" and "adobe photoshop lightroom" two
+-- products (issue 28). Pure.
+create or replace function vera.names_differ_trivially(a text, b text)
+returns boolean
+language sql immutable strict parallel safe
+as $$
+    with words as (
+        select string_to_array(a, ' ') as of_a, string_to_array(b, ' ') as of_b
+    ), differing as (
+        select array(select w from unnest(words.of_a) w where not w = any (words.of_b)) as in_a,
+               array(select w from unnest(words.of_b) w where not w = any (words.of_a)) as in_b
+          from words
+    )
+    select a = b
+        or replace(a, ' ', '') = replace(b, ' ', '')
+        or (not exists (select from unnest(differing.in_a) x
+                         where not x = any (vera.function_words())
+                           and not exists (select from unnest(differing.in_b) y where vera.words_are_variants(x, y)))
+            and not exists (select from unnest(differing.in_b) y
+                             where not y = any (vera.function_words())
+                               and not exists (select from unnest(differing.in_a) x where vera.words_are_variants(x, y))))
+      from differing
+$$;
+comment on function vera.names_differ_trivially(text, text) is
+    'Internal: two normalised names that differ only in spacing, function words or spellings of a word';
+-- vera.similar_aliases (owned by vera_resolver) calls them
+grant execute on function vera.function_words(), vera.words_are_variants(text, text),
+    vera.names_differ_trivially(text, text) to vera_resolver;
+
 -- Internal: for each (ordinal, group, normalised name), the most similar alias of that
 -- group by pg_trgm similarity at or above the group's threshold, with the
--- same numbers in both (numbers tell siblings apart: db-1 / db-2, v1 / v2).
+-- same numbers in both (numbers tell siblings apart: db-1 / db-2, v1 / v2)
+-- and no content word of its own (vera.names_differ_trivially).
 -- It belongs to vera_resolver, which bypasses row-level security: the %
 -- operator is not leakproof, so under RLS the planner may not use the trigram
 -- index for it and compares each name with every alias (50 ms a name at
@@ -61,6 +150,7 @@ begin
                join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
               where a.group_id = $1 and a.alias_norm % $2 and e.status <> ''merged''
                 and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
+                and vera.names_differ_trivially(a.alias_norm, $2)
               order by 2 desc, e.created_at
               limit 1'
           into best

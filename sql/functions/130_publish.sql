@@ -25,6 +25,44 @@ set search_path = vera, pg_temp
 as $$ select 'vera-grading/1' $$;
 comment on function vera.grading_version() is 'Internal: version of the grading rules by trust tier; snapshots pin it';
 
+-- Contract: the text a claim's fact is stored, searched and embedded as: its
+-- fact_text when it has one, else "subject predicate object" with the
+-- predicate's normalised form in lower case words (RUNS_ON -> "runs on").
+-- predicate is the normalised form (vera.normalize_predicate). Pure (no
+-- search_path pinned so that it inlines, as vera.tier_authority).
+create or replace function vera.claim_fact_text(subject text, predicate text, object text, fact_text text)
+returns text
+language sql immutable parallel safe
+as $$
+    select coalesce(nullif(pg_catalog.btrim(fact_text), ''),
+                    pg_catalog.btrim(subject) || ' ' || pg_catalog.lower(pg_catalog.replace(predicate, '_', ' '))
+                    || ' ' || pg_catalog.btrim(object))
+$$;
+comment on function vera.claim_fact_text(text, text, text, text) is
+    'The text of a claim''s fact: its fact_text, else "subject predicate object" (pure)';
+grant execute on function vera.claim_fact_text(text, text, text, text) to vera_app, vera_worker, vera_gateway;
+
+-- Contract: the fact texts of a batch of claims in vera.publish_claims' shape,
+-- in order, as publish_claims will store them (vera.claim_fact_text): what a
+-- client with an embedder embeds so that the facts it writes carry vectors at
+-- once, exactly as the embed job would have embedded them. null for an element
+-- that is no valid claim (publish_claims refuses the batch with the reason);
+-- empty for anything but an array. Pure: reads no table.
+create or replace function vera.claim_fact_texts(claims jsonb)
+returns text[]
+language sql immutable parallel safe
+as $$
+    select coalesce(pg_catalog.array_agg(vera.claim_fact_text(
+               c ->> 'subject', vera.normalize_predicate(c ->> 'predicate'), c ->> 'object', c ->> 'fact_text')
+               order by i), '{}')
+      from pg_catalog.jsonb_array_elements(
+               case when pg_catalog.jsonb_typeof(claims) = 'array' then claims else '[]' end)
+           with ordinality as a(c, i)
+$$;
+comment on function vera.claim_fact_texts(jsonb) is
+    'The fact texts of a claim batch, in order, as vera.publish_claims stores them (pure)';
+grant execute on function vera.claim_fact_texts(jsonb) to vera_app, vera_worker, vera_gateway;
+
 -- Internal: the first problem of a claim batch, as 'claim N: ...', or nothing.
 -- Each claim object is parsed once into typed fields (jsonb_to_recordset).
 create or replace function vera.claim_problem(claims jsonb)
@@ -65,9 +103,8 @@ begin
             when x.confidence not between 0 and 1 then 'confidence must be a number from 0 to 1'
             when x.verification not in ('human_verified', 'auto', 'pending')
                 then 'verification must be human_verified, auto or pending'
-            when not isfinite(x.valid_from) or x.valid_from < '1900-01-01 00:00+00'
-                or not isfinite(x.valid_to) or x.valid_to < '1900-01-01 00:00+00'
-                then 'valid_from and valid_to must be finite times from 1900 (null: open)'
+            when not vera.is_world_time(x.valid_from) or not vera.is_world_time(x.valid_to)
+                then 'valid_from and valid_to must be finite times before the year 10000 (from 4714 BC; null: open)'
             when x.evidence_end < x.evidence_start then 'evidence_end is before evidence_start'
         end as reason,
         case when char_length(x.subject) > 500 or char_length(x.object) > 2000 or char_length(x.fact_text) > 4000
@@ -255,9 +292,7 @@ begin
                -- read as numeric and rounded: a confidence below real's range (1e-50) is 0, not an underflow
                round(coalesce(x.confidence, 1), 10)::real, v.verification, x.valid_from, x.valid_to,
                null, x.evidence_start, x.evidence_end,
-               coalesce(nullif(btrim(x.fact_text), ''),
-                        btrim(x.subject) || ' ' || lower(replace(pr.normalized, '_', ' '))
-                        || ' ' || btrim(x.object)),
+               vera.claim_fact_text(x.subject, pr.normalized, x.object, x.fact_text),
                fv.v, null, null, null, gen_random_uuid(), null)::vera.claim_work order by x.i)
       into work
       from rows from (jsonb_to_recordset(publish_claims.claims) as (

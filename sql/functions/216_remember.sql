@@ -215,14 +215,17 @@ grant execute on function vera.remember_passages(text, jsonb, text) to vera_app,
 --   embeddings, embedding_model
 --             optional: one vector per passage, in the order
 --             vera.remember_passages gives them, by that model (the group's
---             pin applies: VE001 for another model or dimension)
+--             pin applies: VE001 for another model or dimension); a claim's
+--             "embedding" (its fact text's vector, vera.claim_fact_texts) is
+--             by that model too. A claim without one is found by its words
+--             at once and by meaning once the worker's embed job ran.
 --   time_scopes
 --             optional: one {"time_scope", "time_scope_version"?} per
 --             passage, in the same order: the periods it states, as
 --             vera.store_chunks takes them (the Python client reads them with
 --             VERA's reader; without them the passages' scopes are not read)
 -- The episode is keyed by its content (text or messages, and claims; not the
--- vectors): the same content again records nothing new and returns the
+-- vectors, of passages or of claims): the same content again records nothing new and returns the
 -- episode it made (created false). Passages: one per message (heading: the
 -- speaker), or the text cut as plain text; graded and guarded by the
 -- source's tier as store_chunks and publish_claims grade them. Errors: 22023
@@ -258,9 +261,8 @@ begin
     if source_name = '' or char_length(source_name) > 200 then
         raise exception 'source must be a name of 1 to 200 characters' using errcode = '22023';
     end if;
-    if remember.at is not null and (not isfinite(remember.at) or remember.at < '1900-01-01 00:00+00'
-                                     or remember.at > now() + interval '100 years') then
-        raise exception 'at must be a finite time from 1900 to 100 years ahead, got %', remember.at
+    if remember.at is not null and (not vera.is_world_time(remember.at) or remember.at > now() + interval '100 years') then
+        raise exception 'at must be a finite time (from 4714 BC) at most 100 years ahead, got %', remember.at
             using errcode = '22023';
     end if;
     if jsonb_typeof(coalesce(remember.claims, '[]')) <> 'array' then
@@ -306,10 +308,15 @@ begin
         found_source.source_id := vera.register_source(target, 'memory', source_name, vera.remember_default_tier());
     end if;
 
-    -- keyed by content: jsonb's text form is canonical (keys sorted, one spelling per value)
+    -- keyed by content: jsonb's text form is canonical (keys sorted, one spelling per value);
+    -- the claims' vectors are not content (a client with an embedder adds them, one without not)
     digest := sha256(convert_to(jsonb_build_object(
         'content', remember.content, 'messages', remember.messages,
-        'claims', coalesce(remember.claims, '[]'))::text, 'UTF8'));
+        'claims', (select coalesce(jsonb_agg(case when jsonb_typeof(c) = 'object'
+                                                  then c - 'embedding' - 'subject_embedding' else c end
+                                             order by i), '[]')
+                     from jsonb_array_elements(coalesce(remember.claims, '[]')) with ordinality as a(c, i)))::text,
+        'UTF8'));
     select * into recorded from vera.record_episode(
         target, found_source.source_id, 'remember/' || encode(digest, 'hex'), digest,
         mime => case when remember.content is not null then 'text/plain' else 'application/json' end,
@@ -320,7 +327,7 @@ begin
           from vera.store_chunks(target, recorded.episode_id, chunks, remember.embedding_model);
         if claim_count > 0 then
             select count(*) filter (where p.lifecycle = 'published')::integer into published
-              from vera.publish_claims(target, recorded.episode_id, remember.claims) p;
+              from vera.publish_claims(target, recorded.episode_id, remember.claims, remember.embedding_model) p;
         end if;
     else
         claim_count := 0;

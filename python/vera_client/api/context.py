@@ -12,6 +12,7 @@ from typing import Any, cast
 from uuid import UUID
 
 from vera_client.api.call import Call, Columns, Json, Rows, embedding, expects, json_or_none, record, scalar
+from vera_client.api.curation import claim_fact_texts
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
 from vera_client.api.reads import ConflictValue, conflicts
 from vera_client.api.search import Vote, active_weights, query_vector, search
@@ -212,7 +213,9 @@ def remember(
     extraction is off: claims are only those passed. vera.remember_passages tells first what
     the passages will be: each gets the time scope its words state (VERA's reader, docs/
     time.md) and, with an embedder for the group's pin (or, before the group has one, the
-    configured embedder), a vector, so it is found by meaning too."""
+    configured embedder), a vector, so it is found by meaning too; so does each claim's fact
+    (its text as publish_claims stores it), so it is found by meaning at once, not only after
+    the worker's embed job."""
     content: str | None = None
     messages: Sequence[Mapping[str, Any]] | None = None
     if isinstance(text_or_messages, str):
@@ -225,7 +228,7 @@ def remember(
         raise InvalidArgumentError("remember takes a text, or a list of messages ({'role', 'content'})")
     preview = yield from ask(remember_passages(content=content, messages=messages, group=group))
     scopes = [stated_scope(p["text"], p.get("heading")) for p in preview.passages]
-    vectors, model = yield from _passage_vectors(session, preview)
+    vectors, claims, model = yield from _vectors(session, preview, claims)
     call = remember_call(
         content=content, messages=messages, source=source, at=at, group=group, claims=claims,
         embeddings=vectors, embedding_model=model, time_scopes=scopes,
@@ -233,17 +236,29 @@ def remember(
     return (yield from ask(call))
 
 
-def _passage_vectors(
-    session: Session, preview: RememberPreview
-) -> Plan[tuple[list[list[float]] | None, str | None]]:
-    """Vectors of the passages vera.remember will store, by the embedder of the group's pin;
-    none without providers, or when the pinned model does not run here."""
+def _vectors(
+    session: Session, preview: RememberPreview, claims: Sequence[Mapping[str, Any]]
+) -> Plan[tuple[list[list[float]] | None, list[dict[str, Any]], str | None]]:
+    """Vectors of the passages vera.remember will store, and the claims with a vector of their
+    fact text (vera.claim_fact_texts: the text the embed job would embed) where they had none,
+    in one call to the embedder of the group's pin; nothing without providers, or when the
+    pinned model does not run here (the worker's embed job then embeds the facts)."""
     embedder = session.services.embedder_for_model(preview.embedding_model)
     if embedder is None or (preview.embedding_dim not in (None, embedder.dim)):
-        return None, None
-    texts = [passage["text"] for passage in preview.passages]
+        return None, [dict(claim) for claim in claims], None
+    fact_texts: list[str | None] = []
+    if claims:
+        fact_texts = yield from ask(claim_fact_texts(claims))
+    # only claims with a text and no vector of their own get one
+    unembedded = [i for i, (claim, text) in enumerate(zip(claims, fact_texts, strict=True))
+                  if text is not None and "embedding" not in claim]  # fmt: skip
+    texts = [passage["text"] for passage in preview.passages] + [cast(str, fact_texts[i]) for i in unembedded]
     vectors = yield from ask(Work(lambda: embedder.embed(texts)))
-    return vectors, embedder.model
+    passages = len(preview.passages)
+    embedded = [dict(claim) for claim in claims]
+    for i, vector in zip(unembedded, vectors[passages:], strict=True):
+        embedded[i]["embedding"] = vector
+    return vectors[:passages], embedded, embedder.model
 
 
 class Context:

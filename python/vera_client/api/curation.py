@@ -130,6 +130,12 @@ def publish_claims(
     return Call("publish_claims", params, records(PublishedClaim))
 
 
+def claim_fact_texts(claims: Sequence[Mapping[str, Any]]) -> Call[list[str | None]]:
+    """The fact text of each claim, in order, as publish_claims stores it (None for an element
+    that is no valid claim): what a client embeds to give the facts it writes their vectors."""
+    return Call("claim_fact_texts", {"claims": Json([dict(c) for c in claims])}, scalar)
+
+
 def declare_predicate(
     group: str, name: str, cardinality: str = "multi", description: str | None = None
 ) -> Call[str]:

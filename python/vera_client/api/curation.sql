@@ -5,6 +5,10 @@
 select *
 from vera.publish_claims(%(group)s, %(episode)s, %(claims)s, %(embedding_model)s);
 
+-- name: claim_fact_texts
+-- The fact text of each claim of a batch, in order, as publish_claims stores it.
+select vera.claim_fact_texts(%(claims)s);
+
 -- name: declare_predicate
 select vera.declare_predicate(%(group)s, %(name)s, %(cardinality)s::vera.predicate_cardinality, %(description)s);
 

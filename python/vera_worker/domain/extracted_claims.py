@@ -115,7 +115,7 @@ def _claim(item: Any, passage: str) -> tuple[dict[str, Any] | None, str]:  # noq
     if valid_from is not None:
         valid_from = _iso_time(valid_from)
         if valid_from is None:
-            return None, "valid_from is not an ISO 8601 date from 1900"
+            return None, "valid_from is not an ISO 8601 date of the years 1 to 9999"
     start, end, evidence = item.get("evidence_start"), item.get("evidence_end"), item.get("evidence")
     if not (_is_int(start) and _is_int(end) and 0 <= start < end <= len(passage)):
         return None, "evidence offsets are not a span of the passage"
@@ -153,6 +153,8 @@ def _iso_time(value: Any) -> str | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
-    if when.year < 1900:
+    try:
+        # history is knowledge too: any year Python's datetime holds (1 to 9999), in UTC
+        return when.astimezone(dt.UTC).isoformat()
+    except OverflowError:  # 0001-01-01 at +01:00 is before the year 1 in UTC
         return None
-    return when.astimezone(dt.UTC).isoformat()

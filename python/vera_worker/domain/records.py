@@ -12,8 +12,6 @@ from typing import Any
 
 from vera_client.domain.time_scopes import with_time_scope
 
-# vera.record_episode takes observed times from 1900 on
-EARLIEST_EPISODE = "1900-01-01"
 _PREDICATE = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$")
 # camelCase splits before upper-casing, as vera.normalize_predicate does
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
@@ -93,13 +91,13 @@ class ParsedRecord:
     @property
     def dated_at(self) -> str | None:
         """The time its episode is dated by, which its passages answer from at an `as_of`: the
-        observed_at it states, else the start of its stated validity (not before 1900, the
-        earliest episode time; not a future one, which would hide the text until then), else None
-        (the file's own time is used). docs/time.md, "Stated outright"."""
+        observed_at it states, else the start of its stated validity, however old (a museum's
+        record "since 1797" is dated 1797; not a future one, which would hide the text until
+        then), else None (the file's own time is used). docs/time.md, "Stated outright"."""
         start = self.validity[0] if self.validity is not None else None
         if self.observed_at is not None or start is None or start[:10] > dt.date.today().isoformat():
             return self.observed_at
-        return max(start, EARLIEST_EPISODE)
+        return start
 
     def chunks(self) -> list[dict[str, Any]]:
         """The passages in the shape vera.store_chunks takes, each with its time scope: the

@@ -36,6 +36,7 @@ from psycopg import IsolationLevel
 from psycopg.types.json import Jsonb
 from psycopg.types.range import Range
 
+from vera_client.adapters.postgres.ancient_times import register_ancient_times
 from vera_client.adapters.postgres.errors import connect, redact, translated_errors
 from vera_client.api.call import Call, Embedding, Json, Period
 from vera_client.api.queries import query
@@ -193,7 +194,7 @@ class Executor:
             max_size=pool.max_size,
             timeout=pool.timeout_seconds,
             kwargs={"connect_timeout": max(1, int(connect_timeout))},
-            configure=register_vector,
+            configure=_configure,
             check=psycopg_pool.ConnectionPool.check_connection if check else None,
             open=True,
         )
@@ -245,7 +246,7 @@ class AsyncExecutor:
             max_size=pool.max_size,
             timeout=pool.timeout_seconds,
             kwargs={"connect_timeout": max(1, int(connect_timeout))},
-            configure=register_vector_async,
+            configure=_configure_async,
             open=False,
         )
         try:
@@ -281,8 +282,19 @@ def check_reachable(dsn: str, *, connect_timeout: int = 10) -> None:
     connect(dsn, connect_timeout=connect_timeout).close()
 
 
+def _configure(conn: psycopg.Connection) -> None:
+    """Each new connection: vectors in binary, BC times readable (ancient_times.py)."""
+    register_vector(conn)
+    register_ancient_times(conn)
+
+
+async def _configure_async(conn: psycopg.AsyncConnection) -> None:
+    await register_vector_async(conn)
+    register_ancient_times(conn)
+
+
 def prepare(conn: psycopg.Connection) -> psycopg.Connection:
-    """Make a connection opened outside a pool ready for calls (vectors in binary)."""
+    """Make a connection opened outside a pool ready for calls (vectors in binary, BC times)."""
     with translated_errors():
-        register_vector(conn)
+        _configure(conn)
     return conn
