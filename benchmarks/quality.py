@@ -226,7 +226,7 @@ def load(
                     # what every ingestion path stores: the periods the passage states (docs/time.md)
                     chunk["time_scope"] = time_scope(passage.text, passage.heading)
                     chunk["time_scope_version"] = EXTRACTION_VERSION
-                    tx.run(sources_api.store_chunks(group, episode.episode_id, [chunk], model))
+                    tx.run(sources_api.store_chunks_call(group, episode.episode_id, [chunk], model))
         return time.perf_counter() - started
 
 
