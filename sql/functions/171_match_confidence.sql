@@ -27,9 +27,9 @@ returns jsonb
 language sql immutable parallel safe
 set search_path = vera, pg_temp
 as $$
-    select '{"hybrid":  {"intercept": -6.0, "lexical": 4.0, "similarity": 8.0},
-             "lexical": {"intercept": -4.0, "lexical": 6.0, "similarity": 0},
-             "vector":  {"intercept": -6.0, "lexical": 0, "similarity": 10.0}}'::jsonb
+    select '{"hybrid": {"intercept": -6.0, "lexical": 4.0, "similarity": 8.0},
+             "lexical": {"intercept": -4.0, "lexical": 6.0, "similarity": 0.0},
+             "vector": {"intercept": -6.0, "lexical": 0.0, "similarity": 10.0}}'::jsonb
 $$;
 comment on function vera.match_calibration() is
     'Coefficients of the match model (logistic, per kind of search), fitted by benchmarks/confidence.py';
@@ -50,7 +50,7 @@ grant execute on function vera.good_match_threshold() to vera_app, vera_worker, 
 create or replace function vera.logistic(x double precision)
 returns double precision
 language sql immutable parallel safe
-as $$ select 1 / (1 + exp(-greatest(least(x, 50), -50))) $$;
+as $$ select case when x is not null then 1 / (1 + exp(-greatest(least(x, 50), -50))) end $$;
 comment on function vera.logistic(double precision) is 'Internal: the logistic function 1 / (1 + exp(-x))';
 -- vera.match_confidence, which callers may run, calls it (as they do)
 grant execute on function vera.logistic(double precision) to vera_app, vera_worker, vera_gateway;

@@ -76,7 +76,10 @@ class Hit:
     )
     good_match: bool = field(metadata={"description": "confidence reaches the threshold (0.5)"})
     lexical_match: float | None = field(
-        metadata={"description": "BM25 score over the query's IDF mass (about 1: every word held once); null: words not searched"}
+        metadata={
+            "description": "BM25 score over the query's IDF mass (about 1: every word held once); "
+            "null: words not searched"
+        }
     )
     similarity: float | None = field(
         metadata={"description": "cosine similarity to the query vector; null: no vector searched or held"}
