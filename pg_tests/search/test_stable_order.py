@@ -148,8 +148,12 @@ def test_notes_and_an_example_fact_do_not_put_the_proposal_above_the_cmdb(
     """The tier-4 chat proposal ranks below the tier-1 CMDB fact for its proposer (the
     contamination guard's intent), before and after a folder of the user's notes and
     docs/python-client.md's first example (payments-api runs on cluster green) are written;
-    and the golden set's figures do not move."""
+    and every golden question keeps a right answer in its top 5 (in the issue hit@5 fell from
+    1.000 to 0.923). Its MRR may move: the notes are new candidates that name the same words
+    (the stand-up note, about billing-api and "the cluster"), and their words change the
+    statistics every lexical match reads, each hit by its own rule."""
     figures = _eval(db, lumen)
+    assert figures.startswith("hit@5 1.000"), figures
     cmdb, chat = _places(demo)
     assert cmdb < chat
     notes = tmp_path / "notes"
@@ -169,4 +173,4 @@ def test_notes_and_an_example_fact_do_not_put_the_proposal_above_the_cmdb(
                  [{"subject": "payments-api", "predicate": "runs on", "object": "cluster green", "functional": True}])  # fmt: skip
     after_cmdb, after_chat = _places(demo)
     assert after_cmdb < after_chat
-    assert _eval(db, lumen) == figures
+    assert _eval(db, lumen).startswith("hit@5 1.000")

@@ -16,20 +16,25 @@ set role vera_owner;
 -- the item has a vector), "lexical" (words only, or an item without a
 -- vector), "vector" (a vector only). logit = intercept + lexical *
 -- lexical_match + similarity * similarity. Fitted by
--- benchmarks/confidence.py (maximum likelihood, every candidate of the
--- development questions of SciFact, XQuAD en and vi, TimeQA train, and the
--- same questions asked of the other datasets' corpora) for the local
--- MiniLM embedder (all-MiniLM-L6-v2): a model whose similarities spread
--- otherwise needs its own fit. Feedback (votes) could later refine them per
--- group, as calibrate_weights refines the blend's weights (docs/quality.md).
+-- benchmarks/confidence.py by maximum likelihood on the best hit of each
+-- search (does it answer?) of half the development questions of SciFact,
+-- XQuAD en and vi and TimeQA train, each asked of its own corpus and of
+-- another dataset's (where nothing answers); the hybrid set along a fixed
+-- direction (similarity twice the lexical match: a small group's
+-- statistics make its lexical matches unreliable), only its intercept and
+-- scale fitted (Platt scaling). For the local MiniLM embedder
+-- (all-MiniLM-L6-v2): a model whose similarities spread otherwise needs its
+-- own fit. Figures: docs/quality.md, "Confidence (issue 28)". Feedback
+-- (votes) could later refine them per group, as calibrate_weights refines
+-- the blend's weights; today every group uses these.
 create or replace function vera.match_calibration()
 returns jsonb
 language sql immutable parallel safe
 set search_path = vera, pg_temp
 as $$
-    select '{"hybrid": {"intercept": -6.0, "lexical": 4.0, "similarity": 8.0},
-             "lexical": {"intercept": -4.0, "lexical": 6.0, "similarity": 0.0},
-             "vector": {"intercept": -6.0, "lexical": 0.0, "similarity": 10.0}}'::jsonb
+    select '{"hybrid": {"intercept": -6.66, "lexical": 4.04, "similarity": 8.09},
+             "lexical": {"intercept": -5.62, "lexical": 9.91, "similarity": 0.0},
+             "vector": {"intercept": -5.0, "lexical": 0.0, "similarity": 7.96}}'::jsonb
 $$;
 comment on function vera.match_calibration() is
     'Coefficients of the match model (logistic, per kind of search), fitted by benchmarks/confidence.py';
