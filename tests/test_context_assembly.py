@@ -54,7 +54,8 @@ def hit(
 ) -> Hit:
     return Hit(
         rank=rank, kind=kind, item_id=uuid.uuid4(), group_id="o:0000000000000001",
-        text=" ".join(["word"] * n_words), score=1.0 / rank,
+        text=" ".join(["word"] * n_words), score=1.0 / rank, confidence=0.9, good_match=True,
+        lexical_match=1.0, similarity=0.8,
         signals=Signals(relevance=1.0, authority=authority, verification=0.8, recency=recency, feedback=0.5,
                         confidence=1.0),
         citation={"tier": tier, "lifecycle": lifecycle, "valid_to": valid_to, "source": {"name": "cmdb"}},

@@ -24,6 +24,10 @@ def _hits(*texts: str) -> list[Hit]:
             group_id="o:x",
             text=t,
             score=1.0,
+            confidence=0.9,
+            good_match=True,
+            lexical_match=1.0,
+            similarity=None,
             signals=SIGNALS,
             citation={},
         )

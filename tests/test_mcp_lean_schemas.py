@@ -28,10 +28,12 @@ UUID_ = "31b2677d-5977-4c13-bd3c-f73591497340"
 SIGNALS = {"relevance": 1.0, "authority": 1.0, "verification": 0.8, "recency": 0.99, "feedback": 0.5,
            "confidence": 1.0, "period": None}  # fmt: skip
 HIT = {"rank": 1, "kind": "fact", "item_id": UUID_, "group_id": "o:1", "text": "api runs on k8s", "score": 1,
-       "signals": SIGNALS, "citation": {"tier": 1}, "subject": "api", "predicate": "RUNS_ON", "object": "k8s",
+       "confidence": 0.93, "good_match": True, "lexical_match": 1.0, "similarity": None, "signals": SIGNALS,
+       "citation": {"tier": 1}, "subject": "api", "predicate": "RUNS_ON", "object": "k8s",
        "blend_score": None, "rerank_score": None}  # fmt: skip
 RESULT = {"query": "q", "as_of": None, "snapshot": None,
-          "during": {"start": "1811-01-01", "end": None, "text": "from 1811"}, "hits": [HIT]}  # fmt: skip
+          "during": {"start": "1811-01-01", "end": None, "text": "from 1811"}, "hits": [HIT],
+          "no_good_match": False}  # fmt: skip
 
 
 def published(model: Any) -> dict[str, Any]:
@@ -127,6 +129,8 @@ def test_an_optional_choice_still_takes_null_and_only_its_choices(value: object,
         (with_(("during",), "1811"), False),
         (with_(("as_of",), 3), False),
         (with_(("hits", 0, "item_id"), None), False),
+        (with_(("hits", 0, "confidence"), None), False),
+        (with_(("no_good_match",), None), False),
     ],
 )
 def test_the_lean_search_schema_judges_values_as_the_published_one(

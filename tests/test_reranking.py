@@ -15,7 +15,8 @@ from vera_client.domain.ports import RerankScore
 def _hit(rank: int, score: float) -> Hit:
     signals = Signals(relevance=1, authority=1, verification=1, recency=1, feedback=1, confidence=1)
     return Hit(rank=rank, kind="fact", item_id=uuid4(), group_id="o:x", text=f"hit {rank}", score=score,
-               signals=signals, citation={})  # fmt: skip
+               confidence=0.9, good_match=True, lexical_match=1.0, similarity=None, signals=signals,
+               citation={})  # fmt: skip
 
 
 def _scores(*values: float) -> list[RerankScore]:

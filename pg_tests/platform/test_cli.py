@@ -217,12 +217,21 @@ def test_search_prints_ranked_cited_hits_and_json(demo_db: Database) -> None:
     table = run_vera(["search", "who owns ledger-db?", "-k", "3", "--explain"], env)
     assert table.exit_code == 0, table.output
     assert " 1. " in table.output and "cmdb (tier 1)" in table.output and "authority 1.00" in table.output
+    assert (
+        "confidence " in table.output
+        and "lexical match " in table.output
+        and "no good match" not in table.output
+    )
+    nonsense = run_vera(["search", "quantum banana submarine recipe"], env)
+    assert nonsense.exit_code == 0 and "no good match" in nonsense.output, nonsense.output
     lines = run_vera(["search", "ledger-db", "--json", "-k", "2"], env).output.splitlines()
     assert len(lines) == 2
     first = json.loads(lines[0])
     assert (
         first["rank"] == 1
         and set(first["signals"]) >= {"relevance", "recency"}
+        and 0 <= first["confidence"] <= 1
+        and first["good_match"] == (first["confidence"] >= 0.5)
         and first["citation"]["source"]
     )
     before = run_vera(["search", "billing-api runs on", "--as-of", "2026-06-01", "-k", "10"], env).output
@@ -260,10 +269,14 @@ def test_search_knobs_from_the_command_line(demo_db: Database) -> None:
     assert 1 <= len(narrow.output.splitlines()) <= 2 < len(wide.output.splitlines())
     tuned = run_vera(["search", "billing-api runs on", "--json", "--k-rrf", "60", "--ef-search", "200"], env)
     assert tuned.exit_code == 0, tuned.output
-    # a flatter fusion (1/61, 1/62, ... rather than 1/2, 1/3, ...): other relevance signals
+    # since vera-search/7 relevance is each hit's own match confidence: k_rrf is checked (below)
+    # but changes no score, where a flatter fusion (1/61, 1/62, ... for 1/2, 1/3, ...) did
     relevance = [[json.loads(line)["signals"]["relevance"] for line in run.output.splitlines()]
                  for run in (wide, tuned)]  # fmt: skip
-    assert len(relevance[1]) == 10 and relevance[0] != relevance[1]
+    assert len(relevance[1]) == 10 and relevance[0] == relevance[1]
+    assert all(
+        json.loads(line)["confidence"] == relevance[0][i] for i, line in enumerate(wide.output.splitlines())
+    )
     for option, value, message in [
         ("--k-rrf", "-1", "k_rrf must be between 0 and 10000, got -1"),
         ("--candidates", "0", "candidates must be between 1 and 10000, got 0"),

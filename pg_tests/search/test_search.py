@@ -49,7 +49,15 @@ def test_lexical_search_returns_facts_and_passages_with_signals_and_citations(
     expected = (0.40 * signals["relevance"] + 0.18 * signals["authority"] + 0.12 * signals["verification"]
                 + 0.12 * signals["recency"] + 0.08 * signals["feedback"] + 0.10 * signals["confidence"])  # fmt: skip
     assert top["score"] == pytest.approx(expected, abs=1e-5)
-    assert signals["relevance"] == 1.0
+    # relevance is the hit's own match confidence: its lexical match through the words-only model
+    # (no vector searched), not a rank among the candidates (171_match_confidence.sql)
+    assert top["similarity"] is None and top["lexical_match"] > 0
+    assert signals["relevance"] == top["match_confidence"]
+    with caller(world.db, world.a.viewer_key) as conn:
+        calibrated = conn.execute(
+            "select vera.match_confidence(%s, null)", (top["lexical_match"],)
+        ).fetchone()
+    assert calibrated == (pytest.approx(top["match_confidence"]),)
     assert signals["authority"] == pytest.approx(0.85)
     assert signals["feedback"] == pytest.approx(0.5)
     assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1))
@@ -87,8 +95,9 @@ def test_vector_only_and_hybrid(world: World, corpus: Corpus) -> None:
         hybrid = search(conn, "restart billing pods", embedding=embed(RUNBOOK), groups=[corpus.group], k=3)
     assert by_vector[0]["text"] == RUNBOOK
     assert hybrid[0]["text"] == RUNBOOK
-    # in both lists at rank 1: 1/(1+1) + 1/(1+1), the batch's highest fused score
-    assert hybrid[0]["relevance"] == 1.0
+    # the query vector is the passage's own: similarity 1, and every query word matched
+    assert hybrid[0]["similarity"] == pytest.approx(1.0)
+    assert hybrid[0]["relevance"] == hybrid[0]["match_confidence"] > by_vector[0]["match_confidence"] > 0.5
 
 
 def test_rrf_fuses_ranks_from_both_halves(world: World, corpus: Corpus) -> None:

@@ -45,15 +45,19 @@ def _middle_relevance(hits: list[Hit]) -> float:
     return float(middle.signals.relevance)
 
 
-def test_k_rrf_reaches_the_fusion(owner_a: VeraClient, ledger: str) -> None:
-    """Lexical ranks 1, 2, 3 fuse to 1/(k_rrf + rank); min-max normalised over the batch, the
-    middle one's relevance is (1/(k+2) - 1/(k+3)) / (1/(k+1) - 1/(k+3)): a function of k_rrf."""
+def test_relevance_is_the_hits_own_match_at_any_k_rrf(owner_a: VeraClient, ledger: str) -> None:
+    """Since vera-search/7 relevance is the hit's own match confidence (171_match_confidence.sql),
+    not its fused rank min-max normalised over the batch (which made the middle one's relevance
+    1/3 at k_rrf 1 and 1/4 at 0): k_rrf is still checked but changes no score, and the middle
+    passage's relevance is what its own lexical match gives, alone in its group or not."""
     by_default = owner_a.search("ledger", groups=[ledger])
     assert [h.text for h in by_default] == PASSAGES[::-1]
-    assert _middle_relevance(by_default) == pytest.approx(1 / 3)  # k_rrf 1, vera.search's default
-    for k_rrf, expected in [(0, 1 / 4), (1, 1 / 3), (60, 3843 / 7812)]:
+    [middle] = [h for h in by_default if h.text == PASSAGES[1]]
+    assert middle.signals.relevance == pytest.approx(middle.confidence)
+    assert 0 < middle.confidence < 1 and middle.similarity is None and middle.lexical_match is not None
+    for k_rrf in (0, 1, 60):
         hits = owner_a.search("ledger", groups=[ledger], k_rrf=k_rrf)
-        assert _middle_relevance(hits) == pytest.approx(expected), k_rrf
+        assert _middle_relevance(hits) == pytest.approx(middle.signals.relevance), k_rrf
 
 
 def test_candidates_cut_what_each_half_retrieves(owner_a: VeraClient, ledger: str) -> None:
@@ -77,11 +81,10 @@ def test_snapshot_search_takes_k_rrf_and_candidates(owner_a: VeraClient, ledger:
     owner_a.create_snapshot(ledger, "knobs-snap")
     try:
         frozen = owner_a.search_snapshot(ledger, "knobs-snap", "ledger")
-        assert [h.text for h in frozen] == PASSAGES[::-1] and _middle_relevance(frozen) == pytest.approx(
-            1 / 3
-        )
+        live = _middle_relevance(owner_a.search("ledger", groups=[ledger]))
+        assert [h.text for h in frozen] == PASSAGES[::-1] and _middle_relevance(frozen) == pytest.approx(live)
         assert _middle_relevance(owner_a.search_snapshot(ledger, "knobs-snap", "ledger", k_rrf=0)) == (
-            pytest.approx(1 / 4)
+            pytest.approx(live)
         )
         assert len(owner_a.search_snapshot(ledger, "knobs-snap", "ledger", candidates=1)) == 1
         with pytest.raises(InvalidArgumentError, match="k_rrf must be between 0 and 10000, got -1"):

@@ -26,33 +26,37 @@ RECORDS = [f"page-{n:02d}.md" for n in range(6)]
 SERVICES = [f"svc-{n}" for n in range(4)]
 
 
-def _item(kind: str, fused: float, lexical: int | None, vector: int | None, key: str) -> str:
+def _item(kind: str, match: float, lexical: float | None, similarity: float | None, key: str) -> str:
     """A stage-2 input with every signal equal but the ones named (as SQL)."""
     return (
-        f"row('{kind}', gen_random_uuid(), 'o:ties', {fused}, '{key}', null, null, null, 0.85, 'auto', 1.0,"
-        f" '{OBSERVED}', null, 0, 0, null, null, {lexical or 'null'}, {vector or 'null'},"
-        f" convert_to('{key}', 'UTF8'), null)::vera.search_item"
+        f"row('{kind}', gen_random_uuid(), 'o:ties', '{key}', null, null, null, 0.85, 'auto', 1.0,"
+        f" '{OBSERVED}', null, 0, 0, null, null, convert_to('{key}', 'UTF8'), null,"
+        f" {'null' if lexical is None else lexical}, {'null' if similarity is None else similarity},"
+        f" {match})::vera.search_item"
     )
 
 
 @pytest.mark.parametrize(
     ("items", "expected"),
     [
-        # the better of the two stage-1 ranks first: first in one half before third in both (same fused score)
-        ([("passage", 0.5, 3, 3, "a"), ("passage", 0.5, 1, None, "z")], ["z", "a"]),
-        # then the other rank: in both halves before in one
-        ([("passage", 0.6, 1, None, "a"), ("passage", 0.6, 1, 4, "z")], ["z", "a"]),
+        # the relevance weight is 0, so every score is equal: the higher match confidence first
+        ([("passage", 0.6, 1.0, 0.5, "a"), ("passage", 0.7, 0.2, 0.1, "z")], ["z", "a"]),
+        # then the higher lexical match
+        ([("passage", 0.6, 0.5, 0.9, "a"), ("passage", 0.6, 0.8, 0.1, "z")], ["z", "a"]),
+        # then the higher similarity
+        ([("passage", 0.6, 0.5, 0.2, "a"), ("passage", 0.6, 0.5, 0.7, "z")], ["z", "a"]),
+        # a measure taken before one not taken (the half did not measure it)
+        ([("passage", 0.6, None, 0.5, "a"), ("passage", 0.6, 0.0, 0.5, "z")], ["z", "a"]),
+        ([("passage", 0.6, 0.5, None, "a"), ("passage", 0.6, 0.5, 0.0, "z")], ["z", "a"]),
         # then facts before passages
-        ([("passage", 0.6, 1, 4, "a"), ("fact", 0.6, 4, 1, "z")], ["z", "a"]),
+        ([("passage", 0.6, 0.5, 0.5, "a"), ("fact", 0.6, 0.5, 0.5, "z")], ["z", "a"]),
         # then the order key, whatever the item ids
-        ([("passage", 0.5, None, 1, "b"), ("passage", 0.5, 1, None, "a"), ("passage", 0.5, 1, None, "c")],
+        ([("passage", 0.5, 0.5, 0.5, "b"), ("passage", 0.5, 0.5, 0.5, "a"), ("passage", 0.5, 0.5, 0.5, "c")],
          ["a", "b", "c"]),
-        # a higher fused score first (its relevance is higher too)
-        ([("passage", 0.5, 1, None, "a"), ("passage", 0.6, 1, 4, "z")], ["z", "a"]),
     ],
 )  # fmt: skip
 def test_equal_scores_follow_the_documented_order(
-    db: Database, items: list[tuple[str, float, int | None, int | None, str]], expected: list[str]
+    db: Database, items: list[tuple[str, float, float | None, float | None, str]], expected: list[str]
 ) -> None:
     with db.admin() as admin:
         ranked = admin.execute(

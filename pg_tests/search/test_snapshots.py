@@ -159,10 +159,10 @@ def test_a_snapshot_of_another_search_version_fails_closed(world: World, group: 
     with world.db.admin() as admin:  # as if taken before vera-search/5 gave the candidate pool a floor
         admin.execute("update vera.snapshots set search_version = 'vera-search/4' where name = 'old-code'")
     with world.db.admin() as admin:
-        assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/6",)
+        assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/7",)
     error = _refusal(world, group, "old-code")
     assert error.sqlstate == "VS001"
-    assert "search version vera-search/4, this database runs vera-search/6" in str(error)
+    assert "search version vera-search/4, this database runs vera-search/7" in str(error)
 
 
 def test_a_snapshot_of_another_embedding_model_fails_closed(world: World, group: str) -> None:

@@ -311,16 +311,20 @@ def test_vera_search_asks_about_the_period_given_or_read_and_says_which(
         ran = CliRunner().invoke(main, ["search", *args, "--group", group], env=env, catch_exceptions=False)
         return ran.exit_code, [line.strip() for line in ran.output.strip().splitlines()]
 
+    def first_hit(lines: list[str]) -> str:
+        """The first hit's line (a "no good match" line may precede it)."""
+        return next(line for line in lines if line.startswith("1. "))
+
     code, lines = search("Who ran the mill", "--during", "1811-01-01..1821-01-01")
     assert code == 0 and lines[0] == "asked about 1811-01-01 .. 1821-01-01"
-    assert lines[1].endswith(chunks[1]["text"])
+    assert first_hit(lines).endswith(chunks[1]["text"])
     # words the query reader understands, and an explicit period wins over the query's own
     code, lines = search("Who ran the mill in the 1810s?", "--during", "from 1835 to 1845")
     assert code == 0 and lines[0] == "asked about 1835-01-01 .. 1846-01-01 (from 'from 1835 to 1845')"
-    assert lines[1].endswith(chunks[0]["text"])
+    assert first_hit(lines).endswith(chunks[0]["text"])
     code, lines = search("Who ran the mill in the 1810s?")
     assert code == 0 and lines[0] == "asked about 1810-01-01 .. 1820-01-01 (from '1810s')"
-    assert lines[1].endswith(chunks[1]["text"])
+    assert first_hit(lines).endswith(chunks[1]["text"])
     code, lines = search("Who ran the mill in the 1810s?", "--no-time-detection")
     assert code == 0 and not any("asked about" in line for line in lines)
     for bad, said in [

@@ -66,11 +66,23 @@ def print_hits(hits: list[Hit], *, explain: bool) -> None:
         click.echo(EXPLAIN_LEGEND)
     if not hits:
         click.echo("  (no hits)")
+    elif getattr(hits, "no_good_match", False):
+        click.echo(
+            "  no good match: every hit's confidence is below the threshold (0.5); nothing known answers"
+        )
     for hit in hits:
-        click.echo(f"  {hit.rank:>2}. {hit.score:.3f}  {hit.text}")
+        click.echo(f"  {hit.rank:>2}. {hit.score:.3f}  confidence {hit.confidence:.2f}  {hit.text}")
         click.echo(f"      {_citation_line(hit)}")
         if explain:
             click.echo("      " + signals_line(dataclasses.asdict(hit.signals)))
+            click.echo("      " + _measures(hit))
+
+
+def _measures(hit: Hit) -> str:
+    """The two measures the confidence is read from: the lexical match and the similarity."""
+    lexical = f"{hit.lexical_match:.2f}" if hit.lexical_match is not None else "-"
+    similarity = f"{hit.similarity:.2f}" if hit.similarity is not None else "-"
+    return f"confidence read from: lexical match {lexical}  similarity {similarity}"
 
 
 def signals_line(signals: dict[str, float | None]) -> str:

@@ -20,20 +20,21 @@ comment on function vera.next_version_observed(text, uuid, text, integer) is
     'Internal: when the next (not retracted) version of a record was observed';
 
 -- Internal: what the blend reads of each live stage-1 candidate (grading,
--- validity, last confirmation, votes, its ranks and order key, its time: a
--- fact's validity, a passage's stated scope). Text and
+-- validity, last confirmation, votes, its order key, its time: a fact's
+-- validity, a passage's stated scope, and its own measures: lexical match,
+-- similarity and the match confidence read from them). Text and
 -- citation are left out: only the k hits that survive the blend need them
 -- (vera.hit_details). Runs under RLS.
 create or replace function vera.candidate_signals(
-    kinds vera.item_kind[], ids uuid[], owners text[], fused double precision[],
-    lexical_ranks integer[], vector_ranks integer[])
+    kinds vera.item_kind[], ids uuid[], owners text[], lexical_matches double precision[],
+    similarities double precision[], matches real[])
 returns setof vera.search_item
 language sql stable
 set search_path = vera, pg_temp
 as $$
     with candidate as (
-        select * from unnest(kinds, ids, owners, fused, lexical_ranks, vector_ranks)
-                      as u(kind, item_id, group_id, fused, lexical_rank, vector_rank)
+        select * from unnest(kinds, ids, owners, lexical_matches, similarities, matches)
+                      as u(kind, item_id, group_id, lexical_match, similarity, match)
     ), votes as (
         select fb.item_kind, fb.item_id, count(*) filter (where fb.vote > 0)::integer as up_votes,
                count(*) filter (where fb.vote < 0)::integer as down_votes
@@ -41,12 +42,13 @@ as $$
           join candidate c on fb.group_id = c.group_id and fb.item_kind = c.kind and fb.item_id = c.item_id
          group by 1, 2
     )
-    select row('fact'::vera.item_kind, f.fact_id, f.group_id, c.fused, null, null, null, null, f.authority,
+    select row('fact'::vera.item_kind, f.fact_id, f.group_id, null, null, null, null, f.authority,
                f.verification, f.confidence, f.valid_from, f.valid_to, coalesce(v.up_votes, 0),
-               coalesce(v.down_votes, 0), null, stated.observed_at, c.lexical_rank, c.vector_rank,
+               coalesce(v.down_votes, 0), null, stated.observed_at,
                vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)
                || vera.group_order_key(g.kind, g.name),
-               tstzmultirange(tstzrange(f.valid_from, f.valid_to)))::vera.search_item
+               tstzmultirange(tstzrange(f.valid_from, f.valid_to)), c.lexical_match, c.similarity,
+               c.match)::vera.search_item
       from candidate c
       join vera.facts f on f.group_id = c.group_id and f.fact_id = c.item_id
       join vera.groups g on g.group_id = f.group_id
@@ -54,11 +56,12 @@ as $$
       left join votes v on v.item_kind = 'fact' and v.item_id = f.fact_id
      where c.kind = 'fact'
     union all
-    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, c.fused, null, null, null, null,
+    select row('passage'::vera.item_kind, ch.chunk_id, ch.group_id, null, null, null, null,
                vera.tier_authority(src.trust_tier), ch.verification, 1.0, ep.observed_at, next_version.observed_at,
-               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null, c.lexical_rank, c.vector_rank,
+               coalesce(v.up_votes, 0), coalesce(v.down_votes, 0), null, null,
                vera.passage_order_key(src.name, ep.external_id, ep.version, ch.ordinal)
-               || vera.group_order_key(g.kind, g.name), ch.time_scope)::vera.search_item
+               || vera.group_order_key(g.kind, g.name), ch.time_scope, c.lexical_match, c.similarity,
+               c.match)::vera.search_item
       from candidate c
       join vera.chunks ch on ch.group_id = c.group_id and ch.chunk_id = c.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
@@ -69,24 +72,27 @@ as $$
            next_version(observed_at) on true
      where c.kind = 'passage'
 $$;
-comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[], integer[],
-                                           integer[]) is
-    'Internal: blend inputs (grading, validity, votes, ranks, order key) of live candidates';
+comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[],
+                                           double precision[], real[]) is
+    'Internal: blend inputs (grading, validity, votes, own measures, order key) of live candidates';
 
--- Internal: stage 2, the blend. Relevance is the fused stage-1 score
--- min-max normalised over the batch (1 when the batch has one score); the
--- other five signals come from each item (a fact's recency counts from the
--- later of its valid_from and its last confirmation, as of the reference);
--- weights per group (key "*" for all).
+-- Internal: stage 2, the blend. Relevance is the item's own match
+-- confidence (vera.match_confidence: absolute, calibrated), never a
+-- normalisation over the batch, so the order of two items changes only
+-- through their own signals, never because a third one entered the list
+-- (pg_tests/search/test_stable_order.py); the other signals come from each
+-- item too (a fact's recency counts from the later of its valid_from and
+-- its last confirmation, as of the reference); weights per group (key "*"
+-- for all).
 --
--- Equal scores are ordered by what the data decides, the same in any
--- database: the fused score; the better of the item's two stage-1 ranks
--- (an item first in one half before one third in both); its other rank (an
--- item in both halves before one in a single half); facts before passages;
--- the item's order key (a fact's text, predicate, object and valid_from; a
--- passage's source name, record, version and ordinal; then the group's kind
--- and name). Only copies identical in all of these (the same text stated
--- twice in one group) fall to their group and item ids.
+-- Equal scores are ordered by the item's own measures, then by what the
+-- data decides, the same in any database: the match confidence; the
+-- lexical match; the similarity (an item a half did not measure after one
+-- it did); facts before passages; the item's order key (a fact's text,
+-- predicate, object and valid_from; a passage's source name, record,
+-- version and ordinal; then the group's kind and name). Only copies
+-- identical in all of these (the same text stated twice in one group) fall
+-- to their group and item ids.
 create or replace function vera.blend(items vera.search_item[], weights_by_group jsonb,
                                       reference timestamptz, k integer, during tstzrange)
 returns setof vera.search_hit
@@ -94,24 +100,18 @@ language sql stable
 set search_path = vera, pg_temp
 as $$
     with batch as (
-        select i.*, min(i.fused) over () as lowest, max(i.fused) over () as highest,
-               coalesce(weights_by_group -> i.group_id, weights_by_group -> '*') as weights
+        select i.*, coalesce(weights_by_group -> i.group_id, weights_by_group -> '*') as weights
           from unnest(items) i
     ), signals as (
         select b.*,
-               (case when b.highest > b.lowest then (b.fused - b.lowest) / (b.highest - b.lowest) else 1 end)::real
-                   as relevance_signal,
+               coalesce(b.match, 0)::real as relevance_signal,
                vera.verification_signal(b.verification) as verification_score,
                vera.recency_signal(
                    case when b.confirmed_at is null then b.valid_from
                         else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
                    b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
                vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score,
-               vera.period_signal(b.time_scope, during) as period_signal,
-               -- least and greatest skip nulls: an item in one half has no other rank
-               least(b.lexical_rank, b.vector_rank) as better_rank,
-               case when b.lexical_rank is not null and b.vector_rank is not null
-                    then greatest(b.lexical_rank, b.vector_rank) end as other_rank
+               vera.period_signal(b.time_scope, during) as period_signal
           from batch b
     ), scored as (
         select s.*,
@@ -132,10 +132,11 @@ as $$
         -- a score below real's range is 0 (only tiny weights times tiny signals get there)
         select s.*, (case when s.blended < 1e-37 then 0 else s.blended end)::real as total from scored s
     )
-    select (row_number() over (order by s.total desc, s.fused desc, s.better_rank nulls last,
-                                        s.other_rank nulls last, s.kind, s.order_key, s.group_id,
+    select (row_number() over (order by s.total desc, s.relevance_signal desc, s.lexical_match desc nulls last,
+                                        s.similarity desc nulls last, s.kind, s.order_key, s.group_id,
                                         s.item_id))::integer,
            s.kind, s.item_id, s.group_id, s.text, s.subject, s.predicate, s.object, s.total,
+           s.relevance_signal, s.relevance_signal >= vera.good_match_threshold(), s.lexical_match, s.similarity,
            s.relevance_signal, s.authority, s.verification_score, s.recency_signal, s.feedback_score, s.confidence,
            s.period_signal, s.citation
       from totals s

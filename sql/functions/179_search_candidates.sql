@@ -10,7 +10,14 @@ set role vera_owner;
 do $load$ begin perform '[1]'::public.vector; end $load$;
 
 -- Internal: stage 1 over the live tables. Returns each candidate with its
--- rank in the lexical and in the vector list (null when absent from one).
+-- rank in the lexical and in the vector list (null when absent from one),
+-- and its own two measures, whichever list it came from: its lexical match
+-- (its BM25 score over the query's IDF mass, vera.lexical_match; null when
+-- no word was searched) and its cosine similarity to the query embedding
+-- (null without one, or for an item without a vector of its group's pin).
+-- The confidence of a hit (171_match_confidence.sql) is read from these, so
+-- they depend on the item and the groups' statistics alone, never on which
+-- other items made the lists.
 --
 -- It belongs to vera_searcher, which bypasses row-level security, and makes
 -- the group check RLS would make (the caller's readable groups) itself: the
@@ -39,7 +46,8 @@ create or replace function vera.search_candidates(
     lexical_groups text[], terms text[],
     vector_groups text[], query_embedding public.vector,
     reference timestamptz, personal_group text, n integer, ef_search integer)
-returns table (kind vera.item_kind, group_id text, item_id uuid, lexical_rank integer, vector_rank integer)
+returns table (kind vera.item_kind, group_id text, item_id uuid, lexical_rank integer, vector_rank integer,
+               lexical_match double precision, similarity double precision)
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 set hnsw.iterative_scan = relaxed_order
@@ -81,6 +89,14 @@ declare
     stat_tokens bigint[];
     target_kind vera.item_kind;
     weights record;
+    -- per kind: the terms, their IDFs and the average length that BM25 scores facts and passages with
+    fact_terms text[];
+    fact_idfs double precision[];
+    fact_length double precision;
+    passage_terms text[];
+    passage_idfs double precision[];
+    passage_length double precision;
+    idf_mass double precision;
     vector_kinds vera.item_kind[];
     vector_ids uuid[];
     vector_owners text[];
@@ -102,6 +118,7 @@ begin
           into stat_kinds, stat_terms, stat_documents, stat_tokens
           from unnest('{fact,passage}'::vera.item_kind[]) k(kind)
          cross join lateral vera.term_statistics(lexical_groups, k.kind, terms) st;
+        idf_mass := vera.query_idf_mass(terms, stat_terms, stat_documents);
         lexical_kinds := '{}';
         lexical_ids := '{}';
         lexical_owners := '{}';
@@ -116,6 +133,15 @@ begin
               into weights
               from vera.bm25_weights(stat_kinds, stat_terms, stat_documents, stat_tokens) w
              where w.kind = target_kind;
+            if target_kind = 'fact' then
+                fact_terms := weights.terms;
+                fact_idfs := weights.idfs;
+                fact_length := weights.average_length;
+            else
+                passage_terms := weights.terms;
+                passage_idfs := weights.idfs;
+                passage_length := weights.average_length;
+            end if;
             select lexical_kinds || coalesce(array_agg(target_kind), '{}'),
                    lexical_ids || coalesce(array_agg(l.item_id), '{}'),
                    lexical_owners || coalesce(array_agg(l.group_id), '{}'),
@@ -198,11 +224,36 @@ begin
              limit n),
         vector_list as (
             select u.kind, u.group_id, u.item_id, (rank() over (order by u.distance))::integer as position
-              from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance))
-        select coalesce(l.kind, v.kind), coalesce(l.group_id, v.group_id), coalesce(l.item_id, v.item_id),
-               l.position, v.position
-          from lexical_list l
-          full join vector_list v on v.kind = l.kind and v.item_id = l.item_id;
+              from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance)),
+        listed as (
+            select coalesce(l.kind, v.kind) as kind, coalesce(l.group_id, v.group_id) as group_id,
+                   coalesce(l.item_id, v.item_id) as item_id, l.position as lexical_position,
+                   v.position as vector_position
+              from lexical_list l
+              full join vector_list v on v.kind = l.kind and v.item_id = l.item_id),
+        stored as (
+            -- each candidate's words and vector, to measure it whichever list it came from
+            select li.*, f.tsv, f.embedding
+              from listed li join vera.facts f on f.group_id = li.group_id and f.fact_id = li.item_id
+             where li.kind = 'fact'
+            union all
+            select li.*, c.tsv, c.embedding
+              from listed li join vera.chunks c on c.group_id = li.group_id and c.chunk_id = li.item_id
+             where li.kind = 'passage')
+        select s.kind, s.group_id, s.item_id, s.lexical_position, s.vector_position,
+               vera.lexical_match(
+                   (select b.score
+                      from vera.bm25_document_score(
+                               s.kind, s.tsv,
+                               case s.kind when 'fact' then fact_terms else passage_terms end,
+                               case s.kind when 'fact' then fact_idfs else passage_idfs end,
+                               case s.kind when 'fact' then fact_length else passage_length end) b
+                     where idf_mass is not null),
+                   idf_mass),
+               case when query_embedding is not null and s.group_id = any (vector_groups)
+                         and public.vector_dims(s.embedding) = dim
+                    then 1 - (s.embedding operator(public.<=>) query_embedding) end
+          from stored s;
 end
 $$;
 comment on function vera.search_candidates(text[], text[], text[], public.vector, timestamptz, text, integer, integer) is

@@ -12,13 +12,20 @@ set role vera_owner;
 -- ranked by BM25, vera.lexical_candidates) and the vector half (the query embedding
 -- against the groups pinned to its dimension and, when given, model) each
 -- return their top `candidates` (default 4 * k, at least 40) facts and passages valid at
--- as_of (default now); reciprocal rank fusion adds lexical_weight / (k_rrf +
--- rank) and vector_weight / (k_rrf + rank), ranks from 1. Stage 2 blends
+-- as_of (default now). Each candidate, whichever half found it, gets its
+-- own lexical match and similarity, and from them its match confidence
+-- (171_match_confidence.sql), an absolute probability that it answers;
+-- lexical_weight and vector_weight scale each half's part of it (0 leaves a
+-- half out; other values than 1 move it off its calibration). k_rrf is
+-- checked but no longer used: since vera-search/7 relevance is the match
+-- confidence, not a fusion of ranks. Stage 2 blends
 -- seven signals with each group's active weights (or the weights given);
 -- the seventh, period, compares each item's time (a fact's validity, a
 -- passage's stated scope) with `during`, the period the query asks about,
 -- and counts only when during is given (docs/time.md).
--- Returns at most k hits, best first; an empty result when nothing matches,
+-- Each hit shows its match confidence and whether it reaches
+-- vera.good_match_threshold() (good_match), so that a caller can say that
+-- nothing known answers. Returns at most k hits, best first; an empty result when nothing matches,
 -- including a query of only punctuation (with a NOTICE when as_of lies
 -- before everything the groups hold). Errors: 22023 (bad
 -- arguments, an empty during), 42501 (a group the caller cannot read), VE001 (an embedding no
@@ -68,9 +75,8 @@ begin
     end if;
 
     select array_agg(c.kind) as kinds, array_agg(c.item_id) as ids, array_agg(c.group_id) as owners,
-           array_agg(coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
-                     + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0)) as fused,
-           array_agg(c.lexical_rank) as lexical_ranks, array_agg(c.vector_rank) as vector_ranks
+           array_agg(c.lexical_match) as lexical_matches, array_agg(c.similarity) as similarities,
+           array_agg(vera.match_confidence(c.lexical_match, c.similarity, lexical_weight, vector_weight)) as matches
       into stage_one
       from vera.search_candidates(targets, terms, vector_targets, query_embedding, reference,
                                   (select p.personal_group_id from vera.principals p where p.principal_id = caller),
@@ -80,8 +86,8 @@ begin
         return;
     end if;
     items := array(select i from vera.candidate_signals(stage_one.kinds, stage_one.ids, stage_one.owners,
-                                                         stage_one.fused, stage_one.lexical_ranks,
-                                                         stage_one.vector_ranks) i);
+                                                         stage_one.lexical_matches, stage_one.similarities,
+                                                         stage_one.matches) i);
     if weight_map is null then
         select jsonb_object_agg(g, vera.active_weights(g)) into weight_map
           from (select distinct i.group_id as g from unnest(items) i) owners;
@@ -93,7 +99,7 @@ begin
                                                         (select array_agg(r.item_id) from ranked r),
                                                         (select array_agg(r.group_id) from ranked r)))
         select r.rank, r.kind, r.item_id, r.group_id, d.text, d.subject, d.predicate, d.object, r.score,
-               r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, r.period,
+               r.match_confidence, r.good_match, r.lexical_match, r.similarity, r.relevance, r.authority, r.verification, r.recency, r.feedback, r.confidence, r.period,
                d.citation
           from ranked r
           join details d on d.kind = r.kind and d.item_id = r.item_id
@@ -176,11 +182,9 @@ comment on function vera.search_targets(text[]) is 'Internal: the groups a searc
 
 -- Internal: refuses bad search arguments with 22023; returns the number of
 -- candidates each half retrieves: as given, else 4 * k but at least 40.
--- Relevance is min-max normalised over the candidates, so a pool that grew
--- with k gave the same hit another score at k = 2 than at k = 5; with the
--- floor every k up to 10 (the default) searches the same pool, and a hit's
--- score is its own whatever k is asked. (A caller that passes `candidates`
--- gets scores independent of k for every k.)
+-- A hit's score is its own (its match confidence does not depend on the
+-- pool); the floor keeps every k up to 10 (the default) choosing among the
+-- same candidates.
 create or replace function vera.check_search_arguments(
     query text, query_embedding public.vector, k integer, as_of timestamptz, k_rrf integer, candidates integer,
     lexical_weight double precision, vector_weight double precision, ef_search integer)

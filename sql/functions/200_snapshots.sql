@@ -69,8 +69,8 @@ begin
           from vera.candidate_signals(
                    (select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
                    (select array_agg(create_snapshot.group_id) from visible v),
-                   (select array_agg(0::float8) from visible v), (select array_agg(null::integer) from visible v),
-                   (select array_agg(null::integer) from visible v)) i
+                   (select array_agg(null::float8) from visible v), (select array_agg(null::float8) from visible v),
+                   (select array_agg(null::real) from visible v)) i
     ), details as (
         select d.*
           from vera.hit_details((select array_agg(v.kind) from visible v), (select array_agg(v.item_id) from visible v),
@@ -182,10 +182,13 @@ grant execute on function vera.drop_snapshot(text, text) to vera_app, vera_worke
 -- vector half by exact cosine distance (snapshots are read rarely and carry
 -- no HNSW index). Like vera.search_candidates it belongs to vera_searcher
 -- and checks the group itself, and cuts through equal scores by kind and
--- the copied order key, as live search does.
+-- the copied order key, as live search does. Each candidate gets its own
+-- lexical match (over the query's IDF mass in the pinned statistics) and
+-- similarity, as in vera.search_candidates.
 create or replace function vera.snapshot_candidates(
     group_id text, snapshot_id uuid, terms text[], query_embedding public.vector, n integer)
-returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer)
+returns table (kind vera.item_kind, item_id uuid, lexical_rank integer, vector_rank integer,
+               lexical_match double precision, similarity double precision)
 language plpgsql stable security definer
 set search_path = vera, public, pg_temp
 -- every planner enable_* flag on (250_pinned_settings.sql)
@@ -210,6 +213,10 @@ begin
                                      (select array_agg(p.documents) from pinned p),
                                      (select array_agg(p.tokens) from pinned p)) w
              group by w.kind
+        ), mass as (
+            select vera.query_idf_mass(terms, (select array_agg(p.term) from pinned p),
+                                       (select array_agg(p.documents) from pinned p)) as idf_mass
+             where cardinality(terms) > 0
         ), scored as (
             select i.item_kind, i.item_id, i.order_key,
                    vera.bm25_score(i.item_kind, i.tsv, w.ranked_terms, w.idfs, w.average_length) as score
@@ -229,10 +236,24 @@ begin
              where query_embedding is not null and public.vector_dims(i.embedding) = public.vector_dims(query_embedding)
                and i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
              order by i.embedding <=> query_embedding, i.item_kind, i.order_key, i.item_id
-             limit n)
-        select coalesce(l.item_kind, v.item_kind), coalesce(l.item_id, v.item_id), l.position, v.position
-          from lexical_list l
-          full join vector_list v on v.item_kind = l.item_kind and v.item_id = l.item_id;
+             limit n),
+        listed as (
+            select coalesce(l.item_kind, v.item_kind) as item_kind, coalesce(l.item_id, v.item_id) as item_id,
+                   l.position as lexical_position, v.position as vector_position
+              from lexical_list l
+              full join vector_list v on v.item_kind = l.item_kind and v.item_id = l.item_id)
+        select li.item_kind, li.item_id, li.lexical_position, li.vector_position,
+               vera.lexical_match(
+                   (select vera.bm25_score(i.item_kind, i.tsv, w.ranked_terms, w.idfs, w.average_length)
+                      from weighted w where w.kind = i.item_kind),
+                   (select m.idf_mass from mass m)),
+               case when query_embedding is not null
+                         and public.vector_dims(i.embedding) = public.vector_dims(query_embedding)
+                    then 1 - (i.embedding <=> query_embedding) end
+          from listed li
+          join vera.snapshot_items i
+            on i.group_id = snapshot_candidates.group_id and i.snapshot_id = snapshot_candidates.snapshot_id
+           and i.item_kind = li.item_kind and i.item_id = li.item_id;
 end
 $$;
 comment on function vera.snapshot_candidates(text, uuid, text[], public.vector, integer) is
@@ -329,11 +350,11 @@ begin
     end if;
     items := array(
         select row(i.item_kind, i.item_id, i.group_id,
-                   coalesce(lexical_weight / (k_rrf + c.lexical_rank)::float8, 0)
-                   + coalesce(vector_weight / (k_rrf + c.vector_rank)::float8, 0),
                    i.text, i.subject, i.predicate, i.object, i.authority, i.verification, i.confidence,
                    i.valid_from, i.valid_to, i.up_votes, i.down_votes, i.citation, i.confirmed_at,
-                   c.lexical_rank, c.vector_rank, i.order_key, i.time_scope)::vera.search_item
+                   i.order_key, i.time_scope, c.lexical_match, c.similarity,
+                   vera.match_confidence(c.lexical_match, c.similarity, lexical_weight,
+                                         vector_weight))::vera.search_item
           from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, vera.query_terms(query),
                                         case when frozen.embedding_dim is not null then query_embedding end, n) c
           join vera.snapshot_items i

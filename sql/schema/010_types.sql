@@ -74,37 +74,40 @@ create type vera.entity_resolution as (
 -- One candidate of a search with everything the blend (stage 2) reads. Live
 -- search and snapshot search both fill it, so both rank with the same code.
 create type vera.search_item as (
-    kind         vera.item_kind,
-    item_id      uuid,
-    group_id     text,
-    -- stage 1: reciprocal rank fusion of the lexical and vector ranks
-    fused        double precision,
-    text         text,
-    subject      text,
-    predicate    text,
-    object       text,
-    authority    real,
+    kind          vera.item_kind,
+    item_id       uuid,
+    group_id      text,
+    text          text,
+    subject       text,
+    predicate     text,
+    object        text,
+    authority     real,
     -- null for passages: raw source text that no model has graded
-    verification vera.verification,
-    confidence   real,
-    valid_from   timestamptz,
-    valid_to     timestamptz,
-    up_votes     integer,
-    down_votes   integer,
-    citation     jsonb,
+    verification  vera.verification,
+    confidence    real,
+    valid_from    timestamptz,
+    valid_to      timestamptz,
+    up_votes      integer,
+    down_votes    integer,
+    citation      jsonb,
     -- when the source last stated a fact (its episode's observation); recency
     -- counts from the later of this and valid_from, so a long-standing value
     -- that a fresh export still states does not age. Null for passages.
-    confirmed_at timestamptz,
-    -- stage 1: the item's rank in each half (null when absent from one), and
-    -- its order key (vera.fact_order_key / vera.passage_order_key, then its
-    -- group's kind and name): what decides between equal scores
-    lexical_rank integer,
-    vector_rank  integer,
-    order_key    bytea,
+    confirmed_at  timestamptz,
+    -- what decides between equal scores after the item's own measures
+    -- (vera.fact_order_key / vera.passage_order_key, then its group's kind and name)
+    order_key     bytea,
     -- the item's time for the time signal: a fact's validity, a passage's
     -- stated scope (null: not read; empty: states none) (0002_time_scopes)
-    time_scope   tstzmultirange
+    time_scope    tstzmultirange,
+    -- stage 1, the item's own measures: its BM25 score over the query's
+    -- IDF mass (vera.lexical_match; null when words were not searched) and
+    -- its cosine similarity to the query embedding (null when no vector
+    -- was searched or the item has none)
+    lexical_match double precision,
+    similarity    double precision,
+    -- the calibrated probability that the item answers (vera.match_confidence)
+    match         real
 );
 
 reset role;

@@ -8,24 +8,32 @@ set role vera_owner;
 -- A hit of a search: vera.search, vera.search_snapshot, and the blend that
 -- ranks both (vera.blend).
 create type vera.search_hit as (
-    rank         integer,
-    kind         vera.item_kind,
-    item_id      uuid,
-    group_id     text,
-    text         text,
-    subject      text,
-    predicate    text,
-    object       text,
-    score        real,
+    rank             integer,
+    kind             vera.item_kind,
+    item_id          uuid,
+    group_id         text,
+    text             text,
+    subject          text,
+    predicate        text,
+    object           text,
+    score            real,
+    -- absolute: the calibrated probability that this hit answers the query,
+    -- comparable across queries and groups, and whether it reaches the
+    -- threshold (vera.good_match_threshold)
+    match_confidence real,
+    good_match       boolean,
+    -- the two measures it is read from (see vera.search_item)
+    lexical_match    double precision,
+    similarity       double precision,
     -- the seven signals the score blends
-    relevance    real,
-    authority    real,
-    verification real,
-    recency      real,
-    feedback     real,
-    confidence   real,
-    period       real,
-    citation     jsonb
+    relevance        real,
+    authority        real,
+    verification     real,
+    recency          real,
+    feedback         real,
+    confidence       real,
+    period           real,
+    citation         jsonb
 );
 
 -- A fact as the reads show it (vera.get_fact, vera.fact_details): triple by

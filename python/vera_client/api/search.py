@@ -68,6 +68,22 @@ class Hit:
     group_id: str
     text: str
     score: float
+    confidence: float = field(
+        metadata={
+            "description": "absolute probability that this hit answers the query, comparable across "
+            "queries and groups (vera.search's match_confidence)"
+        }
+    )
+    good_match: bool = field(metadata={"description": "confidence reaches the threshold (0.5)"})
+    lexical_match: float | None = field(
+        metadata={
+            "description": "BM25 score over the query's IDF mass (about 1: every word held once); "
+            "null: words not searched"
+        }
+    )
+    similarity: float | None = field(
+        metadata={"description": "cosine similarity to the query vector; null: no vector searched or held"}
+    )
     signals: Signals
     citation: dict[str, object] = field(
         metadata={"description": "source, episode, chunk, evidence, validity, tier, verification"}
@@ -85,7 +101,9 @@ class Hits(list[Hit]):
     """A search's hits, best first, and the period it asked about: passed as `during`, or found
     in the query's words (None: it asked about none). `words_only` says why the query was
     searched by words alone although the groups hold vectors (no embedder here, or their model
-    does not run here); None when it was embedded, or nothing was lost."""
+    does not run here); None when it was embedded, or nothing was lost. `no_good_match` is
+    true when no hit is a good match (none at all, or the best one's confidence is below the
+    threshold): nothing known answers the query, and an agent should say so."""
 
     def __init__(
         self, hits: Iterable[Hit] = (), during: TimeRange | None = None, words_only: str | None = None
@@ -93,6 +111,10 @@ class Hits(list[Hit]):
         super().__init__(hits)
         self.during = during
         self.words_only = words_only
+
+    @property
+    def no_good_match(self) -> bool:
+        return not any(hit.good_match for hit in self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,12 +146,13 @@ def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
     for row in rows:
         values = dict(zip(columns, row, strict=True))
         signals = Signals(**{name: values.pop(name) for name in SIGNAL_NAMES})
-        found.append(Hit(signals=signals, **values))
+        found.append(Hit(signals=signals, confidence=values.pop("match_confidence"), **values))
     return found
 
 
 _SIGNALS = row_columns(Signals)
-_HIT = row_columns(Hit, without=["signals"])
+# the hit's own confidence is vera.search's match_confidence (its column `confidence` is a signal)
+_HIT = row_columns(Hit, without=["signals", "confidence"], plus=["match_confidence"])
 expects(hits, Columns(_HIT.required | _SIGNALS.required, _HIT.allowed | _SIGNALS.allowed))
 
 

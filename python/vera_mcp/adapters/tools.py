@@ -53,11 +53,13 @@ from vera_mcp.domain.shapes import (
 INSTRUCTIONS = """VERA is a verified, time-aware knowledge memory. Call whoami first: it lists the
 scopes you can read (name them by group_id, or by name when unambiguous) and the bounds of every
 argument. search answers with ranked, cited hits (facts and passages) and the seven signals of each;
-get_context packs the best of them under a token budget for a prompt, with conflicts and freshness
-warnings. get_fact, explain_fact, get_evidence, get_entity, get_source and explore follow a hit to
-its history, evidence and neighbours; changes and conflicts show what moved and what disagrees.
-propose a fact you learned (a reviewer decides); tell VERA which hits helped with feedback (the
-hit's kind and item_id, and your query) or pack_feedback (the pack and the item's position)."""
+a hit's confidence is how likely it answers, and no_good_match says that nothing known does (then
+say you don't know). get_context packs the best of them under a token budget for a prompt, with
+conflicts and freshness warnings. get_fact, explain_fact, get_evidence, get_entity, get_source and
+explore follow a hit to its history, evidence and neighbours; changes and conflicts show what moved
+and what disagrees. propose a fact you learned (a reviewer decides); tell VERA which hits helped
+with feedback (the hit's kind and item_id, and your query) or pack_feedback (the pack and the
+item's position)."""
 
 
 class VeraMCPServer(MCPServer[Any]):
@@ -153,8 +155,9 @@ def build_mcp_server(
         during: During = None,
     ) -> SearchResult:
         """Ranked, cited hits for a query: facts and passages, each with its citation (source, episode,
-        evidence, validity, tier, verification) and the seven signals of the blend; during: the period
-        asked about (passed, or read from the query's words)."""
+        evidence, validity, tier, verification), its confidence (an absolute probability that it answers)
+        and the seven signals of the blend; no_good_match: nothing known answers (say "I don't know");
+        during: the period asked about (passed, or read from the query's words)."""
 
         async def work(call: ToolCall) -> SearchResult:
             groups = await call.scopes(scopes)
@@ -167,7 +170,12 @@ def build_mcp_server(
                 hits = await call.vera.search(query, k=k, as_of=as_of, groups=groups, during=days)
             asked = PeriodOut.of(hits.during) if hits.during is not None else None
             return SearchResult(
-                query=query, as_of=as_of, snapshot=snapshot, during=asked, hits=[HitOut.of(h) for h in hits]
+                query=query,
+                as_of=as_of,
+                snapshot=snapshot,
+                during=asked,
+                hits=[HitOut.of(h) for h in hits],
+                no_good_match=hits.no_good_match,
             )
 
         return await runner.run_tool(ctx, "search", ToolClass.READ, Scope.READ, work)

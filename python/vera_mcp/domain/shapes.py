@@ -68,6 +68,10 @@ class SearchResult(BaseModel):
         "compares hits with it); null: none",
     )
     hits: list[HitOut]
+    no_good_match: bool = Field(
+        description="true when no hit is a good match (none, or the best one's confidence is below 0.5): "
+        "nothing known answers the query; say so rather than cite a weak hit"
+    )
 
 
 @mirrors(Vote)
