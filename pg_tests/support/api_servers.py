@@ -19,7 +19,11 @@ from vera_mcp.entrypoints.wiring import default_verifiers
 
 @contextmanager
 def api_server(
-    db: Database, verifiers: Verifiers = default_verifiers, *, ledger: LedgerFactory = no_ledger, **settings: Any
+    db: Database,
+    verifiers: Verifiers = default_verifiers,
+    *,
+    ledger: LedgerFactory = no_ledger,
+    **settings: Any,
 ) -> Iterator[HttpServer]:
     """The HTTP API alone over db (its base URL is `.base`)."""
     with http_server(db, verifiers, ledger=ledger, build=build_api_app, **settings) as server:
