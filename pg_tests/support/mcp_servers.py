@@ -212,10 +212,13 @@ class ServeProcess:
 
 
 @contextmanager
-def serve_process(env: dict[str, str], port: int) -> Iterator[ServeProcess]:
-    """Start the command, wait until it is ready (60 s at most), and SIGTERM it when the block ends."""
+def serve_process(
+    env: dict[str, str], port: int, command: Sequence[str] = ("mcp", "serve", "--http")
+) -> Iterator[ServeProcess]:
+    """Start the command (`vera mcp serve --http`, or another that serves health on the port), wait
+    until it is ready (60 s at most), and SIGTERM it when the block ends."""
     process = subprocess.Popen(  # noqa: S603 - the checkout's own vera command
-        [str(VERA), "mcp", "serve", "--http", "--port", str(port)], env=env,
+        [str(VERA), *command, "--port", str(port)], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     running = ServeProcess(process, port)
