@@ -22,7 +22,7 @@ def _hash(text: str) -> str:
 
 def test_a_key_is_claimed_once_and_its_answer_replayed(world: World) -> None:
     with client_for(world, world.a.owner_key) as vera:
-        assert vera.begin_idempotent("k-replay", _hash("POST /v1/proposals {}")) is None
+        assert vera.begin_idempotent("k-replay", _hash("POST /v1/proposals {}")).status is None
         assert vera.finish_idempotent("k-replay", 201, {"fact_id": "x"})
         again = vera.begin_idempotent("k-replay", _hash("POST /v1/proposals {}"))
         assert again == RecordedAnswer(status=201, response={"fact_id": "x"})
@@ -32,7 +32,7 @@ def test_a_key_is_claimed_once_and_its_answer_replayed(world: World) -> None:
 
 def test_a_key_is_refused_for_another_request_and_while_it_runs(world: World) -> None:
     with client_for(world, world.a.owner_key) as vera:
-        assert vera.begin_idempotent("k-running", _hash("one")) is None
+        assert vera.begin_idempotent("k-running", _hash("one")).status is None
         with pytest.raises(ConflictError, match="still running") as running:
             vera.begin_idempotent("k-running", _hash("one"))
         assert running.value.sqlstate == "VI002"
@@ -40,7 +40,7 @@ def test_a_key_is_refused_for_another_request_and_while_it_runs(world: World) ->
             vera.begin_idempotent("k-running", _hash("two"))
         assert other.value.sqlstate == "VI001"
         assert vera.forget_idempotent("k-running")
-        assert vera.begin_idempotent("k-running", _hash("two")) is None, "forgotten: free again"
+        assert vera.begin_idempotent("k-running", _hash("two")).status is None, "forgotten: free again"
 
 
 @pytest.mark.parametrize(("key", "digest"), [("", _hash("x")), ("k" * 201, _hash("x")), ("k", "not-hex")])
@@ -54,11 +54,11 @@ def test_a_key_is_its_principals_alone(world: World) -> None:
     """Another principal (another tenant's, or a viewer of the same tenant) using the same key
     claims a key of its own: it neither sees the answer nor can finish or forget the first."""
     with client_for(world, world.a.owner_key) as owner:
-        assert owner.begin_idempotent("k-shared", _hash("a")) is None
+        assert owner.begin_idempotent("k-shared", _hash("a")).status is None
         assert owner.finish_idempotent("k-shared", 200, {"secret": "of A"})
     for key in (world.b.owner_key, world.a.viewer_key):
         with client_for(world, key) as other:
-            assert other.begin_idempotent("k-shared", _hash("a")) is None, "a key of its own, empty"
+            assert other.begin_idempotent("k-shared", _hash("a")).status is None, "a key of its own, empty"
             assert other.forget_idempotent("k-shared"), "its own running key"
     with client_for(world, world.b.owner_key) as other:
         assert not other.finish_idempotent("k-shared", 200, {"forged": True}), "not B's key to finish"

@@ -4,32 +4,28 @@ is answered as it was the first time instead of being done twice
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vera_client.api.call import Call, Json, Rows, scalar
+from vera_client.api.call import Call, Json, record, scalar
 from vera_client.api.operation import operation
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RecordedAnswer:
-    """The answer a request with an idempotency key got: its HTTP status and JSON body."""
+    """The answer a request with an idempotency key got (its HTTP status and JSON body), or, both
+    None, none yet: the key was new and is now the caller's to run and finish."""
 
-    status: int
+    status: int | None
     response: Any
 
 
-def _recorded(columns: Sequence[str], rows: Rows) -> RecordedAnswer | None:
-    row = dict(zip(columns, rows[0], strict=True))
-    return None if row["status"] is None else RecordedAnswer(status=row["status"], response=row["response"])
-
-
-def begin_idempotent(key: str, request_hash: str) -> Call[RecordedAnswer | None]:
-    """Claim key for a request of the caller (request_hash: sha256 hex of what it sends); None when
-    the key is new (run the request, then finish_idempotent), else the answer recorded before.
-    ConflictError when the key was used for another request or its request still runs."""
-    return Call("begin_idempotent", {"key": key, "request_hash": request_hash}, _recorded)
+def begin_idempotent(key: str, request_hash: str) -> Call[RecordedAnswer]:
+    """Claim key for a request of the caller (request_hash: sha256 hex of what it sends): nothing
+    recorded when the key is new (run the request, then finish_idempotent), else the answer
+    recorded before. ConflictError when the key was used for another request or its request
+    still runs."""
+    return Call("begin_idempotent", {"key": key, "request_hash": request_hash}, record(RecordedAnswer))
 
 
 def finish_idempotent(key: str, status: int, response: Any) -> Call[bool]:

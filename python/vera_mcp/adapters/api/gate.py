@@ -186,7 +186,7 @@ class ApiGate:
             )
         vera = call.call.vera
         recorded = await vera.begin_idempotent(key, digest)
-        if recorded is not None:
+        if recorded.status is not None:
             headers = {"Idempotent-Replayed": "true"}
             media = PROBLEM_MEDIA_TYPE if recorded.status >= 400 else "application/json"
             return JSONResponse(
