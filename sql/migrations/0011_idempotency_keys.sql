@@ -1,4 +1,4 @@
--- 0012_idempotency_keys: the HTTP API's Idempotency-Key store
+-- 0011_idempotency_keys: the HTTP API's Idempotency-Key store
 -- (sql/schema/140_idempotency.sql; its policies in sql/rls/010_policies.sql,
 -- its functions in sql/functions/260_idempotency.sql).
 --
