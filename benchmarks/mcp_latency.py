@@ -235,17 +235,23 @@ PATHS: dict[str, Callable[[Bench, int, str], AbstractAsyncContextManager[Call]]]
 }
 
 
-async def interleaved(bench: Bench, url: str, queries: list[str]) -> dict[str, list[float]]:
+Paths = dict[str, Callable[[Bench, int, str], AbstractAsyncContextManager[Call]]]
+
+
+async def interleaved(
+    bench: Bench, url: str, queries: list[str], paths: Paths | None = None
+) -> dict[str, list[float]]:
     """One client: every path answers every query, the paths taking turns query by query, so a
     burst of load on this shared machine falls on all paths alike. Their order is drawn anew for
     each query: in a fixed rotation each path always follows the same one, and a path that
     follows another over MCP meets the server still finishing that call (a bias of 0.5-1 ms
     seen at load 4)."""
-    names = list(PATHS)
+    paths = paths or PATHS
+    names = list(paths)
     order = random.Random(17)
     latencies: dict[str, list[float]] = {name: [] for name in names}
     async with AsyncExitStack() as stack:
-        calls = {name: await stack.enter_async_context(PATHS[name](bench, 1, url)) for name in names}
+        calls = {name: await stack.enter_async_context(paths[name](bench, 1, url)) for name in names}
         for name in names:  # warm each path: its connection, the server's caches
             await calls[name](queries[0])
         for query in queries:
@@ -256,11 +262,13 @@ async def interleaved(bench: Bench, url: str, queries: list[str]) -> dict[str, l
     return latencies
 
 
-async def concurrent(bench: Bench, url: str, queries: list[str], clients: int) -> dict[str, list[float]]:
+async def concurrent(
+    bench: Bench, url: str, queries: list[str], clients: int, paths: Paths | None = None
+) -> dict[str, list[float]]:
     """Several clients at once, one path at a time: interleaving paths here would make the direct
     calls share this process's CPU with the other paths' client work."""
     latencies: dict[str, list[float]] = {}
-    for name, path in PATHS.items():
+    for name, path in (paths or PATHS).items():
 
         async def one_client(share: list[str]) -> list[float]:
             async with path(bench, clients, url) as call:  # noqa: B023 - awaited within this iteration

@@ -88,7 +88,8 @@ def test_settings_read_from_a_mapping_like_the_environment_gives_them() -> None:
         ({"scope": "read vera:snapshot"}, {Scope.SNAPSHOT}),
         ({"scp": ["vera:review", "vera:feedback", 3]}, {Scope.REVIEW, Scope.FEEDBACK}),
         ({"scp": "vera:read"}, {Scope.READ}),
-        ({"scope": "vera:admin vera:READ"}, set()),
+        ({"scope": "vera:superuser vera:READ"}, set()),
+        ({"scope": "vera:admin"}, {Scope.ADMIN}),  # the HTTP API's keys, principals, members, sources
         ({"scope": 42}, set()),
         ({}, set()),
     ],

@@ -35,7 +35,13 @@ from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.access import Scope, VerifiedCaller
 from vera_mcp.domain.ports import TokenVerification
-from vera_mcp.entrypoints.wiring import close_ledger, close_verifiers, connect_client, default_verifiers
+from vera_mcp.entrypoints.wiring import (
+    AppBuilder,
+    close_ledger,
+    close_verifiers,
+    connect_client,
+    default_verifiers,
+)
 
 T = TypeVar("T")
 VERA = Path(sys.executable).with_name("vera")
@@ -115,8 +121,10 @@ class HttpServer:
         *,
         ledger: LedgerFactory = no_ledger,
         tracing: Tracing | None = None,
+        build: AppBuilder = build_http_app,
     ) -> None:
         self.db = db
+        self.build = build
         self.settings = settings
         self.verifiers = verifiers
         self.ledger = ledger
@@ -138,7 +146,7 @@ class HttpServer:
         client = await connect_client(vera_settings(self.db), self.tracing)
         verifications = self.verifiers(client, self.settings)
         try:
-            self.app = await build_http_app(
+            self.app = await self.build(
                 self.settings,
                 client,
                 verifications,
@@ -181,10 +189,12 @@ def http_server(
     *,
     ledger: LedgerFactory = no_ledger,
     tracing: Tracing | None = None,
+    build: AppBuilder = build_http_app,
     **settings: Any,
 ) -> Iterator[HttpServer]:
+    """An HTTP server over db: the MCP server's app, or (build=build_api_app) the HTTP API's."""
     mcp_settings = McpSettings(host="127.0.0.1", port=free_port(), **settings)
-    server = HttpServer(db, mcp_settings, verifiers, ledger=ledger, tracing=tracing).start()
+    server = HttpServer(db, mcp_settings, verifiers, ledger=ledger, tracing=tracing, build=build).start()
     try:
         yield server
     finally:
@@ -202,10 +212,13 @@ class ServeProcess:
 
 
 @contextmanager
-def serve_process(env: dict[str, str], port: int) -> Iterator[ServeProcess]:
-    """Start the command, wait until it is ready (60 s at most), and SIGTERM it when the block ends."""
+def serve_process(
+    env: dict[str, str], port: int, command: Sequence[str] = ("mcp", "serve", "--http")
+) -> Iterator[ServeProcess]:
+    """Start the command (`vera mcp serve --http`, or another that serves health on the port), wait
+    until it is ready (60 s at most), and SIGTERM it when the block ends."""
     process = subprocess.Popen(  # noqa: S603 - the checkout's own vera command
-        [str(VERA), "mcp", "serve", "--http", "--port", str(port)], env=env,
+        [str(VERA), *command, "--port", str(port)], env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     running = ServeProcess(process, port)

@@ -35,6 +35,11 @@ EXTRA_MODULES = {
 
 _SEARCH = "vera_cli.commands.search"
 COMMANDS = {
+    "api": Entry(
+        "vera_cli.commands.api:api",
+        "The HTTP API: /v1 for applications in any language, with OpenAPI at /openapi.json.",
+        "server",
+    ),
     "calibrate": Entry(
         f"{_SEARCH}:calibrate_command",
         "Derive GROUP's blend weights from its votes (the mean-difference rule).",

@@ -3,6 +3,9 @@
 
     VERA_MCP_HOST=127.0.0.1                 # where `vera mcp serve --http` listens
     VERA_MCP_PORT=8765
+    VERA_MCP_API=true                       # the HTTP API beside /mcp (`vera api serve`: alone)
+    VERA_MCP_API_PORT=8766                  # where `vera api serve` listens
+    VERA_MCP_CORS_ORIGINS='["https://app.example.com"]'   # browsers may call the API from there
     VERA_MCP_PUBLIC_URL=https://vera.example.com   # how clients reach it (the OAuth resource)
     VERA_MCP_ALLOWED_HOSTS='["vera.example.com"]'  # Host headers accepted (DNS rebinding)
     VERA_MCP_ALLOWED_ORIGINS='["https://app.example.com"]'
@@ -34,6 +37,7 @@ from vera_mcp.domain.oidc import OidcSettings
 from vera_mcp.domain.quotas import QuotaLimits, ThrottleLimits, parse_rate
 
 DEFAULT_PORT = 8765
+DEFAULT_API_PORT = 8766
 
 
 def _readable_rate(value: str | None) -> str | None:
@@ -57,8 +61,9 @@ class ClassRates(BaseModel):
     feedback: str | None = None
     snapshot: str | None = None
     review: str | None = None
+    admin: str | None = None
 
-    @field_validator("read", "context", "propose", "feedback", "snapshot", "review")
+    @field_validator("read", "context", "propose", "feedback", "snapshot", "review", "admin")
     @classmethod
     def _readable(cls, value: str | None) -> str | None:
         return _readable_rate(value)
@@ -117,6 +122,18 @@ class McpSettings(BaseSettings):
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Origin headers accepted besides the public URL's and loopback ('http://name:*')",
+    )
+    api: bool = Field(
+        default=False,
+        description="serve the HTTP API (/v1, /openapi.json, /docs) in this server's app beside /mcp "
+        "(`vera api serve` serves it alone)",
+    )
+    api_port: int = Field(
+        default=DEFAULT_API_PORT, ge=1, le=65535, description="where `vera api serve` listens"
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="origins whose pages may call the HTTP API from a browser (CORS); none by default",
     )
     probe_hosts: list[str] = Field(
         default_factory=list,

@@ -234,3 +234,25 @@ begin
 end
 $extractions$;
 reset role;
+
+-- ===== idempotency keys (issue 33: sql/schema/140_idempotency.sql) =====
+-- A key lives in its principal's u: scope: the group's policies make it that
+-- principal's alone. No application role selects the table; the definer
+-- functions of sql/functions/260_idempotency.sql read and write it.
+set role vera_owner;
+alter table vera.idempotency_keys enable row level security;
+alter table vera.idempotency_keys force row level security;
+drop policy if exists read_own_groups on vera.idempotency_keys;
+drop policy if exists insert_own_groups on vera.idempotency_keys;
+drop policy if exists update_own_groups on vera.idempotency_keys;
+drop policy if exists delete_own_groups on vera.idempotency_keys;
+create policy read_own_groups on vera.idempotency_keys for select
+    using (group_id = any ((select vera.readable_groups())::text[]));
+create policy insert_own_groups on vera.idempotency_keys for insert
+    with check (group_id = any ((select vera.writable_groups())::text[]));
+create policy update_own_groups on vera.idempotency_keys for update
+    using (group_id = any ((select vera.writable_groups())::text[]))
+    with check (group_id = any ((select vera.writable_groups())::text[]));
+create policy delete_own_groups on vera.idempotency_keys for delete
+    using (group_id = any ((select vera.writable_groups())::text[]));
+reset role;

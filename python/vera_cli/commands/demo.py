@@ -122,6 +122,11 @@ def _print_next_steps(database: Database, key: str, example: Path) -> None:
     click.echo(json.dumps(stdio, indent=2, ensure_ascii=False))
     click.echo(f"Or over HTTP, after `{command} mcp serve --http`:")
     click.echo(json.dumps(http, indent=2, ensure_ascii=False))
+    click.echo(
+        f"\nApplications in any language (HTTP API; see docs/http-api.md): `{command} api serve`, then"
+    )
+    click.echo(f"  curl -H 'Authorization: Bearer {key}' '{API_URL}/v1/search?q=who+owns+ledger-db%3F'")
+    click.echo(f"  OpenAPI at {API_URL}/openapi.json, its reference pages at {API_URL}/docs")
 
 
 def demo_key_name() -> str:
@@ -151,6 +156,8 @@ def own_demo_key(database: Database, issued: str, key_name: str) -> tuple[str, i
 
 # `vera mcp serve --http` listens here unless VERA_MCP_HOST / VERA_MCP_PORT say otherwise
 MCP_HTTP_URL = "http://127.0.0.1:8765/mcp"
+# `vera api serve` listens here unless VERA_MCP_HOST / VERA_MCP_API_PORT say otherwise
+API_URL = "http://127.0.0.1:8766"
 
 
 def agent_client_config(

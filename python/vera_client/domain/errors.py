@@ -238,6 +238,8 @@ ERRORS_BY_SQLSTATE: dict[str, type[VeraError]] = {
     "23505": ConflictError,
     "22001": InvalidArgumentError,
     "VE001": EmbeddingMismatchError,
+    "VI001": ConflictError,  # an Idempotency-Key used for another request
+    "VI002": ConflictError,  # the request with that Idempotency-Key still runs
     "VE002": InvalidEmbeddingError,
     "VJ001": JobQueueMissingError,
     "VS001": SnapshotStaleError,

@@ -8,7 +8,7 @@ request (X-Request-Id); uvicorn_config bounds what one connection may hold."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,6 +20,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Send
@@ -27,20 +28,23 @@ from starlette.types import Scope as AsgiScope
 
 from vera_client.client import AsyncVeraClient
 from vera_client.domain.errors import DatabaseUnavailableError
+from vera_mcp.adapters.api.app import DOCS_PATH, OPENAPI_PATH, api_endpoints, serve_api
+from vera_mcp.adapters.api.gate import ApiGate
 from vera_mcp.adapters.auth_throttle import AuthThrottleMiddleware, FailedAuthThrottle
 from vera_mcp.adapters.connections import guarded_protocol
 from vera_mcp.adapters.health import health_routes
 from vera_mcp.adapters.http_guards import AnonymousChallenge, HostOriginMiddleware
 from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
 from vera_mcp.adapters.logs import CorrelationIdMiddleware
-from vera_mcp.adapters.metrics import HttpMetricsMiddleware
+from vera_mcp.adapters.metrics import HttpMetricsMiddleware, McpMetrics
+from vera_mcp.adapters.observability import ToolCallObserver
 from vera_mcp.adapters.runner import ToolRunner
 from vera_mcp.adapters.tools import build_mcp_server
 from vera_mcp.adapters.tracing import Tracing
 from vera_mcp.adapters.verifier import ChainedTokenVerifier
 from vera_mcp.config import McpSettings
 from vera_mcp.domain.access import Scope
-from vera_mcp.domain.ports import TokenVerification
+from vera_mcp.domain.ports import QuotaLedger, TokenVerification
 
 MCP_PATH = "/mcp"
 METRICS_PATH = "/metrics"
@@ -61,7 +65,7 @@ def transport_security(settings: McpSettings) -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=sorted({*hosts, *settings.allowed_hosts}),
-        allowed_origins=sorted({*origins, *settings.allowed_origins}),
+        allowed_origins=sorted({*origins, *settings.allowed_origins, *settings.cors_origins}),
     )
 
 
@@ -147,25 +151,105 @@ async def build_http_app(
     app.router.routes.extend(health_routes(client))
     _challenge_anonymous_requests(app)
     routes = frozenset({getattr(route, "path", "") for route in app.router.routes} | {METRICS_PATH}) - {""}
-    metrics = await instrument(server, runner, tracing=tracing or Tracing(None), ledger=ledger, routes=routes)
+    endpoints = api_endpoints(server_version, settings.quotas.limits()) if settings.api else []
+    routes |= {e.path for e in endpoints} | ({OPENAPI_PATH, DOCS_PATH} if endpoints else set())
+    extra = [e.name for e in endpoints]  # the API's operations are observed as the tools are
+    metrics = await instrument(
+        server, runner, tracing=tracing or Tracing(None), ledger=ledger, routes=routes, extra_names=extra
+    )
     if settings.metrics:
         # no bearer token: Prometheus scrapes it, and it holds counts under bounded labels only
         # (no query, principal or key); docs/mcp.md says how to keep it private
         app.router.routes.append(metrics.route(METRICS_PATH))
-    # around the SDK's own: every response is counted (a 401, 421 or 503 included) and carries
-    # the request's id (add_middleware puts each outside those before it)
     chain.on_refusal = metrics.observe_auth_refusal
+    if settings.api:
+        gate = api_gate(
+            settings, client, chain, ledger=lambda: runner.ledger, observer=lambda: runner.observer
+        )
+        serve_api(app, gate, endpoints, version=server_version, base_url=settings.base_url)
+    guard(app, settings, metrics)
+    app.state.metrics = metrics
+    app.state.ledger = runner.ledger
+    return app
+
+
+def guard(app: Starlette, settings: McpSettings, metrics: McpMetrics) -> None:
+    """The middleware every route of the server passes, outermost last (add_middleware puts each
+    outside those before it): every response counted (a 401, 421 or 503 included) and carrying
+    the request's id; a foreign Host or Origin refused before any token is looked at; the
+    client's address for the verifier chain's throttle, whose refusals are answered 429; 503
+    while the database cannot be reached; CORS for the configured origins only."""
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match"],
+            expose_headers=["ETag", "Idempotent-Replayed", "Retry-After", "X-Request-Id"],
+            max_age=600,
+        )
     app.add_middleware(DatabaseUnavailableMiddleware)
-    # the client's address for the verifier chain's throttle; its refusals answered 429
     app.add_middleware(AuthThrottleMiddleware)
-    # every route, before any token is looked at: a foreign Host or Origin costs nothing
     app.add_middleware(
         HostOriginMiddleware, security=transport_security(settings), probe_hosts=settings.probe_hosts
     )
     app.add_middleware(CorrelationIdMiddleware)
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics)
+
+
+def api_gate(
+    settings: McpSettings,
+    client: AsyncVeraClient,
+    chain: ChainedTokenVerifier,
+    *,
+    ledger: Callable[[], QuotaLedger | None],
+    observer: Callable[[], ToolCallObserver],
+) -> ApiGate:
+    return ApiGate(
+        client,
+        chain,
+        ledger=ledger,
+        observer=observer,
+        timeout_s=settings.request_timeout_s,
+        max_body_bytes=settings.max_body_bytes,
+        resource_metadata_url=settings.base_url + METADATA_PATH,
+    )
+
+
+async def build_api_app(
+    settings: McpSettings,
+    client: AsyncVeraClient,
+    verifiers: Sequence[TokenVerification],
+    *,
+    server_version: str,
+    ledger: LedgerFactory = no_ledger,
+    tracing: Tracing | None = None,
+) -> Starlette:
+    """The HTTP API alone (`vera api serve`): /v1, /openapi.json, /docs, health and metrics, behind
+    the same guards, verifier chain, quotas and metrics as the MCP server's app. Its ledger is
+    `app.state.ledger`: whoever built the app closes it when done."""
+    throttle = FailedAuthThrottle(settings.auth_throttle_limits())
+    chain = ChainedTokenVerifier(verifiers, settings.base_url, throttle=throttle)
+    endpoints = api_endpoints(server_version, settings.quotas.limits())
+    routes = {e.path for e in endpoints} | {
+        OPENAPI_PATH,
+        DOCS_PATH,
+        METRICS_PATH,
+        "/health/live",
+        "/health/ready",
+    }
+    metrics = McpMetrics(tools=[e.name for e in endpoints], routes=routes)
+    observer = ToolCallObserver(metrics, tracing or Tracing(None))
+    quota_ledger = ledger(metrics)
+    gate = api_gate(settings, client, chain, ledger=lambda: quota_ledger, observer=lambda: observer)
+    app = Starlette(routes=health_routes(client))
+    serve_api(app, gate, endpoints, version=server_version, base_url=settings.base_url)
+    if settings.metrics:
+        app.router.routes.append(metrics.route(METRICS_PATH))
+    chain.on_refusal = metrics.observe_auth_refusal
+    guard(app, settings, metrics)
     app.state.metrics = metrics
-    app.state.ledger = runner.ledger
+    app.state.ledger = quota_ledger
     return app
 
 

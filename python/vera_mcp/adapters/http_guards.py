@@ -40,7 +40,8 @@ class HostOriginMiddleware:
             return
         path = str(scope.get("path", ""))
         checks = self._health if path.startswith(HEALTH_PREFIX) else self._everywhere
-        # is_post=False: the content type is the SDK's business on /mcp, and no other route takes a body
+        # is_post=False: the content type is the SDK's business on /mcp, and the HTTP API's gate checks
+        # its own bodies' (415)
         refused = await checks.validate_request(Request(scope), is_post=False)
         if refused is None:
             await self.app(scope, receive, send)

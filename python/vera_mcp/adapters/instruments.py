@@ -6,7 +6,7 @@ Valkey failures the metrics count. Both transports go through here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from vera_mcp.adapters.metrics import McpMetrics
 from vera_mcp.adapters.observability import ToolCallObserver
@@ -30,9 +30,11 @@ async def instrument(
     tracing: Tracing,
     ledger: LedgerFactory = no_ledger,
     routes: frozenset[str] | None = None,
+    extra_names: Sequence[str] = (),
 ) -> McpMetrics:
-    """Give runner (the one server was built with) its observer and ledger; the metrics back."""
-    tools = [tool.name for tool in await server.list_tools()]
+    """Give runner (the one server was built with) its observer and ledger; the metrics back.
+    extra_names: other operations observed as tools are (the HTTP API's, when it is served too)."""
+    tools = [tool.name for tool in await server.list_tools()] + list(extra_names)
     metrics = McpMetrics(tools=tools) if routes is None else McpMetrics(tools=tools, routes=routes)
     runner.observer = ToolCallObserver(metrics, tracing)
     runner.ledger = ledger(metrics)

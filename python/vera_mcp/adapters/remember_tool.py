@@ -14,14 +14,13 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-from vera_client.api.context import Remembered
 from vera_client.domain.errors import InvalidArgumentError
 from vera_mcp.adapters.runner import ToolCall, ToolRunner
 from vera_mcp.adapters.tool_annotations import WRITES
 from vera_mcp.domain.access import Scope, ToolClass
 from vera_mcp.domain.arguments import ScopeName
+from vera_mcp.domain.knowledge_shapes import RememberedOut
 from vera_mcp.domain.limits import LIMITS
-from vera_mcp.domain.rows import FromClient, mirrors
 
 
 class Message(BaseModel):
@@ -54,13 +53,6 @@ SourceName = Annotated[
         description="the source it is recorded under; registered on first use in your personal scope",
     ),
 ]
-
-
-# claims are never passed here (propose is the agent's way): their counts are always 0
-@mirrors(Remembered, without=["claims_recorded", "claims_published"])
-class RememberedOut(FromClient):
-    """What was recorded: one episode of a source; created is false when the same content was
-    remembered before (nothing new was recorded)."""
 
 
 def register_remember_tool(server: MCPServer[Any], runner: ToolRunner) -> None:

@@ -26,6 +26,7 @@ class Scope(enum.StrEnum):
     FEEDBACK = "feedback"
     SNAPSHOT = "snapshot"
     REVIEW = "review"
+    ADMIN = "admin"  # credentials and memberships (HTTP API); roles in SQL still decide
 
 
 ALL_SCOPES = frozenset(Scope)
@@ -40,6 +41,7 @@ class ToolClass(enum.StrEnum):
     FEEDBACK = "feedback"
     SNAPSHOT = "snapshot"
     REVIEW = "review"
+    ADMIN = "admin"  # the HTTP API's keys, principals, members and sources
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, Field
 
+from vera_client.api.context import Remembered
 from vera_client.api.curation import Proposal, ProposalState, RetractedProposal
 from vera_client.api.reads import (
     ConflictValue,
@@ -198,3 +199,10 @@ class ContextPackOut(FromClient):
     conflicts: list[PackConflictOut] = Field(description="competing values of packed facts, side by side")
     warnings: list[WarningOut] = Field(description="packed facts that may no longer hold")
     weights: dict[str, Any] | None = Field(description="the ranking weights of each group packed")
+
+
+# claims are never passed to remember (propose is the agent's way): their counts are always 0
+@mirrors(Remembered, without=["claims_recorded", "claims_published"])
+class RememberedOut(FromClient):
+    """What was recorded: one episode of a source; created is false when the same content was
+    remembered before (nothing new was recorded)."""

@@ -79,6 +79,7 @@ DEFAULT_RATES: Mapping[ToolClass, Rate] = MappingProxyType(
         ToolClass.FEEDBACK: Rate(60, 60),
         ToolClass.SNAPSHOT: Rate(10, 3600),
         ToolClass.REVIEW: Rate(60, 60),
+        ToolClass.ADMIN: Rate(30, 60),
     }
 )
 

@@ -14,13 +14,15 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 
+from starlette.applications import Starlette
+
 from vera_client.bootstrap import Database, build_database, build_providers
 from vera_client.client import AsyncVeraClient
 from vera_client.config import VeraSettings
 from vera_client.distribution import DISTRIBUTION
 from vera_client.domain.errors import AuthenticationError, ConfigurationError
 from vera_mcp.adapters.api_keys import ApiKeyVerification
-from vera_mcp.adapters.http_app import build_http_app, serve_http
+from vera_mcp.adapters.http_app import build_api_app, build_http_app, serve_http
 from vera_mcp.adapters.instruments import LedgerFactory
 from vera_mcp.adapters.metrics import McpMetrics
 from vera_mcp.adapters.oidc import OidcVerifier, oidc_verifier
@@ -117,19 +119,40 @@ async def close_ledger(ledger: QuotaLedger | None) -> None:
         await ledger.close()
 
 
-async def run_http(
+# Builds a server's app: the MCP server's (with the API when VERA_MCP_API is on), or the API's alone.
+AppBuilder = Callable[..., Awaitable[Starlette]]
+
+
+def api_settings(settings: McpSettings) -> McpSettings:
+    """The settings of `vera api serve`: those of the MCP server, listening on the API's port."""
+    return settings.model_copy(update={"port": settings.api_port})
+
+
+async def run_api(
     settings: McpSettings,
     vera: VeraSettings,
     *,
     verifiers: Verifiers = default_verifiers,
     ready: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """`vera mcp serve --http` until stopped."""
+    """`vera api serve` until stopped: the HTTP API alone, on settings.api_port."""
+    await run_http(api_settings(settings), vera, verifiers=verifiers, ready=ready, build=build_api_app)
+
+
+async def run_http(
+    settings: McpSettings,
+    vera: VeraSettings,
+    *,
+    verifiers: Verifiers = default_verifiers,
+    ready: Callable[[], Awaitable[None]] | None = None,
+    build: AppBuilder = build_http_app,
+) -> None:
+    """`vera mcp serve --http` (or, with build=build_api_app, `vera api serve`) until stopped."""
     tracing = tracing_for(settings)
     client = await connect_client(vera, tracing)
     verifications = verifiers(client, settings)
     try:
-        app = await build_http_app(
+        app = await build(
             settings,
             client,
             verifications,

@@ -1,0 +1,138 @@
+"""The HTTP API's `/v1/search` beside the direct client call, on the same data.
+
+Seeds (once; reused on later runs) a tenant with published facts (mcp_latency.seed), starts
+`vera api serve` as a subprocess on 127.0.0.1 (the server a deployment runs, its own pool as
+vera_gateway), and measures the same queries (k = 10, by words: no model runs, so what is
+measured is the HTTP layer: routing, the bearer token, the parameters' model, JSON) through:
+
+- direct: AsyncVeraClient.search as the tenant's API key, in this process (mcp_latency.direct_path);
+- HTTP: GET /v1/search?q=...&k=10 with httpx on a kept-alive connection;
+
+with one client (the two paths taking turns in a random order per query) and with 16 concurrent
+clients (one path at a time), and prints p50/p95 and the overhead over the direct call at p50
+(the issue's target: at most 3 ms for one client).
+
+    .venv/bin/python benchmarks/api_latency.py [--facts 3000] [--calls 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import Bench, start
+from mcp_latency import (
+    EMBEDDER,
+    Call,
+    Paths,
+    concurrent,
+    direct_path,
+    free_port,
+    interleaved,
+    percentile,
+    seed,
+)
+
+DATABASE = "vera_bench_api_latency"
+CONCURRENT = 16
+
+
+def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "VERA_DB__DATA_DIR": str(bench.server.data_dir),
+        "VERA_DB__PORT": str(bench.server.port),
+        "VERA_DB__DATABASE": bench.database,
+        "VERA_DB__DSN": "",
+        "VERA_DB__ADMIN_DSN": "",
+        "VERA_EMBEDDER__PROVIDER": EMBEDDER,
+        "VERA_MCP_API_PORT": str(port),
+        "VERA_MCP_API_KEY_CACHE_S": "30",
+        "VERA_MCP_QUOTAS__READ": "1000000/min",
+        "VERA_MCP_QUOTAS__ORGANISATION__READ": "1000000/min",
+        "VERA_MCP_LOG_LEVEL": "warning",
+    }
+    vera = Path(sys.executable).with_name("vera")
+    server = subprocess.Popen([str(vera), "api", "serve"], env=env)  # noqa: S603
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.terminate()
+    raise SystemExit("the API server did not become ready within 60 s")
+
+
+@asynccontextmanager
+async def http_path(bench: Bench, clients: int, url: str) -> AsyncIterator[Call]:
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {bench.api_key}"}, timeout=60) as http:
+
+        async def call(query: str) -> object:
+            answer = await http.get(url + "/v1/search", params={"q": query, "k": 10})
+            if answer.status_code != 200:
+                raise RuntimeError(answer.text[:300])
+            return answer
+
+        yield call
+
+
+PATHS: Paths = {
+    # each client its own connection (16 clients: 16 connections, not a pool of 16 apiece)
+    "direct": lambda bench, _clients, url: direct_path(bench, 1, url),
+    "HTTP GET /v1/search": http_path,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=3000)
+    parser.add_argument("--calls", type=int, default=300, help="calls per measurement")
+    args = parser.parse_args()
+    random.seed(13)
+    bench = start(DATABASE, fresh=False)
+    queries = seed(bench, args.facts)
+    sample = [random.choice(queries) for _ in range(args.calls)]
+    port = free_port()
+    server = serve(bench, port)
+    url = f"http://127.0.0.1:{port}"
+    load_before = os.getloadavg()[0]
+    try:
+        rows = [
+            (1, asyncio.run(interleaved(bench, url, sample, PATHS))),
+            (CONCURRENT, asyncio.run(concurrent(bench, url, sample, CONCURRENT, PATHS))),
+        ]
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    print(
+        f"\n/v1/search, k = 10, {args.facts} facts, {args.calls} calls per path and row"
+        f" (one client: the paths interleaved); load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
+    print("| clients | path | p50 / p95 ms | overhead over direct at p50, ms |")
+    print("|---|---|---|---|")
+    for clients, latencies in rows:
+        base = percentile(latencies["direct"], 50)
+        for name, values in latencies.items():
+            p50 = percentile(values, 50)
+            extra = "" if name == "direct" else f"{(p50 - base) * 1000:.2f}"
+            print(
+                f"| {clients} | {name} | {p50 * 1000:.2f} / {percentile(values, 95) * 1000:.2f} | {extra} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
