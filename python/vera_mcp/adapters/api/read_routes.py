@@ -59,7 +59,12 @@ async def search(a: ApiCall) -> SearchResult:
         )
     asked = PeriodOut.of(hits.during) if hits.during is not None else None
     return SearchResult(
-        query=q.q, as_of=q.as_of, snapshot=q.snapshot, during=asked, hits=[HitOut.of(h) for h in hits]
+        query=q.q,
+        as_of=q.as_of,
+        snapshot=q.snapshot,
+        during=asked,
+        no_good_match=hits.no_good_match,
+        hits=[HitOut.of(h) for h in hits],
     )
 
 
