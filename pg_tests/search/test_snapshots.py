@@ -239,7 +239,7 @@ def test_a_snapshot_pins_the_ontology_the_policy_and_the_assembler(world: World,
         "er.trigram_link": 0.85, "judge.contradiction": False,
     }  # fmt: skip
     # the pins the search already had, in the same object
-    assert pins["search_version"] == "vera-search/6"
+    assert pins["search_version"] == "vera-search/7"
     assert pins["embedding"] == {"model": MODEL, "dim": 16}
     assert _listed(world, group, "pinned")["stale_pins"] == []
     assert _pin_changes(world, group, "pinned") == []
