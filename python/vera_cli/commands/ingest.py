@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from vera_client.bootstrap import Database
     from vera_client.domain.errors import VeraError
     from vera_worker.adapters.extraction import ExtractionReport
-    from vera_worker.connectors.folder.events import IngestReport
+    from vera_worker.connectors.events import IngestReport
     from vera_worker.connectors.folder.run import IngestRequest
 
 
@@ -92,7 +92,7 @@ def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) ->
 def _summary(drained: Drained, as_json: bool) -> None:
     """The runs' counts, and the claims the model found in what they wrote."""
     from vera_cli.progress import summarize, summarize_extraction
-    from vera_worker.connectors.folder.events import combined
+    from vera_worker.connectors.events import combined
 
     if as_json:
         summary = combined(drained.reports).as_json()
