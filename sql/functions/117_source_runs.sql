@@ -249,6 +249,8 @@ $$;
 comment on function vera.request_due_ingests() is
     'The schedule: queues a run of every source whose interval has passed (worker and operators)';
 alter function vera.request_due_ingests() owner to vera_searcher;
+-- its owner queues the runs (as vera.request_ingest would for their principal)
+grant execute on function vera.enqueue_job(text, jsonb, timestamptz) to vera_searcher;
 grant execute on function vera.request_due_ingests() to vera_worker, vera_operator;
 
 reset role;

@@ -67,7 +67,8 @@ class CmdbConnector:
                 if isinstance(converted, Item) and updated and (high is None or updated > high):
                     high = updated
             if token:
-                yield Page(items=tuple(items), position={"since": since, "next": token, "high": high})
+                resume = {"since": since, "next": token, "high": high}
+                yield Page(items=tuple(items), position={k: v for k, v in resume.items() if v is not None})
             else:
                 yield Page(items=tuple(items), position={"since": high} if high else {})
                 return
