@@ -49,7 +49,8 @@ create table vera.source_runs (
     skipped     integer not null default 0,  -- bad items, each named in the worker's log
     error       text constraint source_runs_error_length check (char_length(error) <= 2000),
     primary key (group_id, run_id),
-    foreign key (group_id, source_id) references vera.sources (group_id, source_id)
+    -- an erased source takes its runs' history with it (their errors name its records)
+    foreign key (group_id, source_id) references vera.sources (group_id, source_id) on delete cascade
 );
 create index source_runs_latest_idx on vera.source_runs (group_id, source_id, started_at desc);
 comment on table vera.source_runs is 'Connector runs over a source: when, how they ended, what they counted';

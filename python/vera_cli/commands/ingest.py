@@ -118,7 +118,7 @@ def _summary(drained: Drained, as_json: bool) -> None:
 def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
     path: Path | None, source_name: str | None, group: str | None, no_wait: bool, as_json: bool, api_key: str
 ) -> None:
-    """Read a registered source, or the part of one at PATH, incrementally.
+    """Read a registered source (PATH or --source: its name), or the part of one at PATH, incrementally.
 
     New and changed files are published, unchanged ones skipped, deleted ones
     retracted. Without --no-wait the queued run is worked off here, with progress;
@@ -128,6 +128,8 @@ def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes the
 
     if path is None and source_name is None:
         fail("give a PATH below a registered source's folder, or --source NAME")
+    if source_name is None and path is not None and "/" not in str(path) and not path.expanduser().exists():
+        source_name, path = str(path), None  # `vera ingest NAME`: a source without a folder (cmdb, ...)
     database = database_from_env()
     start_if_embedded(database)
     with client_from_env(api_key, database) as vera:
