@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
+
 from pg_tests.support.cli import run_vera, tenant_key, vera_env
 from pg_tests.support.databases import Database
-from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
 
 
 def test_source_add_lists_the_kinds() -> None:

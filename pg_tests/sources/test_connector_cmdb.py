@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
+from tests.standins import Reply
 
 from pg_tests.support.clients import client_for
 from pg_tests.support.ingesting import run_worker, worker_executor
 from pg_tests.support.seed import World, caller, create_project
-from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
-from tests.standins import Reply
 from vera_client.api import sources as sources_api
 from vera_client.api.sources import SourceStatus
 from vera_client.config import ResilienceSettings
@@ -46,7 +46,7 @@ def _items() -> dict[str, dict[str, Any]]:
             "k8s-hanoi-2",
             "2026-01-02T00:00:00Z",
             description="The billing API issues invoices every night.",
-        ),  # fmt: skip
+        ),
         _item("ci-3", "search-api", "Discovery", "k8s-hanoi-1", "2026-01-03T00:00:00Z"),
         _item("ci-4", "audit-log", "Security", "pg-cluster-2", "2026-01-04T00:00:00Z"),
         _item("ci-5", "mailer", "Messaging", "k8s-saigon-1", "2026-01-05T00:00:00Z"),

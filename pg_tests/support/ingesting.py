@@ -16,13 +16,13 @@ from pg_tests.support.seed import allow_folders
 from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
-from vera_client.config import ResilienceSettings
 from vera_client.api.sources import Source
+from vera_client.config import ResilienceSettings
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.manifest import register_manifest, request_all
-from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
 
