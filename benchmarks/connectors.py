@@ -88,10 +88,8 @@ def main() -> None:
             admin.execute("select vera.add_source_root(%s, %s)", (bench.organisation, str(root.resolve())))
         print("| run | items | seconds | items/s | what happened |")
         print("|---|---|---|---|---|")
-        for count, embedder, label in (
-            (options.items, None, "no vectors"),
-            (options.embedded_items, model, "MiniLM"),
-        ):
+        runs = [(options.items, None, "no vectors"), (options.embedded_items, model, "MiniLM")]
+        for count, embedder, label in [run for run in runs if run[0] > 0]:
             folder = root / f"folder-{label}"
             write_folder(folder, texts[:count])
             group = new_group(bench, f"folder {label}")
