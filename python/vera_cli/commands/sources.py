@@ -86,6 +86,14 @@ def _changes(
     return notes
 
 
+def _names_a_folder(args: list[str]) -> bool:
+    """`vera source add cmdb ./export --tier 1`: a folder source named like a kind (NAME FOLDER,
+    then options), as it was registered before kinds, not a kind's NAME and URL."""
+    return (
+        len(args) >= 2 and Path(args[1]).expanduser().is_dir() and (len(args) == 2 or args[2].startswith("-"))
+    )
+
+
 class _KindGroup(click.Group):
     """`vera source add KIND ...`; without a kind it is a folder, as before kinds:
     `vera source add NAME FOLDER` reads `vera source add folder NAME FOLDER`."""
@@ -93,7 +101,7 @@ class _KindGroup(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0] not in self.commands and not args[0].startswith("-"):
+        if args and not args[0].startswith("-") and (args[0] not in self.commands or _names_a_folder(args)):
             args = ["folder", *args]
         return super().resolve_command(ctx, args)
 
