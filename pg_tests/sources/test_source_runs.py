@@ -6,6 +6,7 @@ runs only as the worker."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -14,11 +15,13 @@ import pytest
 from pg_tests.support.clients import client_for
 from pg_tests.support.ingesting import worker_executor
 from pg_tests.support.seed import World, create_project
+from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import sources as sources_api
 from vera_client.api.call import Call
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError, PermissionDeniedError, VeraError
+from vera_worker.adapters.queue import SOURCE_SCHEDULE_QUEUE, SOURCE_SCHEDULE_TASK, build_app, served_queues
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +97,10 @@ def test_source_status_of_every_readable_group_leaves_other_tenants_out(
         s.source_id == source.source_id
         for s in sql.run(Principal(world.a.owner), sources_api.source_status())
     )
+
+
+def test_a_worker_with_the_schedule_serves_its_queue(world: World, tmp_path: Path) -> None:
+    dsn = world.db.dsn("vera_worker")
+    scheduled = build_app(dsn, objects=LocalObjectStore(tmp_path), request_due_ingests=lambda: [])
+    assert SOURCE_SCHEDULE_TASK in scheduled.tasks and SOURCE_SCHEDULE_QUEUE in served_queues(scheduled)
+    assert SOURCE_SCHEDULE_QUEUE not in served_queues(build_app(dsn, objects=LocalObjectStore(tmp_path)))
