@@ -33,7 +33,7 @@ from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.events import IngestReport
+from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.folder.run import SourceIngestion
 
 SCIFACT = (

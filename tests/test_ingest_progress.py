@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from vera_cli.progress import SHOWN_WARNINGS, IngestProgress
-from vera_worker.connectors.folder.events import IngestEvent
+from vera_worker.connectors.events import IngestEvent
 
 
 def _shown(events: list[IngestEvent]) -> list[str]:

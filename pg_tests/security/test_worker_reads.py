@@ -17,7 +17,7 @@ from pg_tests.support.seed import World, caller, create_project
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.config import ReadLimits
-from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 
 SECRET = "The launch code is 0000."

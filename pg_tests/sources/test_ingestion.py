@@ -30,8 +30,8 @@ from vera_client.domain.errors import (
     SourceUnavailableError,
 )
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.episodes import object_key
 from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
+from vera_worker.connectors.writing import object_key
 
 
 def _member_key(world: World, group: str) -> str:

@@ -29,7 +29,7 @@ from vera_client.domain.errors import (
     SourceRootNotAllowedError,
     SourceUnavailableError,
 )
-from vera_worker.connectors.folder.events import IngestReport
+from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
@@ -16,11 +17,14 @@ from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
+from vera_client.config import ResilienceSettings
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.dispatch import SourceRuns
+from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.manifest import register_manifest, request_all
 from vera_worker.connectors.folder.run import SourceIngestion
+from vera_worker.connectors.runner import ConnectorIngestion
 
 
 def worker_executor(db: Database) -> Executor:
@@ -30,21 +34,35 @@ def worker_executor(db: Database) -> Executor:
 
 
 def run_worker(
-    db: Database, objects: Path, embedder: Embedder | None = None, events: list[IngestEvent] | None = None
+    db: Database,
+    objects: Path,
+    embedder: Embedder | None = None,
+    events: list[IngestEvent] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    resilience: ResilienceSettings | None = None,
 ) -> list[IngestReport]:
-    """Work off every due job of the worker's queues; the ingestion runs' reports."""
+    """Work off every due job of the worker's queues, as `vera worker` does (folder sources and
+    connector kinds alike, each run recorded); the ingestion runs' reports. environ: the worker's
+    environment that token_env variables are read from."""
     reports: list[IngestReport] = []
     store = LocalObjectStore(objects)
+    progress = events.append if events is not None else None
     with closing(worker_executor(db)) as sql:
-        ingestion = SourceIngestion(
+        folder = SourceIngestion(
             sql,
             objects=store,
             embedder_for_model=lambda _pinned: embedder,
-            on_progress=events.append if events is not None else None,
+            on_progress=progress,
             on_report=reports.append,
             # test folders live below the temporary directory; the example corpus ships with VERA
             allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
         )
+        connectors = ConnectorIngestion(
+            sql, objects=store, embedder_for_model=lambda _pinned: embedder, environ=environ or {},
+            resilience=resilience, on_progress=progress,
+        )  # fmt: skip
+        ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
         drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
     return reports
 

@@ -67,7 +67,7 @@ COMMANDS = {
     ),
     "ingest": Entry(
         "vera_cli.commands.ingest:ingest_command",
-        "Read a registered source, or the part of one at PATH, incrementally.",
+        "Read a registered source (PATH or --source: its name), or the part of one at PATH, incrementally.",
         "worker",
     ),
     "key": Entry("vera_cli.commands.keys:key", "Your API keys: create, list, revoke, rotate."),

@@ -24,7 +24,7 @@ from rich.progress import (
 
 from vera_cli.output import counted
 from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport
-from vera_worker.connectors.folder.events import IngestEvent, IngestReport, combined
+from vera_worker.connectors.events import IngestEvent, IngestReport, combined
 
 # warnings named one by one; past this the summary's count (and --json) carries the rest
 SHOWN_WARNINGS = 20

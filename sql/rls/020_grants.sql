@@ -60,3 +60,8 @@ grant select on vera.feedback, vera.group_settings to vera_searcher;
 grant select, insert, update on vera.ranking_weights to vera_searcher;
 
 reset role;
+
+-- The connectors' schedule (sql/functions/117_source_runs.sql) belongs to
+-- vera_searcher: the worker's periodic task finds due sources past RLS.
+grant select on vera.source_runs to vera_searcher;
+grant update (scheduled_at) on vera.sources to vera_searcher;

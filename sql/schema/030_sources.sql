@@ -20,10 +20,40 @@ create table vera.sources (
     created_at  timestamptz not null default now(),
     created_by  uuid references vera.principals (principal_id),
     retracted_at timestamptz,
+    -- how often the schedule reads it, in seconds (null: only when asked, `vera ingest`)
+    interval_s  integer constraint sources_interval_range check (interval_s between 60 and 31536000),
+    -- when a connector's run last compared the source's id listing with what VERA holds (prune)
+    pruned_at   timestamptz,
+    -- when the schedule last queued a run of it (so a busy worker is not sent it twice)
+    scheduled_at timestamptz,
     primary key (group_id, source_id),
     constraint sources_name_unique unique (group_id, name)
 );
 comment on table vera.sources is 'Registered sources with their trust tier and incremental cursor';
+
+-- One run of a connector over a source: what `vera source list` shows of its
+-- last run. A run that never ended (its worker died) is marked interrupted
+-- when the next one begins.
+create table vera.source_runs (
+    group_id    text not null,
+    run_id      uuid not null default gen_random_uuid(),
+    source_id   uuid not null,
+    started_at  timestamptz not null default now(),
+    finished_at timestamptz,
+    status      text not null default 'running'
+                constraint source_runs_status_known
+                check (status in ('running', 'done', 'stopped', 'failed', 'interrupted')),
+    items       integer not null default 0,  -- new episodes or versions written
+    unchanged   integer not null default 0,
+    retracted   integer not null default 0,
+    skipped     integer not null default 0,  -- bad items, each named in the worker's log
+    error       text constraint source_runs_error_length check (char_length(error) <= 2000),
+    primary key (group_id, run_id),
+    -- an erased source takes its runs' history with it (their errors name its records)
+    foreign key (group_id, source_id) references vera.sources (group_id, source_id) on delete cascade
+);
+create index source_runs_latest_idx on vera.source_runs (group_id, source_id, started_at desc);
+comment on table vera.source_runs is 'Connector runs over a source: when, how they ended, what they counted';
 
 create table vera.episodes (
     group_id       text not null,

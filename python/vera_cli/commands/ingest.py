@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from vera_client.bootstrap import Database
     from vera_client.domain.errors import VeraError
     from vera_worker.adapters.extraction import ExtractionReport
-    from vera_worker.connectors.folder.events import IngestReport
+    from vera_worker.connectors.events import IngestReport
     from vera_worker.connectors.folder.run import IngestRequest
 
 
@@ -92,7 +92,7 @@ def drain_with_progress(database: Database, extra_roots: Sequence[Path] = ()) ->
 def _summary(drained: Drained, as_json: bool) -> None:
     """The runs' counts, and the claims the model found in what they wrote."""
     from vera_cli.progress import summarize, summarize_extraction
-    from vera_worker.connectors.folder.events import combined
+    from vera_worker.connectors.events import combined
 
     if as_json:
         summary = combined(drained.reports).as_json()
@@ -118,7 +118,7 @@ def _summary(drained: Drained, as_json: bool) -> None:
 def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
     path: Path | None, source_name: str | None, group: str | None, no_wait: bool, as_json: bool, api_key: str
 ) -> None:
-    """Read a registered source, or the part of one at PATH, incrementally.
+    """Read a registered source (PATH or --source: its name), or the part of one at PATH, incrementally.
 
     New and changed files are published, unchanged ones skipped, deleted ones
     retracted. Without --no-wait the queued run is worked off here, with progress;
@@ -128,6 +128,8 @@ def ingest_command(  # noqa: PLR0917 (one parameter per option: click passes the
 
     if path is None and source_name is None:
         fail("give a PATH below a registered source's folder, or --source NAME")
+    if source_name is None and path is not None and "/" not in str(path) and not path.expanduser().exists():
+        source_name, path = str(path), None  # `vera ingest NAME`: a source without a folder (cmdb, ...)
     database = database_from_env()
     start_if_embedded(database)
     with client_from_env(api_key, database) as vera:

@@ -4,14 +4,16 @@ changes), a retracted source can come back, and an erase asks first."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from vera_cli.cleanup import cleanup_graph, withdrawal_line
-from vera_cli.output import counted, echo_json_lines
+from vera_cli.output import counted, echo_json
 from vera_cli.plumbing import (
     api_key_option,
     client_from_env,
@@ -23,8 +25,13 @@ from vera_cli.plumbing import (
 from vera_client.domain.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from vera_client.api.sources import Source
+    from vera_client.api.sources import Source, SourceStatus
     from vera_client.client import VeraClient
+
+
+# the kinds a connector reads (vera_worker.connectors.registry; a test keeps them the same): their
+# sources have no folder and are not written through the API
+CONNECTOR_KINDS = ("cmdb",)
 
 
 @click.group()
@@ -79,7 +86,57 @@ def _changes(
     return notes
 
 
-@source.command("add")
+def _names_a_folder(args: list[str]) -> bool:
+    """`vera source add cmdb ./export --tier 1`: a folder source named like a kind (NAME FOLDER,
+    then options), as it was registered before kinds, not a kind's NAME and URL."""
+    return (
+        len(args) >= 2 and Path(args[1]).expanduser().is_dir() and (len(args) == 2 or args[2].startswith("-"))
+    )
+
+
+class _KindGroup(click.Group):
+    """`vera source add KIND ...`; without a kind it is a folder, as before kinds:
+    `vera source add NAME FOLDER` reads `vera source add folder NAME FOLDER`."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and not args[0].startswith("-") and (args[0] not in self.commands or _names_a_folder(args)):
+            args = ["folder", *args]
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        kinds = [
+            (name, command.get_short_help_str(limit=70)) for name, command in sorted(self.commands.items())
+        ]
+        with formatter.section("Kinds"):
+            formatter.write_dl(kinds)
+
+
+@source.group("add", cls=_KindGroup)
+def source_add() -> None:
+    """Register a source of one KIND (below); `vera ingest NAME` reads it, `--interval` on a schedule.
+
+    Without a KIND, `vera source add NAME FOLDER` registers a folder. docs/connectors.md
+    shows each kind's config, default tier and what becomes of its data.
+    """
+
+
+def interval_option(function: Any) -> Any:
+    return click.option(
+        "--interval", "interval_s", type=click.IntRange(60, 31_536_000),
+        help="Read it on a schedule, every this many seconds (a running `vera worker`).",
+    )(function)  # fmt: skip
+
+
+def set_interval(vera: VeraClient, source: Source, interval_s: int | None) -> None:
+    """The source's schedule, when asked for (an unset --interval keeps the one it has)."""
+    if interval_s is not None:
+        vera.set_source_interval(source.group_id, source.source_id, interval_s)
+        click.echo(f"source {source.name!r} is read every {interval_s} s by a running `vera worker`")
+
+
+@source_add.command("folder")
 @click.argument("name")
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--tier", required=True, type=click.IntRange(1, 4),
@@ -93,9 +150,10 @@ def _changes(
     "--functional", multiple=True, help="A key whose values replace each other over time (repeatable)."
 )
 @click.option("--replace", is_flag=True, help="Re-point an existing source of that name (folder, tier, ...).")
+@interval_option
 @api_key_option("Key of an admin of the group.")
 @friendly_errors
-def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+def source_add_folder(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
     name: str,
     folder: Path,
     tier: int,
@@ -104,9 +162,10 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
     uri: str | None,
     functional: tuple[str, ...],
     replace: bool,
+    interval_s: int | None,
     api_key: str,
 ) -> None:
-    """Register FOLDER (Markdown, CSV and text files) as source NAME; `vera ingest` reads it.
+    """A folder of Markdown, CSV and text files (the default kind): NAME FOLDER.
 
     A name already in use is refused unless --replace (the same options again change
     nothing); a retracted source of that name comes back (its files are read afresh
@@ -137,6 +196,8 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
         live = old is not None and old.retracted_at is None
         if live and not changes:
             click.echo(f"source {name!r} is registered so already in {target}: nothing changed")
+            if old is not None:
+                set_interval(vera, old, interval_s)
             return
         if live and not replace:
             assert old is not None
@@ -147,6 +208,7 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
         added = vera.register_folder(
             target, name, folder, tier=tier, kind=kind, uri=uri, functional=functional
         )
+        set_interval(vera, added, interval_s)
     if live and old is not None:
         click.echo(f"replacing source {old.name!r}:")
         for note in changes:
@@ -154,6 +216,65 @@ def source_add(  # noqa: PLR0917 (one parameter per option: click passes them by
     elif old is not None:
         click.echo(f"source {old.name!r} was retracted: restored; the next ingest reads its files afresh")
     click.echo(f"source {name!r} ({added.source_id}) in {target}: tier {tier}, folder {folder.resolve()}")
+
+
+@source_add.command("cmdb")
+@click.argument("name")
+@click.argument("url")
+@click.option("--token-env", help="The environment variable holding its token (never the token itself).")
+@click.option(
+    "--field", "fields", multiple=True, metavar="FIELD=PHRASE", required=True,
+    help='An item field and the claim it makes: owner="owned by" (repeatable).',
+)  # fmt: skip
+@click.option("--functional", multiple=True, help="A phrase whose values replace each other (repeatable).")
+@click.option("--id-field", default="id", show_default=True, help="The field that identifies an item.")
+@click.option(
+    "--name-field", default="name", show_default=True, help="The field that names it (the subject)."
+)
+@click.option("--updated-field", default="updated", show_default=True, help="When it last changed (ISO).")
+@click.option("--description-field", help="A free-text field that becomes a passage.")
+@click.option("--tier", type=click.IntRange(1, 4), default=1, show_default=True, help="Trust tier.")
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_cmdb(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    url: str,
+    token_env: str | None,
+    fields: tuple[str, ...],
+    functional: tuple[str, ...],
+    id_field: str,
+    name_field: str,
+    updated_field: str,
+    description_field: str | None,
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """Configuration items as JSON over HTTP (tier 1): NAME URL, fields mapped to claims."""
+    mapping = {}
+    for pair in fields:
+        field, sep, phrase = pair.partition("=")
+        if not sep or not field.strip() or not phrase.strip():
+            fail(f'--field {pair!r}: expected FIELD=PHRASE, e.g. owner="owned by"')
+        mapping[field.strip()] = phrase.strip()
+    config: dict[str, Any] = {
+        "url": url, "fields": mapping, "functional": list(functional), "id_field": id_field,
+        "name_field": name_field, "updated_field": updated_field,
+    }  # fmt: skip
+    if description_field:
+        config["description_field"] = description_field
+    with client_from_env(api_key) as vera:
+        target = group or vera.default_group()
+        source_id = vera.register_source(
+            target, "cmdb", name, tier, token_env=token_env, config=config, uri=url
+        )
+        added = next(s for s in vera.list_sources(target) if s.source_id == source_id)
+        set_interval(vera, added, interval_s)
+    secret = f", token from ${token_env}" if token_env else ""
+    click.echo(f"source {name!r} ({source_id}) in {target}: cmdb, tier {tier}, {url}{secret}")
 
 
 @source.command("restore")
@@ -185,8 +306,11 @@ def source_list(group: str | None, as_json: bool, api_key: str) -> None:
     """The sources you can read."""
     with client_from_env(api_key) as vera:
         found = vera.list_sources(group)
+        states = {state.source_id: state for state in vera.source_status(group)}
     if as_json:
-        echo_json_lines(found)
+        for item in found:
+            state = states.get(item.source_id)
+            echo_json({**dataclasses.asdict(item), "status": dataclasses.asdict(state) if state else None})
         return
     if not found:
         click.echo("no sources: register one with vera source add")
@@ -199,9 +323,34 @@ def source_list(group: str | None, as_json: bool, api_key: str) -> None:
             f"{counted(item.tracked_records, 'record'):>12}"
             if item.config.get("root")
             else "written through the API"
+            if item.kind not in CONNECTOR_KINDS
+            else ""
         )
         line = f"{item.group_id}  {item.name!r:<28} {item.kind:<10} tier {item.trust_tier}  {held}"
         click.echo(f"{line}  {where}{retracted}")
+        state = states.get(item.source_id)
+        if state is not None:
+            for detail in run_lines(state):
+                click.echo(f"    {detail}")
+
+
+def run_lines(state: SourceStatus) -> list[str]:
+    """What `vera source list` says of a source's connector: its schedule, cursor and last run."""
+    lines = []
+    if state.interval_s is not None:
+        lines.append(f"every {state.interval_s} s")
+    if state.cursor_position:
+        lines.append("cursor " + json.dumps(state.cursor_position, ensure_ascii=False))
+    if state.last_started is not None:
+        when = state.last_started.isoformat(timespec="seconds")
+        counts = (
+            f"{state.items or 0} items, {state.unchanged or 0} unchanged, {state.retracted or 0} retracted, "
+            f"{state.skipped or 0} skipped or failed"
+        )
+        lines.append(f"last run {when}: {state.last_status}, {counts}")
+    if state.error:
+        lines.append(f"error: {state.error}")
+    return lines
 
 
 @source.command("retract")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from vera_client.api.call import Call, Json, Rows, column, record, records, scalar
+from vera_client.api.call import Call, Json, Rows, column, nothing, record, records, scalar
 from vera_client.api.jobs import passages_to_time_scope, set_time_scopes
 from vera_client.api.operation import Plan, Session, ask, operation, plan
 from vera_client.domain.errors import InvalidArgumentError, NotFoundError
@@ -246,12 +246,119 @@ def read_time_scopes(session: Session, group: str, *, batch: int = 500) -> Plan[
         after = passages[-1].chunk_id
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceStatus:
+    """A source with its connector's state: the cursor's position, the schedule, the last run."""
+
+    group_id: str
+    source_id: UUID
+    name: str
+    kind: str
+    interval_s: int | None
+    cursor_position: dict[str, Any] | None
+    tracked_records: int
+    last_started: datetime | None
+    last_finished: datetime | None
+    last_status: str | None
+    items: int | None
+    unchanged: int | None
+    retracted: int | None
+    skipped: int | None
+    error: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceRunSettings:
+    """What a connector's run reads beside the config: the secret's variable name, never the secret."""
+
+    token_env: str | None
+    pruned_at: datetime | None
+    interval_s: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordHead:
+    """The latest version VERA holds of one record of a source."""
+
+    external_id: str
+    content_sha256: bytes
+    episode_id: UUID
+    live: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LiveRecord:
+    external_id: str
+    episode_id: UUID
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScheduledIngest:
+    group_id: str
+    source_id: UUID
+    job_id: int
+
+
+def source_status(group: str | None = None) -> Call[list[SourceStatus]]:
+    """The sources of a group (or of every readable group) with cursor position, schedule and last run."""
+    return Call("source_status", {"group": group}, records(SourceStatus))
+
+
+def set_source_interval(group: str, source: UUID, interval_s: int | None) -> Call[None]:
+    """How often the schedule reads a source, in seconds (None: only when asked); admins."""
+    return Call("set_source_interval", {"group": group, "source": source, "interval_s": interval_s}, nothing)
+
+
+def request_due_ingests() -> Call[list[ScheduledIngest]]:
+    """The schedule (no caller: the worker): queue a run of every source whose interval has passed."""
+    return Call("request_due_ingests", {}, records(ScheduledIngest))
+
+
+def begin_source_run(group: str, source: UUID) -> Call[UUID]:
+    """Record the start of a connector run; its id (an unfinished earlier run becomes interrupted)."""
+    return Call("begin_source_run", {"group": group, "source": source}, scalar)
+
+
+def end_source_run(
+    group: str,
+    run: UUID,
+    status: str,
+    counts: Mapping[str, int],
+    *,
+    error: str | None = None,
+    pruned: bool = False,
+) -> Call[None]:
+    """Record how a connector run ended: done, stopped or failed, its counts, its error, whether it pruned."""
+    params = {"group": group, "run": run, "status": status, "counts": Json(dict(counts)), "error": error,
+              "pruned": pruned}  # fmt: skip
+    return Call("end_source_run", params, nothing)
+
+
+def source_run_settings(group: str, source: UUID) -> Call[SourceRunSettings]:
+    """A source's token_env (the variable's name), last prune and interval."""
+    return Call("source_run_settings", {"group": group, "source": source}, record(SourceRunSettings))
+
+
+def record_heads(group: str, source: UUID, external_ids: Sequence[str]) -> Call[list[RecordHead]]:
+    """The latest version held of each named record (at most 10,000); unknown ids are left out."""
+    return Call(
+        "record_heads", {"group": group, "source": source, "ids": list(external_ids)}, records(RecordHead)
+    )
+
+
+def live_records(group: str, source: UUID) -> Call[list[LiveRecord]]:
+    """The records of a source whose latest version is live (what a prune compares with)."""
+    return Call("live_records", {"group": group, "source": source}, records(LiveRecord))
+
+
 class Sources:
     """The source and ingestion operations of a client face."""
 
     register_source = operation(register_source)
     register_folder = plan(register_folder)
     list_sources = operation(list_sources)
+    source_status = operation(source_status)
+    set_source_interval = operation(set_source_interval)
     find_source = plan(find_source)
     source_for_path = plan(source_for_path)
     request_ingest = operation(request_ingest)

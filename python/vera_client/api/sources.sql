@@ -18,6 +18,43 @@ select vera.source_roots(%(group)s);
 -- Merges per-record cursor entries (null removes one); returns how many records are tracked.
 select vera.advance_source_cursor(%(group)s, %(source)s, %(changes)s);
 
+-- name: source_status
+-- The sources of a group (or every readable group) with cursor position, schedule and last run.
+select *
+from vera.source_status(%(group)s);
+
+-- name: set_source_interval
+-- How often the schedule reads a source (null: only when asked); admins.
+select vera.set_source_interval(%(group)s, %(source)s, %(interval_s)s);
+
+-- name: request_due_ingests
+-- The schedule, with no caller: queues a run of every source whose interval has passed.
+select *
+from vera.request_due_ingests();
+
+-- name: begin_source_run
+-- The worker: records the start of a connector run.
+select vera.begin_source_run(%(group)s, %(source)s);
+
+-- name: end_source_run
+-- The worker: records how a connector run ended.
+select vera.end_source_run(%(group)s, %(run)s, %(status)s, %(counts)s, %(error)s, %(pruned)s);
+
+-- name: source_run_settings
+-- The worker: a source's token_env (the variable's name), last prune and interval.
+select *
+from vera.source_run_settings(%(group)s, %(source)s);
+
+-- name: record_heads
+-- The worker: the latest version held of each named record of a source.
+select *
+from vera.record_heads(%(group)s, %(source)s, %(ids)s);
+
+-- name: live_records
+-- The worker: the records of a source whose latest version is live.
+select *
+from vera.live_records(%(group)s, %(source)s);
+
 -- name: request_ingest
 -- Defers an ingestion run of a source for the worker, on behalf of the caller.
 select vera.request_ingest(%(group)s, %(source)s, %(path)s);

@@ -10,7 +10,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import procrastinate
 import psycopg
@@ -25,7 +25,8 @@ from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
 from vera_worker.adapters.judges import JudgeJob, Judges
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
+from vera_worker.connectors.events import IngestReport
+from vera_worker.connectors.folder.run import IngestRequest
 from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
 from vera_worker.graph.projection import GraphProjection
 
@@ -44,6 +45,19 @@ GRAPH_CHECK_CRON = "*/10 * * * *"  # every ten minutes
 # The scheduled calibration of the groups' ranking weights (VERA_WORKER__CALIBRATION_SCHEDULE).
 CALIBRATION_TASK = "vera_worker.calibrate_weights"
 CALIBRATION_QUEUE = "calibration"
+
+# The connectors' schedule: every minute, a run of each source whose interval_s has passed is queued
+# (vera.request_due_ingests; `vera source add --interval`).
+SOURCE_SCHEDULE_TASK = "vera_worker.source_schedule"
+SOURCE_SCHEDULE_QUEUE = "source_schedule"
+SOURCE_SCHEDULE_CRON = "* * * * *"
+
+
+class Ingestion(Protocol):
+    """What runs an ingest_source job (connectors/dispatch.py's SourceRuns, or the folder connector)."""
+
+    def run(self, request: IngestRequest, should_stop: Callable[[], bool] = ...) -> IngestReport: ...
+
 
 # Procrastinate's SQL uses unqualified names; its objects live in their own schema
 _PROCRASTINATE_PATH = "-c search_path=procrastinate"
@@ -72,7 +86,7 @@ def build_app(
     *,
     objects: ObjectStore,
     projection: GraphProjection | None = None,
-    ingestion: SourceIngestion | None = None,
+    ingestion: Ingestion | None = None,
     embedding: FactEmbedding | None = None,
     graph_check_cron: str | None = GRAPH_CHECK_CRON,
     extraction: PassageExtraction | None = None,
@@ -80,6 +94,8 @@ def build_app(
     record_behind: Callable[[str, int], None] | None = None,
     calibration: Callable[[], Sequence[ScheduledCalibration]] | None = None,
     calibration_cron: str | None = None,
+    request_due_ingests: Callable[[], Sequence[Any]] | None = None,
+    source_schedule_cron: str | None = SOURCE_SCHEDULE_CRON,
 ) -> procrastinate.App:
     """A Procrastinate app on the job queue of the database at dsn (role vera_worker).
 
@@ -185,6 +201,8 @@ def build_app(
     if calibration is not None and calibration_cron is not None:
         _schedule_calibration(app, calibration, calibration_cron)
 
+    _schedule_sources(app, request_due_ingests, source_schedule_cron)
+
     # An embedder or database that is away is retried with growing waits (2 s .. ~17 min, about
     # half an hour in all), so a hosted model's outage does not leave facts without vectors.
     @app.task(name=JobName.EMBED.value, queue=JobName.EMBED.queue, pass_context=False, retry=_RETRY_WHEN_AWAY)
@@ -238,12 +256,31 @@ def _schedule_calibration(
         )  # fmt: skip
 
 
+def _schedule_sources(
+    app: procrastinate.App, request_due: Callable[[], Sequence[Any]] | None, cron: str | None
+) -> None:
+    """The connectors' schedule, when both are given: queues the due sources' runs (each an
+    ingest_source job for the principal who registered the source); not a job SQL defers: no
+    principal, its own queue."""
+    if request_due is None or cron is None:
+        return
+
+    @app.periodic(cron=cron, periodic_id="source_schedule")
+    @app.task(name=SOURCE_SCHEDULE_TASK, queue=SOURCE_SCHEDULE_QUEUE, pass_context=False)
+    def source_schedule(timestamp: int) -> None:
+        queued = request_due()
+        if queued:
+            logger.info("source schedule: queued %d due sources", len(queued))
+
+
 def served_queues(app: procrastinate.App) -> tuple[str, ...]:
     """The queues a worker of app serves by default: every queue SQL defers into, and the
     periodic graph check's when app has it (a worker with a graph backend), and the scheduled
-    calibration's when app has it."""
-    periodic = ((GRAPH_CHECK_QUEUE,) if GRAPH_CHECK_TASK in app.tasks else ()) + (
-        (CALIBRATION_QUEUE,) if CALIBRATION_TASK in app.tasks else ()
+    calibration's and the connectors' schedule's when app has them."""
+    periodic = (
+        ((GRAPH_CHECK_QUEUE,) if GRAPH_CHECK_TASK in app.tasks else ())
+        + ((CALIBRATION_QUEUE,) if CALIBRATION_TASK in app.tasks else ())
+        + ((SOURCE_SCHEDULE_QUEUE,) if SOURCE_SCHEDULE_TASK in app.tasks else ())
     )
     return SERVED_QUEUES + periodic
 

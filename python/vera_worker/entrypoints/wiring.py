@@ -5,6 +5,7 @@ reaching SQL through the process's one executor. `vera worker`, `vera ingest` an
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import procrastinate
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.adapters.providers.chat import worker_models
 from vera_client.api import jobs as jobs_api
+from vera_client.api import sources as sources_api
 from vera_client.api import weights as weights_api
 from vera_client.bootstrap import Database, build_providers
 from vera_client.domain.callers import Operator
@@ -21,8 +23,10 @@ from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport, PassageExtraction
 from vera_worker.adapters.judges import Judges
 from vera_worker.adapters.queue import build_app
-from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.dispatch import SourceRuns
+from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
+from vera_worker.connectors.runner import ConnectorIngestion
 from vera_worker.entrypoints.graph_wiring import graph_projection
 
 logger = logging.getLogger(__name__)
@@ -55,7 +59,7 @@ def worker_app(
         if on_report is not None:
             on_report(report)
 
-    ingestion = SourceIngestion(
+    folder = SourceIngestion(
         sql,
         objects=objects,
         embedder_for_model=providers.embedder_for_model,
@@ -65,6 +69,15 @@ def worker_app(
         allowed_roots=(*settings.worker.source_roots, *extra_roots),
         should_stop=should_stop,
         limits=settings.worker.read_limits,
+    )
+    # a connector's secret is read from the variable its source's token_env names, in this
+    # process's environment, when its run starts (connectors/secrets.py)
+    connectors = ConnectorIngestion(
+        sql, objects=objects, embedder_for_model=providers.embedder_for_model, environ=os.environ,
+        on_progress=on_progress,
+    )  # fmt: skip
+    ingestion = SourceRuns(
+        sql, folder=folder, connectors=connectors, on_report=reported, on_failure=on_failure
     )
     embedding = FactEmbedding(sql, embedder_for_model=providers.embedder_for_model)
     models = worker_models(settings.llm)  # None without VERA_LLM__BASE_URL: extraction and judges off
@@ -92,4 +105,5 @@ def worker_app(
         record_behind=lambda group, facts: sql.run(Operator(), jobs_api.record_graph_behind(group, facts)),
         calibration=lambda: sql.run(Operator(), weights_api.calibrate_due()),
         calibration_cron=None if schedule == "off" else schedule,
+        request_due_ingests=lambda: sql.run(Operator(), sources_api.request_due_ingests()),
     )

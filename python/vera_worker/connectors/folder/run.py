@@ -50,11 +50,12 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.ports import Embedder, ObjectStore
+from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
-from vera_worker.connectors.folder.episodes import modified_at, object_key, record_uri, with_vectors
-from vera_worker.connectors.folder.events import IngestEvent, IngestReport
+from vera_worker.connectors.folder.episodes import modified_at, record_uri
 from vera_worker.connectors.folder.reading import FileSkipped, read_scanned
 from vera_worker.connectors.folder.scan import open_source_root, scan_files, scope_path, source_root
+from vera_worker.connectors.writing import RecordVersion, with_vectors, write_version
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.records import ParsedRecord, RecordFormatError, unnamed
 from vera_worker.domain.statements import functional_predicates
@@ -353,27 +354,17 @@ class SourceIngestion:
         """Raw bytes, then the episode with its passages and claims in one transaction; the new
         episode, or None when the record's content was known already."""
         request = run.request
-        key = object_key(request.group_id, request.source_id, state.key, sha256)
         model = run.embedder.model if run.embedder is not None and vectors else None
-        self._objects.put(key, data)
-        with run.sql.transaction(run.caller) as tx:
-            episode = tx.run(
-                sources_api.record_episode(
-                    request.group_id,
-                    request.source_id,
-                    state.key,
-                    bytes.fromhex(sha256),
-                    object_key=key,
-                    mime=mime_type(state.key),
-                    observed_at=record.dated_at or modified_at(state),
-                    title=record.title,
-                    uri=record_uri(run.source.uri, run.root, state.key),
-                )
-            )
-            if episode.created and passages:
-                tx.run(sources_api.store_chunks_call(request.group_id, episode.episode_id, passages, model))
-            if episode.created and claims:
-                tx.run(curation_api.publish_claims(request.group_id, episode.episode_id, claims, model))
+        version = RecordVersion(
+            key=state.key, data=data, sha256=sha256, mime=mime_type(state.key),
+            observed_at=record.dated_at or modified_at(state), title=record.title,
+            uri=record_uri(run.source.uri, run.root, state.key), passages=passages, claims=claims,
+            model=model,
+        )  # fmt: skip
+        episode = write_version(
+            run.sql, self._objects, run.caller, group_id=request.group_id, source_id=request.source_id,
+            version=version,
+        )  # fmt: skip
         # known from here on: the episode is committed, its entry goes with the next batch
         run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, str(episode.episode_id)))
         return episode.episode_id if episode.created else None

@@ -40,6 +40,7 @@ class IngestReport:
     # scan); left out of the cursor, so the next run looks at it again
     skipped: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False  # asked to stop before every file was read
+    pruned: bool = False  # a connector compared the source's id listing with what VERA holds
     episodes: list[UUID] = field(default_factory=list)  # the new episodes written (for extraction)
 
     def as_json(self) -> dict[str, Any]:

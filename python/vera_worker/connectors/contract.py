@@ -1,0 +1,84 @@
+"""The connector contract: what a kind of source offers the runner (runner.py).
+
+A connector reads one source. `poll(position)` yields the source's items that
+changed since a cursor position (None: the first run, everything), in pages;
+each page carries the position to resume from once its items are committed, so
+a run that dies mid-way starts again after the last committed page. `slim()`
+lists the ids of every item still present, reading no bodies: what VERA holds
+and the listing lacks was deleted at the source and is retracted.
+
+An item that cannot be converted raises ItemSkipped from `convert` (or is
+yielded as a Skip): the run names it in a warning, counts it and goes on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from vera_client.config import ResilienceSettings
+from vera_worker.domain.records import ParsedRecord
+
+Position = Mapping[str, Any]
+"""A connector's own cursor (JSON): a time, a version, a commit, a page token."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Item:
+    """One record of a source as fetched: its raw bytes (kept in the object store, hashed for the
+    no-op check) and what it becomes (passages and claims, built without a model)."""
+
+    key: str  # the record's id at the source (an issue key, a CI id, a path): its episodes' external_id
+    raw: bytes
+    mime: str
+    record: ParsedRecord
+    uri: str | None = None  # what its episode cites (a URL, a commit and path)
+    observed_at: str | None = None  # when the source says it last changed (ISO)
+    version: str | None = None  # the source's own version (a commit, a page version), for the citation
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skip:
+    """An item the connector could not turn into an Item: named, with why."""
+
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Page:
+    """Items to write, then the position to resume from once they are committed."""
+
+    items: tuple[Item | Skip, ...]
+    position: Position = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SourceContext:
+    """What building a connector for one source takes: its settings and its secret (for this run only)."""
+
+    name: str
+    config: Mapping[str, Any]
+    uri: str | None
+    token: str | None
+    token_env: str | None
+    resilience: ResilienceSettings
+    transport: httpx.BaseTransport | None = None  # tests may route requests; None: the network
+
+
+class ItemSkipped(Exception):
+    """One item cannot be converted (a corrupt document, an oversized field); the run goes on."""
+
+
+class Connector(Protocol):
+    """One source of one kind, ready to read."""
+
+    def poll(self, position: Position | None) -> Iterator[Page]:
+        """The items changed since position (None: all), page by page."""
+        ...
+
+    def slim(self) -> Iterator[str]:
+        """The ids of every item still present at the source, without their bodies."""
+        ...

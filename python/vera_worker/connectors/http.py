@@ -1,0 +1,90 @@
+"""How an HTTP connector reaches its server: one GET of JSON at a time through
+the resilience chain every hosted provider uses (circuit breaker, token bucket,
+full-jitter retry, per-attempt timeout), which waits as a 429 or 503 asks
+(Retry-After) and gives up when it asks for longer than the retry cap.
+
+The secret goes in a header only (never in a URL, where logs and errors would
+carry it). A refused token (401, 403) is one line naming the variable to renew,
+not a retry; an answer over the size cap is refused before it is parsed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from vera_client.adapters.providers.resilience import ResilienceChain
+from vera_client.config import ResilienceSettings
+from vera_client.domain.errors import ProviderError, SourceUnavailableError
+from vera_worker.connectors.secrets import redacted
+
+
+class SourceAuthError(SourceUnavailableError):
+    """The source's server refused the token: it expired, was revoked or lacks a permission."""
+
+
+class SourceAnswerError(SourceUnavailableError):
+    """The source's server answered with something the connector cannot use."""
+
+
+class SourceHttp:
+    """GETs of JSON from one source's server, as one provider of the resilience chain."""
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        base_url: str,
+        token: str | None,
+        token_env: str | None,
+        auth_header: str = "Authorization",
+        auth_scheme: str = "Bearer",
+        settings: ResilienceSettings | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._source = source
+        self._token = token
+        self._token_env = token_env
+        headers = {"Accept": "application/json"}
+        if token is not None:
+            headers[auth_header] = f"{auth_scheme} {token}".strip()
+        self._chain = ResilienceChain(f"source {source!r}", settings or ResilienceSettings())
+        self._max_bytes = self._chain.max_response_bytes
+        self._client = httpx.Client(base_url=base_url, headers=headers, transport=transport)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        """The JSON answer to GET path?params; SourceAuthError, SourceAnswerError or the chain's
+        ProviderError (after its retries), each one line without the secret."""
+        try:
+            return self._chain.call(lambda timeout: self._attempt(path, params, timeout))
+        except ProviderError as exc:
+            # the chain's message names the status and the server's own words: never the token
+            raise SourceUnavailableError(redacted(str(exc), self._token)) from None
+
+    def _attempt(self, path: str, params: Mapping[str, Any] | None, timeout: float) -> Any:
+        with self._client.stream("GET", path, params=dict(params or {}), timeout=timeout) as response:
+            if response.status_code in (401, 403):
+                who = f"the token in ${self._token_env}" if self._token_env else "a request without a token"
+                raise SourceAuthError(
+                    f"source {self._source!r}: the server refused {who} (HTTP {response.status_code}): "
+                    "renew it or check its permissions"
+                )
+            if response.status_code >= 400:
+                response.read()
+                response.raise_for_status()  # the chain retries 429, 408 and 5xx, as Retry-After asks
+            body = bytearray()
+            for piece in response.iter_bytes():
+                body += piece
+                if len(body) > self._max_bytes:
+                    raise SourceAnswerError(
+                        f"source {self._source!r}: an answer of {path} is over {self._max_bytes:,} bytes"
+                    )
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise SourceAnswerError(f"source {self._source!r}: the answer of {path} is not JSON") from None

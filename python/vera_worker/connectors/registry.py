@@ -1,0 +1,47 @@
+"""The kinds of source a connector reads, each with its default trust tier and
+how to build its connector for one source. Adding a kind is one folder
+(connectors/<kind>/) and one entry here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vera_client.domain.errors import InvalidArgumentError
+from vera_worker.connectors.cmdb.connector import CmdbConnector
+from vera_worker.connectors.contract import Connector, SourceContext
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Kind:
+    name: str
+    tier: int  # the default trust tier of its sources (`vera source add --tier` overrides)
+    summary: str  # one line for `vera source add --help`
+    build: Callable[[SourceContext], Connector]
+
+
+KINDS: Mapping[str, Kind] = {
+    kind.name: kind
+    for kind in (
+        Kind(
+            name="cmdb",
+            tier=1,
+            summary="configuration items as JSON over HTTP, fields mapped to claims",
+            build=CmdbConnector,
+        ),
+    )
+}
+
+
+def connector_kind(kind: str, config: Mapping[str, Any]) -> Kind | None:
+    """The connector kind that reads a source; None for a folder source (its config names a root:
+    the folder connector reads it whatever its kind label says, as the demo's "cmdb" folder)."""
+    if "root" in config:
+        return None
+    found = KINDS.get(kind)
+    if found is None:
+        raise InvalidArgumentError(
+            f"no connector reads sources of kind {kind!r} (known: folder, {', '.join(sorted(KINDS))})"
+        )
+    return found

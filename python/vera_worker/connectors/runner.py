@@ -1,0 +1,268 @@
+"""Runs any connector of the contract (contract.py) over its source, once for
+every kind: what folder/run.py does for folders, from a cursor position.
+
+A run polls from the position its source's cursor holds (`@position`), page by
+page. Each item is hashed: when VERA holds the same content as the record's live
+latest version it is a no-op (nothing embedded or written); otherwise its raw
+bytes go to the object store and its episode, passages and claims are written in
+one transaction (writing.py). Once a page's items are committed its position is
+written (one small cursor entry, not one per record: the cursor does not grow
+with the source), so a run that dies resumes after the last committed page, and
+what it wrote of the page in hand is found unchanged by its hash: nothing is
+lost or written twice. An item that cannot be converted is skipped with a
+warning that names it and counted; the run goes on.
+
+Pruning: at most once per `prune_interval_s` (source config, default an hour) a
+run lists the ids still at the source (slim, no bodies) and retracts the records
+VERA holds that the listing lacks. An empty listing while VERA holds records is
+refused (an outage or a wrong filter looks like everything deleted).
+
+The secret comes from the variable the source's token_env names (secrets.py),
+for this run only; every message that leaves the run passes `redacted`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from vera_client.adapters.postgres.executor import Executor
+from vera_client.api import curation as curation_api
+from vera_client.api import search as search_api
+from vera_client.api import sources as sources_api
+from vera_client.config import ResilienceSettings
+from vera_client.domain.callers import Principal
+from vera_client.domain.errors import (
+    AuthenticationError,
+    DatabaseUnavailableError,
+    NotFoundError,
+    ProviderUnavailableError,
+    SourceUnavailableError,
+    VeraError,
+)
+from vera_client.domain.ports import Embedder, ObjectStore
+from vera_worker.connectors.contract import Item, ItemSkipped, Page, Skip, SourceContext
+from vera_worker.connectors.events import IngestEvent, IngestReport
+from vera_worker.connectors.registry import Kind
+from vera_worker.connectors.secrets import redacted, source_token
+from vera_worker.connectors.writing import RecordVersion, with_vectors, write_version
+from vera_worker.domain.records import unnamed
+
+logger = logging.getLogger(__name__)
+
+POSITION_KEY = "@position"  # the connector's own cursor, in the source's cursor document
+DEFAULT_PRUNE_INTERVAL_S = 3600
+
+# these end the run: every remaining item would fail the same way
+_RUN_STOPPERS = (
+    DatabaseUnavailableError,
+    AuthenticationError,
+    ProviderUnavailableError,
+    SourceUnavailableError,
+)
+
+EmbedderForModel = Callable[[str | None], Embedder | None]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConnectorRequest:
+    group_id: str
+    source_id: UUID
+    principal_id: UUID
+
+
+@dataclass(slots=True)
+class _Run:
+    request: ConnectorRequest
+    name: str
+    token: str | None
+    embedder: Embedder | None
+    report: IngestReport
+    should_stop: Callable[[], bool]
+    done: int = 0
+    skipped_keys: list[str] = field(default_factory=list)
+
+    @property
+    def caller(self) -> Principal:
+        return Principal(self.request.principal_id)
+
+
+class ConnectorIngestion:
+    """Runs a connector kind's source through the worker's executor (role vera_worker)."""
+
+    def __init__(
+        self,
+        sql: Executor,
+        *,
+        objects: ObjectStore,
+        embedder_for_model: EmbedderForModel,
+        environ: Mapping[str, str],
+        resilience: ResilienceSettings | None = None,
+        on_progress: Callable[[IngestEvent], None] | None = None,
+        transport: Any = None,
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        """environ: where token_env variables are read (the worker's environment). transport: an
+        httpx transport for tests; None reaches the network."""
+        self._sql = sql
+        self._objects = objects
+        self._embedder_for_model = embedder_for_model
+        self._environ = environ
+        self._resilience = resilience or ResilienceSettings()
+        self._on_progress = on_progress
+        self._transport = transport
+        self._clock = clock
+
+    def run(self, kind: Kind, request: ConnectorRequest, should_stop: Callable[[], bool]) -> IngestReport:
+        """One run; a VeraError that ends it carries no secret."""
+        with self._sql.transaction(Principal(request.principal_id)) as tx:
+            source = next(
+                (
+                    s
+                    for s in tx.run(sources_api.list_sources(request.group_id))
+                    if s.source_id == request.source_id
+                ),
+                None,
+            )
+            if source is None:
+                raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
+            if source.retracted_at is not None:
+                raise NotFoundError(f"source {source.name!r} was retracted")
+            settings = tx.run(sources_api.source_run_settings(request.group_id, request.source_id))
+            cursor = tx.run(sources_api.source_cursor(request.group_id, request.source_id))
+            pins = tx.run(search_api.pinned_models([request.group_id]))
+        token = source_token(source.name, settings.token_env, self._environ)
+        run = _Run(
+            request=request, name=source.name, token=token,
+            embedder=self._embedder_for_model(pins[0][0] if pins else None),
+            report=IngestReport(source=source.name), should_stop=should_stop,
+        )  # fmt: skip
+        context = SourceContext(
+            name=source.name, config=dict(source.config), uri=source.uri, token=token,
+            token_env=settings.token_env, resilience=self._resilience, transport=self._transport,
+        )  # fmt: skip
+        try:
+            connector = kind.build(context)
+            position = cursor.get(POSITION_KEY)
+            self._emit(IngestEvent("planned", source.name))
+            for page in connector.poll(position if isinstance(position, dict) else None):
+                if self._write_page(run, page):
+                    break
+            if not run.report.stopped and self._prune_due(source.config, settings.pruned_at):
+                self._prune(run, connector.slim())
+                run.report.pruned = True
+        except VeraError as exc:
+            # the last guard: a server that echoed the token must not put it in a log or a job row
+            raise type(exc)(redacted(str(exc), token)) from None
+        report = run.report
+        logger.info(
+            "ingest %s: %d read, %d unchanged, %d ingested, %d retracted, %d skipped, %d failed%s",
+            source.name, report.scanned, report.unchanged, report.ingested, report.retracted,
+            len(report.skipped), len(report.failed), "; stopped when asked" if report.stopped else "",
+        )  # fmt: skip
+        return report
+
+    def _write_page(self, run: _Run, page: Page) -> bool:
+        """Write a page's items, then its position; True when the run was asked to stop."""
+        keys = [item.key for item in page.items if isinstance(item, Item)]
+        with self._sql.transaction(run.caller) as tx:
+            heads = {
+                h.external_id: h
+                for h in tx.run(sources_api.record_heads(run.request.group_id, run.request.source_id, keys))
+            } if keys else {}  # fmt: skip
+        for item in page.items:
+            if run.should_stop():
+                run.report.stopped = True
+                return True  # the page's position is not written: the next run reads it again
+            run.done += 1
+            run.report.scanned += 1
+            if isinstance(item, Skip):
+                self._skip(run, item.key, item.reason)
+                continue
+            sha256 = hashlib.sha256(item.raw).hexdigest()
+            head = heads.get(item.key)
+            if head is not None and head.live and head.content_sha256.hex() == sha256:
+                run.report.unchanged += 1
+                self._emit(IngestEvent("unchanged", run.name, item.key, run.done))
+                continue
+            self._write_item(run, item, sha256)
+        with self._sql.transaction(run.caller) as tx:
+            position = {POSITION_KEY: dict(page.position)}
+            tx.run(sources_api.advance_source_cursor(run.request.group_id, run.request.source_id, position))
+        return False
+
+    def _write_item(self, run: _Run, item: Item, sha256: str) -> None:
+        try:
+            passages, claims, vectors = with_vectors(item.record, run.embedder)
+            version = RecordVersion(
+                key=item.key, data=item.raw, sha256=sha256, mime=item.mime,
+                observed_at=item.record.dated_at or item.observed_at, title=item.record.title, uri=item.uri,
+                passages=passages, claims=claims,
+                model=run.embedder.model if run.embedder is not None and vectors else None,
+            )  # fmt: skip
+            request = run.request
+            episode = write_version(
+                self._sql, self._objects, run.caller,
+                group_id=request.group_id, source_id=request.source_id, version=version,
+            )  # fmt: skip
+        except _RUN_STOPPERS:
+            raise
+        except (ItemSkipped, VeraError) as exc:
+            self._fail(run, item.key, str(exc))
+            return
+        for warning in item.record.warnings:
+            run.report.warnings.append((item.key, warning))
+            logger.warning("ingest %s: %s: %s", run.name, item.key, unnamed(item.key, warning))
+        if not episode.created:
+            run.report.unchanged += 1
+            return
+        run.report.episodes.append(episode.episode_id)
+        run.report.ingested += 1
+        run.report.passages += len(passages)
+        run.report.claims += len(claims)
+        run.report.embeddings += vectors
+        self._emit(IngestEvent("ingested", run.name, item.key, run.done, passages=len(passages),
+                               claims=len(claims), embeddings=vectors))  # fmt: skip
+
+    def _prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None) -> bool:
+        interval = config.get("prune_interval_s", DEFAULT_PRUNE_INTERVAL_S)
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 0:
+            interval = DEFAULT_PRUNE_INTERVAL_S
+        return pruned_at is None or self._clock() - pruned_at >= dt.timedelta(seconds=interval)
+
+    def _prune(self, run: _Run, listing: Any) -> None:
+        present = set(listing)
+        with self._sql.transaction(run.caller) as tx:
+            live = tx.run(sources_api.live_records(run.request.group_id, run.request.source_id))
+        gone = [record for record in live if record.external_id not in present]
+        if gone and not present:
+            raise SourceUnavailableError(
+                f"source {run.name!r} lists no items but VERA holds {len(live)} of it: not retracting "
+                "them all (retract the source itself if it is gone)"
+            )
+        for record in gone:
+            with self._sql.transaction(run.caller) as tx:
+                reason = f"{record.external_id} is no longer in {run.name}"
+                tx.run(curation_api.retract_episode_call(run.request.group_id, record.episode_id, reason))
+            run.report.retracted += 1
+            self._emit(IngestEvent("retracted", run.name, record.external_id))
+
+    def _skip(self, run: _Run, key: str, reason: str) -> None:
+        reason = redacted(unnamed(key, reason), run.token)
+        run.report.skipped.append((key, reason))
+        logger.warning("ingest %s: skipped %s: %s", run.name, key, reason)
+        self._emit(IngestEvent("skipped", run.name, key, run.done, message=reason))
+
+    def _fail(self, run: _Run, key: str, message: str) -> None:
+        message = redacted(unnamed(key, message), run.token)
+        run.report.failed.append((key, message))
+        logger.warning("ingest %s: %s: %s", run.name, key, message)
+        self._emit(IngestEvent("failed", run.name, key, run.done, message=message))
+
+    def _emit(self, event: IngestEvent) -> None:
+        if self._on_progress is not None:
+            self._on_progress(event)
