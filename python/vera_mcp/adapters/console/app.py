@@ -64,7 +64,9 @@ HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
     "script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the forms' POSTs,
+    # which the Host/Origin guard refuses
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
 }
@@ -353,6 +355,7 @@ class Console:
                 }
                 for hit in result["hits"]:
                     hit["bars"] = signal_bars(hit["signals"])
+                    hit["cite"] = _citation(hit["citation"])
         return self._render(
             "search.html", session, verified, page="search", form=form, result=result, refused=refused,
             histories=histories,
@@ -457,6 +460,17 @@ def _nonce() -> str:
 
 def _moment(value: str) -> datetime:
     return datetime.fromisoformat(value)
+
+
+def _citation(citation: Mapping[str, Any]) -> str:
+    """A hit's citation in one line: where it comes from, its kind, its address and when."""
+    parts = [
+        str(citation.get(key))
+        for key in ("title", "name", "external_id", "uri", "observed_at")
+        if citation.get(key) not in (None, "")
+    ]
+    kind = citation.get("kind")
+    return " · ".join(parts) + (f" ({kind})" if kind else "")
 
 
 def _spans(evidence: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
