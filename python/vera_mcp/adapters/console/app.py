@@ -37,7 +37,7 @@ CONSOLE_PATH = "/console"
 HERE = Path(__file__).parent
 STATIC = {"console.css": "text/css", "console.js": "text/javascript"}
 REVIEWER_ROLES = frozenset({"admin", "owner"})
-MAX_HISTORIES = 10  # search hits whose versions are drawn (one call each)
+MAX_HISTORIES = 5  # the top fact hits whose versions are drawn (one call each; the fact page has every one)
 MAX_BULK = 100  # items one bulk decision takes
 PAGES_ROUTES = (
     "login",
@@ -258,22 +258,23 @@ class Console:
     async def review(self, request: Request, session: Session, verified: VerifiedCaller) -> Response:
         scopes = await self._scopes(verified)
         may_review = Scope.REVIEW in verified.scopes
-        queues = []
-        for scope in scopes:
-            if scope["role"] not in REVIEWER_ROLES or not may_review:
-                continue  # what the caller may not decide is not offered
-            try:
-                pending = await self._call("pending_reviews", verified, query={"scope": scope["group_id"]})
-            except Refused as refused:
-                queues.append({"scope": scope, "items": [], "refused": refused})
-                continue
-            items = [await self._with_context(item, verified) for item in pending["items"]]
-            queues.append({"scope": scope, "items": items, "refused": None})
+        mine = [s for s in scopes if s["role"] in REVIEWER_ROLES] if may_review else []
+        # what the caller may not decide is not offered; the queues and each item's context are
+        # asked at once (each call its own transaction from the pool), not one after another
+        queues = await asyncio.gather(*(self._queue(scope, verified) for scope in mine))
         return self._render(
             "review.html", session, verified, page="review", queues=queues,
             done=request.query_params.get("done"), failed=request.query_params.get("failed"),
             reviewer=bool(queues),
         )  # fmt: skip
+
+    async def _queue(self, scope: dict[str, Any], verified: VerifiedCaller) -> dict[str, Any]:
+        try:
+            pending = await self._call("pending_reviews", verified, query={"scope": scope["group_id"]})
+        except Refused as refused:
+            return {"scope": scope, "items": [], "refused": refused}
+        items = await asyncio.gather(*(self._with_context(item, verified) for item in pending["items"]))
+        return {"scope": scope, "items": items, "refused": None}
 
     async def _with_context(self, item: dict[str, Any], verified: VerifiedCaller) -> dict[str, Any]:
         """A pending item with its evidence span in its episode, and the current value(s) its
@@ -281,16 +282,20 @@ class Console:
         item = dict(item, evidence=None, current=[])
         if item["kind"] != "fact":
             return item
-        try:
-            evidence = await self._call("get_evidence", verified, path={"fact_id": item["item_id"]})
+        evidence, found = await asyncio.gather(
+            self._call("get_evidence", verified, path={"fact_id": item["item_id"]}),
+            self._call("get_entities", verified, query={"name": item["subject"]})
+            if item.get("subject") and item.get("predicate")
+            else _nothing(),
+            return_exceptions=True,
+        )
+        if isinstance(evidence, BaseException) and not isinstance(evidence, Refused):
+            raise evidence
+        if isinstance(found, BaseException) and not isinstance(found, Refused):
+            raise found
+        if isinstance(evidence, dict):
             item["evidence"] = _spans(evidence)
-        except Refused:
-            pass
-        if item.get("subject") and item.get("predicate"):
-            try:
-                found = await self._call("get_entities", verified, query={"name": item["subject"]})
-            except Refused:
-                found = {"entities": []}
+        if isinstance(found, dict):
             item["current"] = [
                 fact
                 for entity in found["entities"]
@@ -444,6 +449,10 @@ class Console:
             return Response("not found", status_code=404, media_type="text/plain")
         body = (HERE / "static" / name).read_bytes()
         return Response(body, media_type=STATIC[name], headers={"Cache-Control": "public, max-age=3600"})
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _redirect(where: str) -> RedirectResponse:
