@@ -6,7 +6,10 @@ in to /console with the demo's key, then asks each page `--calls` times and prin
 the server's own time (its Server-Timing header: from the session check to the rendered HTML,
 every call to the client included) at p50/p95/max, and the client's round trip at p50.
 
-    .venv/bin/python benchmarks/console_render.py [--calls 30]
+    .venv/bin/python benchmarks/console_render.py [--calls 30] [--screenshots docs/console]
+
+--screenshots DIR also saves each page as the operating system's Chromium draws it (through
+Playwright), logged in with the demo's key: docs/console/*.png are made so.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -128,11 +132,34 @@ def measure(client: httpx.Client, path: str, calls: int) -> tuple[list[float], l
     return server_ms, round_ms
 
 
+def screenshots(base: str, key: str, pages: list[tuple[str, str]], folder: Path) -> None:
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415 - only with --screenshots
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise SystemExit("no chromium here: apt-get install chromium")
+    folder.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(base + "/console/login")
+        page.screenshot(path=str(folder / "login.png"))
+        page.get_by_label("API key or OIDC access token").fill(key)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(re.compile(r"/console/review"))
+        for name, path in pages:
+            page.goto(base + path)
+            page.screenshot(path=str(folder / f"{name.replace(' ', '-')}.png"), full_page=True)
+        browser.close()
+    print(f"screenshots in {folder}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--screenshots", type=Path, default=None, help="save each page's picture here")
     args = parser.parse_args()
     home = _home()
     env = _env(home)
@@ -174,6 +201,8 @@ def main() -> None:
                 f"slowest page at p95: {worst:.1f} ms "
                 f"({'within' if worst <= TARGET_MS else 'over'} the target)"
             )
+        if args.screenshots is not None:
+            screenshots(f"http://127.0.0.1:{port}", key, pages, args.screenshots)
     finally:
         server.terminate()
         server.wait(timeout=30)

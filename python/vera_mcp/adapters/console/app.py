@@ -437,7 +437,7 @@ class Console:
         whoami = await self._call("whoami", verified)
         usage = await self._call("usage", verified)
         states = (await self._call("source_status", verified))["states"]
-        failing = [s for s in states if s["last_status"] not in (None, "succeeded", "ok")]
+        failing = [s for s in states if s["last_status"] in ("failed", "interrupted")]
         return self._render(
             "health.html", session, verified, page="health", whoami=whoami, usage=usage,
             states=states, failing=failing,
