@@ -47,3 +47,19 @@ def test_paths_with_ids_are_labelled_by_their_route_template() -> None:
     assert metrics.route_label("/v1/search") == "/v1/search"
     for stray in ("/v1/facts/a/b", "/v1/facts/", "/v1/factsX", "/nowhere"):
         assert metrics.route_label(stray) == "other", stray
+
+
+def test_a_citation_reads_in_one_line() -> None:
+    from vera_mcp.adapters.console.app import _citation  # noqa: PLC0415 - the console's own helper
+
+    line = _citation({
+        "source": {"name": "engineering wiki", "kind": "markdown", "uri": None},
+        "episode": {"external_id": "ledger-db.md", "version": 2, "title": None, "uri": "file:///w/ledger-db.md"},
+        "chunk": {"heading": "Owners"}, "valid_from": "2026-09-01T00:00:00+00:00", "tier": 2,
+        "verification": "auto",
+    })  # fmt: skip
+    assert line == (
+        "engineering wiki (markdown) · ledger-db.md v2 · § Owners · file:///w/ledger-db.md · from 2026-09-01"
+        " · tier 2, auto"
+    )
+    assert _citation({}) == ""

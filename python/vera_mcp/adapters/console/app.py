@@ -282,13 +282,14 @@ class Console:
         item = dict(item, evidence=None, current=[])
         if item["kind"] != "fact":
             return item
-        evidence, found = await asyncio.gather(
+        answers: tuple[Any, Any] = await asyncio.gather(
             self._call("get_evidence", verified, path={"fact_id": item["item_id"]}),
             self._call("get_entities", verified, query={"name": item["subject"]})
             if item.get("subject") and item.get("predicate")
             else _nothing(),
             return_exceptions=True,
         )
+        evidence, found = answers
         if isinstance(evidence, BaseException) and not isinstance(evidence, Refused):
             raise evidence
         if isinstance(found, BaseException) and not isinstance(found, Refused):
@@ -472,14 +473,26 @@ def _moment(value: str) -> datetime:
 
 
 def _citation(citation: Mapping[str, Any]) -> str:
-    """A hit's citation in one line: where it comes from, its kind, its address and when."""
-    parts = [
-        str(citation.get(key))
-        for key in ("title", "name", "external_id", "uri", "observed_at")
-        if citation.get(key) not in (None, "")
-    ]
-    kind = citation.get("kind")
-    return " · ".join(parts) + (f" ({kind})" if kind else "")
+    """A hit's citation in one line: its source, episode and section, its address, the day it
+    holds from, and its tier and verification."""
+    source = citation.get("source") or {}
+    episode = citation.get("episode") or {}
+    chunk = citation.get("chunk") or {}
+    parts = []
+    if source.get("name"):
+        parts.append(f"{source['name']} ({source.get('kind')})")
+    if episode.get("title") or episode.get("external_id"):
+        version = f" v{episode['version']}" if episode.get("version") else ""
+        parts.append(f"{episode.get('title') or episode.get('external_id')}{version}")
+    if chunk.get("heading"):
+        parts.append(f"§ {chunk['heading']}")
+    if episode.get("uri") or source.get("uri"):
+        parts.append(str(episode.get("uri") or source.get("uri")))
+    if citation.get("valid_from"):
+        parts.append(f"from {str(citation['valid_from'])[:10]}")
+    if citation.get("tier") is not None:
+        parts.append(f"tier {citation['tier']}, {citation.get('verification')}")
+    return " · ".join(parts)
 
 
 def _spans(evidence: Mapping[str, Any]) -> list[tuple[str, bool]] | None:
