@@ -5,6 +5,7 @@ refused, and a page without a session sends the browser to the login."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,7 +13,7 @@ import httpx
 import pytest
 
 from pg_tests.support.api_servers import api_server
-from pg_tests.support.mcp_servers import HttpServer
+from pg_tests.support.mcp_servers import HttpServer, http_server
 from pg_tests.support.seed import World
 
 PAGES = (
@@ -79,3 +80,22 @@ def test_logging_out_ends_the_session(server: HttpServer, world: World) -> None:
         assert csrf is not None
         assert client.post("/console/logout", data={"csrf": csrf.group(1)}).status_code == 303
         assert client.get("/console/review").headers["location"] == "/console/login"
+
+
+def test_the_console_beside_mcp_in_the_mcp_servers_app(world: World) -> None:
+    with http_server(world.db, api=True) as both, httpx.Client(base_url=both.base, timeout=30) as client:
+        _log_in(client, world.a.owner_key)
+        page = client.get("/console/search", params={"q": "payments-api"})
+        assert page.status_code == 200 and "payments-api runs on cluster blue" in page.text
+        # the console's paths are counted under their templates, never under the id asked
+        client.get(f"/console/facts/{uuid.uuid4()}")
+        metrics = client.get("/metrics").text
+        assert 'route="/console/facts/{fact_id}"' in metrics and 'route="/console/search"' in metrics
+
+
+def test_the_api_counts_paths_with_ids_under_their_template(server: HttpServer, world: World) -> None:
+    headers = {"Authorization": f"Bearer {world.a.owner_key}"}
+    for _ in range(2):
+        httpx.get(f"{server.base}/v1/facts/{uuid.uuid4()}", headers=headers)
+    metrics = httpx.get(f"{server.base}/metrics").text
+    assert 'vera_mcp_http_requests_total{route="/v1/facts/{fact_id}",status="404"} 2.0' in metrics
