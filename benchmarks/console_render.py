@@ -28,6 +28,9 @@ from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import start_server
+
 VERA = Path(sys.executable).with_name("vera")
 KEY = re.compile(r"vera_[A-Za-z0-9_]+")
 TARGET_MS = 100.0
@@ -96,17 +99,7 @@ def serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
         "VERA_MCP_QUOTAS__ORGANISATION__REVIEW": "1000000/min",
         "VERA_MCP_LOG_LEVEL": "warning",
     }
-    server = subprocess.Popen([str(VERA), "api", "serve"], env=env)  # noqa: S603
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("the API server did not become ready within 60 s")
+    return start_server(["api", "serve"], env, port, "API server")
 
 
 def log_in(client: httpx.Client, key: str) -> None:

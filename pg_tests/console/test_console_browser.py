@@ -24,6 +24,7 @@ from pg_tests.support.api_servers import api_client, api_server
 from pg_tests.support.mcp_servers import HttpServer
 from pg_tests.support.seed import World, caller
 from pg_tests.support.writes import claim, publish, record_episode, register_source
+from vera_mcp.domain.pictures import SIGNALS
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip: .[dev])")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -151,15 +152,7 @@ def test_search_with_during_draws_the_seven_signals(browser: Any, server: HttpSe
     bars = hit.locator("svg.bars g")
     signals = {bars.nth(i).get_attribute("data-signal"): bars.nth(i).get_attribute("data-value") for i in
                range(bars.count())}  # fmt: skip
-    assert list(signals) == [
-        "relevance",
-        "authority",
-        "verification",
-        "recency",
-        "feedback",
-        "confidence",
-        "period",
-    ]
+    assert list(signals) == list(SIGNALS), "the seven signals, in their order"
     assert float(signals["relevance"] or 0) > 0 and float(signals["authority"] or 0) == pytest.approx(1.0)
     assert signals["period"], "a `during` gives the period signal a value"
     assert "during 2020-01-01" in page.get_by_role("status").inner_text()
