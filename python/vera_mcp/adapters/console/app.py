@@ -143,6 +143,7 @@ class Console:
         self, handler: Callable[[Request, Session, VerifiedCaller], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def serve(request: Request) -> Response:
+            started = time.perf_counter()  # the page's server time: the token's check included
             session = self.sessions.get(request.cookies.get(COOKIE))
             if session is None:
                 return _redirect("/login")
@@ -157,7 +158,6 @@ class Console:
                         "error.html", session, None, status=403, title="Refused",
                         detail="the form's CSRF token is missing or stale: reload the page and try again",
                     )  # fmt: skip
-            started = time.perf_counter()
             response = await handler(request, session, verified)
             response.headers["Server-Timing"] = f"render;dur={(time.perf_counter() - started) * 1000:.1f}"
             return response
