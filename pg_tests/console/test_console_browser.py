@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from psycopg.types.json import Jsonb
 
 from pg_tests.support.api_servers import api_client, api_server
 from pg_tests.support.mcp_servers import HttpServer
@@ -78,7 +79,11 @@ def _tier3_claim(world: World, subject: str, obj: str) -> str:
     with caller(world.db, world.a.owner_key) as conn:
         source = register_source(conn, org, f"forum {uuid.uuid4().hex[:6]}", 3, kind="markdown")
         episode, _, _ = record_episode(conn, org, source, f"thread-{uuid.uuid4().hex[:6]}", "t")
-        [row] = publish(conn, org, episode, [claim(subject, "runs on", obj)])
+        said = f"After the move, {subject} runs on {obj} for good."
+        conn.execute("select * from vera.store_chunks(%s, %s, %s)", (org, episode, Jsonb([{"text": said}])))
+        start = said.index(subject)
+        span = {"chunk": 0, "evidence_start": start, "evidence_end": said.index(" for good")}
+        [row] = publish(conn, org, episode, [claim(subject, "runs on", obj, **span)])
         conn.commit()
     return str(row["fact_id"])
 
@@ -106,6 +111,9 @@ def test_approving_a_tier3_claim_makes_it_searchable(browser: Any, server: HttpS
     page = _page(browser, server, world.a.owner_key)
     item = page.locator(f'li.item[data-item="{fact_id}"]')
     assert "abacus-api" in item.inner_text() and "tier 3" in item.inner_text()
+    # the evidence span highlighted in its episode's passage
+    assert item.locator("blockquote.episode mark").inner_text() == "abacus-api runs on cluster violet"
+    assert "After the move," in item.locator("blockquote.episode").inner_text()
     _shot(page, "review")
     page.goto(server.base + "/console/search?q=abacus-api+cluster+violet")
     assert page.locator("li.hit", has_text="cluster violet").count() == 0, "not searchable before review"
@@ -233,3 +241,13 @@ def test_another_tenants_ids_render_as_ids_that_exist_nowhere(
         missing = b.goto(server.base + path.format(nowhere))
         assert stolen is not None and missing is not None and stolen.status == missing.status
         assert theirs == _main(b, nowhere), path
+
+
+def test_a_claim_shows_the_current_value_it_would_contradict(
+    browser: Any, server: HttpServer, world: World
+) -> None:
+    fact_id = _tier3_claim(world, "payments-api", "cluster green")
+    page = _page(browser, server, world.a.owner_key)
+    item = page.locator(f'li.item[data-item="{fact_id}"]')
+    assert item.locator("mark").inner_text() == "payments-api runs on cluster green"
+    assert "cluster blue" in item.locator("li.current").first.inner_text()
