@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -65,8 +66,27 @@ def build_neo4j_launcher() -> None:
     print(f"Neo4j launcher ready in {time.monotonic() - started:.1f}s", flush=True)
 
 
+def ensure_chromium() -> None:
+    """The browser tests of the web console (pg_tests/console) drive the operating system's Chromium:
+    install it with apt-get when it is missing and this runs as root (CI does); otherwise the tests
+    skip with one line saying so (docs/console.md)."""
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        return
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
+        print("dev.py: no chromium here and not root with apt-get: the console's browser tests will skip")
+        return
+    print("$ apt-get install chromium (the console's browser tests)", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
+        done = subprocess.run(command, check=False, env=env, stdout=subprocess.DEVNULL)
+        if done.returncode != 0:
+            print(f"dev.py: {' '.join(command)} failed: the console's browser tests will skip", flush=True)
+            return
+
+
 def test(extra: list[str]) -> None:
     started = time.monotonic()
+    ensure_chromium()
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
     run(BIN / "mypy")

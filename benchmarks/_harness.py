@@ -4,6 +4,8 @@ own (under /tmp, never the user's), migrated, with a tenant to write as."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psutil
 import psycopg
 
@@ -122,3 +125,20 @@ def cpu_reference(conn: psycopg.Connection) -> str:
         conn.execute("select count(*) from (select generate_series(1, 1000000)) series").fetchone()
         best = min(best, (time.perf_counter() - started) * 1000)
     return f"CPU reference (one backend counting generate_series(1, 1,000,000), best of 3): {best:.0f} ms"
+
+
+def start_server(arguments: list[str], env: dict[str, str], port: int, what: str) -> subprocess.Popen[bytes]:
+    """`vera ARGUMENTS` as a subprocess (this venv's), once its /health/ready on 127.0.0.1:port
+    answers 200 (60 s at most; then it is stopped and the benchmark ends saying so)."""
+    vera = Path(sys.executable).with_name("vera")
+    server = subprocess.Popen([str(vera), *arguments], env=env)  # noqa: S603 - the checkout's own command
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.terminate()
+    raise SystemExit(f"the {what} did not become ready within 60 s")

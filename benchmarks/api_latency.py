@@ -23,7 +23,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +30,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, start
+from _harness import Bench, start, start_server
 from mcp_latency import (
     EMBEDDER,
     Call,
@@ -63,18 +62,7 @@ def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
         "VERA_MCP_QUOTAS__ORGANISATION__READ": "1000000/min",
         "VERA_MCP_LOG_LEVEL": "warning",
     }
-    vera = Path(sys.executable).with_name("vera")
-    server = subprocess.Popen([str(vera), "api", "serve"], env=env)  # noqa: S603
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("the API server did not become ready within 60 s")
+    return start_server(["api", "serve"], env, port, "API server")
 
 
 @asynccontextmanager

@@ -50,7 +50,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import Bench, start
+from _harness import Bench, start, start_server
 from vera_client.bootstrap import build_providers
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.config import DbSettings, EmbedderSettings, PoolSettings, VeraSettings
@@ -123,18 +123,7 @@ def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
         "VERA_MCP_QUOTAS__READ": "1000000/min",
         "VERA_MCP_LOG_LEVEL": "warning",
     }
-    vera = Path(sys.executable).with_name("vera")
-    server = subprocess.Popen([str(vera), "mcp", "serve", "--http"], env=env)  # noqa: S603
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health/ready", timeout=1).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    server.terminate()
-    raise SystemExit("the MCP server did not become ready within 60 s")
+    return start_server(["mcp", "serve", "--http"], env, port, "MCP server")
 
 
 # The paths a call can take, each a factory: given the shared state, an async context that yields

@@ -23,3 +23,4 @@ def test_the_demo_says_how_to_start_and_call_the_http_api(capsys: pytest.Capture
     assert "api serve" in printed
     assert f"curl -H 'Authorization: Bearer vera_abc_secret' '{API_URL}/v1/search?q=" in printed
     assert f"{API_URL}/openapi.json" in printed and f"{API_URL}/docs" in printed
+    assert f"{API_URL}/console" in printed

@@ -147,6 +147,16 @@ def test_only_admins_review_and_an_approved_proposal_becomes_searchable(
         assert not _hits_saying(other, words, "ferry-scheduler")
 
 
+def test_a_search_during_a_period_answers_with_it(owner: httpx.Client) -> None:
+    answer = owner.get(
+        "/v1/search",
+        params={"q": "payments-api cluster blue", "during_start": "2020-01-01", "during_end": "2031-01-01"},
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["during"]["start"] == "2020-01-01" and answer.json()["hits"]
+    assert answer.json()["hits"][0]["signals"]["period"] is not None
+
+
 def test_as_of_answers_as_vera_knew_it_then(owner: httpx.Client) -> None:
     now = owner.get("/v1/search", params={"q": "payments-api cluster blue"}).json()
     assert now["hits"]

@@ -107,6 +107,10 @@ def test_every_route_refuses_a_foreign_host_and_origin(
         answer = ask(**foreign)
         assert answer.status_code == status, (path, foreign, answer.text)
         assert answer.json()["error"] in ("invalid_host", "invalid_origin")
+        # a problem detail (RFC 9457) like every other refusal
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        assert answer.json()["type"] == "urn:vera:problem:" + answer.json()["error"].replace("_", "-")
+        assert answer.json()["status"] == status and answer.json()["request_id"]
     # a load balancer probing by the pod's address reaches health, and health only
     probe = ask(Host="10.9.8.7:8765")
     assert probe.status_code == (200 if path.startswith("/health/") else 421)

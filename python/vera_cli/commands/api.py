@@ -1,16 +1,15 @@
-"""`vera api serve`: the HTTP API (/v1, /openapi.json, /docs) on its own port. The HTTP stack
-(vera_mcp) is imported when the server starts, not with this module."""
+"""`vera api serve`: the HTTP API (/v1, /openapi.json, /docs) and the web console (/console) on
+its own port. The HTTP stack (vera_mcp) is imported when the server starts, not with this module."""
 
 from __future__ import annotations
 
 import logging
-import signal
 import sys
 
 import click
 
-from vera_cli.commands.mcp import Terminated, _run, _unwind
-from vera_client.domain.errors import ConfigurationError, VeraError
+from vera_cli.commands.mcp import serve_until_stopped
+from vera_client.domain.errors import ConfigurationError
 
 
 @click.group()
@@ -25,7 +24,7 @@ def serve(host: str | None, port: int | None) -> None:
     """Serve the HTTP API: Bearer tokens (API keys, OIDC), the MCP server's settings (VERA_MCP_*)."""
     from vera_mcp.adapters.logs import configure_json_logging
     from vera_mcp.config import read_settings
-    from vera_mcp.entrypoints.wiring import StartupError, api_settings, run_api, stderr_line
+    from vera_mcp.entrypoints.wiring import api_settings, run_api, stderr_line
 
     try:
         overrides = {k: v for k, v in {"host": host, "api_port": port}.items() if v is not None}
@@ -34,25 +33,12 @@ def serve(host: str | None, port: int | None) -> None:
         stderr_line(str(error))
         sys.exit(2)
     configure_json_logging(logging.getLevelNamesMapping()[settings.log_level.upper()], sys.stderr)
-    signal.signal(signal.SIGTERM, _unwind)  # as `vera mcp serve`: unwind, so every finally runs
 
     async def serving() -> None:
         base = api_settings(settings).base_url
-        click.echo(f"vera api: serving {base}/v1 (docs at {base}/docs; Ctrl-C stops)", err=True)
+        click.echo(
+            f"vera api: serving {base}/v1 (docs at {base}/docs, web console at {base}/console; Ctrl-C stops)",
+            err=True,
+        )
 
-    try:
-        _run(run_api(settings, vera, ready=serving))
-    except StartupError as error:
-        stderr_line(str(error))
-        sys.exit(error.exit_code)
-    except ConfigurationError as error:
-        stderr_line(str(error))
-        sys.exit(2)
-    except VeraError as error:
-        stderr_line(str(error))
-        sys.exit(1)
-    except KeyboardInterrupt:
-        pass
-    except Terminated:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.raise_signal(signal.SIGTERM)
+    serve_until_stopped(run_api(settings, vera, ready=serving))

@@ -127,6 +127,10 @@ def _print_next_steps(database: Database, key: str, example: Path) -> None:
     )
     click.echo(f"  curl -H 'Authorization: Bearer {key}' '{API_URL}/v1/search?q=who+owns+ledger-db%3F'")
     click.echo(f"  OpenAPI at {API_URL}/openapi.json, its reference pages at {API_URL}/docs")
+    click.echo(
+        f"People review, search and see the memory in the web console (docs/console.md): {API_URL}/console"
+    )
+    click.echo("  (log in with the api key above)")
 
 
 def demo_key_name() -> str:

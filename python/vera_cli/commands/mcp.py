@@ -59,7 +59,7 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         raise click.UsageError("choose a transport: --stdio or --http")
     from vera_mcp.adapters.logs import configure_json_logging
     from vera_mcp.config import read_settings
-    from vera_mcp.entrypoints.wiring import StartupError, run_http, run_stdio, stderr_line
+    from vera_mcp.entrypoints.wiring import run_http, run_stdio, stderr_line
 
     try:
         overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
@@ -69,18 +69,26 @@ def serve(transport: str | None, host: str | None, port: int | None) -> None:
         sys.exit(2)
     # JSON lines on stderr: over stdio, stdout carries the protocol and nothing else
     configure_json_logging(logging.getLevelNamesMapping()[settings.log_level.upper()], sys.stderr)
+    if transport == "stdio":
+        serve_until_stopped(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
+        return
+
+    async def serving() -> None:
+        click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
+
+    serve_until_stopped(run_http(settings, vera, ready=serving))
+
+
+def serve_until_stopped(main: Coroutine[Any, Any, None]) -> None:
+    """Run a server (`vera mcp serve`, `vera api serve`) until Ctrl-C or SIGTERM, each failure to
+    start as one line on stderr and its exit status (2: configuration, 1: VERA refused)."""
+    from vera_mcp.entrypoints.wiring import StartupError, stderr_line
+
     # uvicorn shuts down gracefully on SIGTERM, then raises it again with the handler it found:
     # with the default one the process would die before the server's cleanup ran
     signal.signal(signal.SIGTERM, _unwind)
     try:
-        if transport == "stdio":
-            _run(run_stdio(settings, vera, os.environ.get("VERA_API_KEY")))
-        else:
-
-            async def serving() -> None:
-                click.echo(f"vera mcp: serving {settings.base_url}/mcp (Ctrl-C stops)", err=True)
-
-            _run(run_http(settings, vera, ready=serving))
+        _run(main)
     except StartupError as error:
         stderr_line(str(error))
         sys.exit(error.exit_code)

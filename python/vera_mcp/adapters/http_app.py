@@ -32,6 +32,7 @@ from vera_mcp.adapters.api.app import DOCS_PATH, OPENAPI_PATH, api_endpoints, se
 from vera_mcp.adapters.api.gate import ApiGate
 from vera_mcp.adapters.auth_throttle import AuthThrottleMiddleware, FailedAuthThrottle
 from vera_mcp.adapters.connections import guarded_protocol
+from vera_mcp.adapters.console.app import CONSOLE_ROUTES, console_routes
 from vera_mcp.adapters.health import health_routes
 from vera_mcp.adapters.http_guards import AnonymousChallenge, HostOriginMiddleware
 from vera_mcp.adapters.instruments import LedgerFactory, instrument, no_ledger
@@ -152,7 +153,9 @@ async def build_http_app(
     _challenge_anonymous_requests(app)
     routes = frozenset({getattr(route, "path", "") for route in app.router.routes} | {METRICS_PATH}) - {""}
     endpoints = api_endpoints(server_version, settings.quotas.limits()) if settings.api else []
-    routes |= {e.path for e in endpoints} | ({OPENAPI_PATH, DOCS_PATH} if endpoints else set())
+    routes |= {e.path for e in endpoints} | (
+        {OPENAPI_PATH, DOCS_PATH, *CONSOLE_ROUTES} if endpoints else set()
+    )
     extra = [e.name for e in endpoints]  # the API's operations are observed as the tools are
     metrics = await instrument(
         server, runner, tracing=tracing or Tracing(None), ledger=ledger, routes=routes, extra_names=extra
@@ -167,6 +170,7 @@ async def build_http_app(
             settings, client, chain, ledger=lambda: runner.ledger, observer=lambda: runner.observer
         )
         serve_api(app, gate, endpoints, version=server_version, base_url=settings.base_url)
+        app.router.routes.extend(console_routes(gate, endpoints, base_url=settings.base_url))
     guard(app, settings, metrics)
     app.state.metrics = metrics
     app.state.ledger = runner.ledger
@@ -225,7 +229,8 @@ async def build_api_app(
     ledger: LedgerFactory = no_ledger,
     tracing: Tracing | None = None,
 ) -> Starlette:
-    """The HTTP API alone (`vera api serve`): /v1, /openapi.json, /docs, health and metrics, behind
+    """The HTTP API alone (`vera api serve`): /v1, /openapi.json, /docs, the web console at /console,
+    health and metrics, behind
     the same guards, verifier chain, quotas and metrics as the MCP server's app. Its ledger is
     `app.state.ledger`: whoever built the app closes it when done."""
     throttle = FailedAuthThrottle(settings.auth_throttle_limits())
@@ -237,6 +242,7 @@ async def build_api_app(
         METRICS_PATH,
         "/health/live",
         "/health/ready",
+        *CONSOLE_ROUTES,
     }
     metrics = McpMetrics(tools=[e.name for e in endpoints], routes=routes)
     observer = ToolCallObserver(metrics, tracing or Tracing(None))
@@ -244,6 +250,7 @@ async def build_api_app(
     gate = api_gate(settings, client, chain, ledger=lambda: quota_ledger, observer=lambda: observer)
     app = Starlette(routes=health_routes(client))
     serve_api(app, gate, endpoints, version=server_version, base_url=settings.base_url)
+    app.router.routes.extend(console_routes(gate, endpoints, base_url=settings.base_url))
     if settings.metrics:
         app.router.routes.append(metrics.route(METRICS_PATH))
     chain.on_refusal = metrics.observe_auth_refusal

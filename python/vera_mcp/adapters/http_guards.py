@@ -22,11 +22,14 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from vera_mcp.adapters.logs import correlation_id
+from vera_mcp.domain.problems import PROBLEM_MEDIA_TYPE, PROBLEM_TYPE, Problem
+
 HEALTH_PREFIX = "/health/"
 
 
 class HostOriginMiddleware:
-    """Refuses a foreign Host (421) or Origin (403) on every path, with a JSON body."""
+    """Refuses a foreign Host (421) or Origin (403) on every path, as a problem detail (RFC 9457)."""
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings, probe_hosts: list[str]) -> None:
         self.app = app
@@ -50,8 +53,21 @@ class HostOriginMiddleware:
         description = "this server does not answer that Host" if error == "invalid_host" else (
             "requests from that Origin are not accepted"
         )  # fmt: skip
-        body = {"error": error, "error_description": description}
-        await JSONResponse(body, status_code=refused.status_code)(scope, receive, send)
+        # an RFC 9457 problem detail like every other refusal of the API; `error` and
+        # `error_description` stay as extension members for the clients that read them
+        problem = Problem(
+            type=PROBLEM_TYPE + error.replace("_", "-"),
+            title="Host not answered" if error == "invalid_host" else "Origin not accepted",
+            status=refused.status_code,
+            detail=description,
+            request_id=correlation_id(),
+        )
+        body = problem.model_dump(mode="json", exclude_none=True) | {
+            "error": error,
+            "error_description": description,
+        }
+        response = JSONResponse(body, status_code=refused.status_code, media_type=PROBLEM_MEDIA_TYPE)
+        await response(scope, receive, send)
 
 
 class AnonymousChallenge:

@@ -86,6 +86,13 @@ class McpMetrics:
         if bad or len(self.tools) > _MAX_TOOLS:
             raise ValueError(f"tool names must be lower_snake words, at most {_MAX_TOOLS}: {bad}")
         self.routes = frozenset(routes)
+        # a route with ids in its path ("/v1/facts/{fact_id}") is labelled by its template, never by
+        # the path asked (one series per id would grow without bound)
+        self._templates = [
+            (re.compile("^" + re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(route)) + "$"), route)
+            for route in sorted(self.routes)
+            if "{" in route
+        ]
         self.registry = CollectorRegistry(auto_describe=True)
         self._calls = Counter(
             "vera_mcp_tool_calls",
@@ -128,7 +135,12 @@ class McpMetrics:
         return tool if tool in self.tools else OTHER
 
     def route_label(self, path: str) -> str:
-        return path if path in self.routes else OTHER
+        if path in self.routes:
+            return path
+        for pattern, template in self._templates:
+            if pattern.match(path):
+                return template
+        return OTHER
 
     def observe_tool_call(self, tool: str, outcome: Outcome, seconds: float) -> None:
         """Count one tool call and its latency."""

@@ -114,7 +114,13 @@ class SearchQuery(Strict):
     def during(self) -> Period | None:
         if self.during_start is None and self.during_end is None:
             return None
-        return Period(start=self.during_start, end=self.during_end)
+        # Period takes days as YYYY-MM-DD strings only (a number of seconds is no day): the query's
+        # days, already parsed, are passed in that form (a date object itself was refused: a 500)
+        start, end = self.during_start, self.during_end
+        return Period(
+            start=start.isoformat() if start is not None else None,  # type: ignore[arg-type]
+            end=end.isoformat() if end is not None else None,  # type: ignore[arg-type]
+        )
 
 
 class ContextPackBody(Strict):

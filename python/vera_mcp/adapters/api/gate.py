@@ -89,8 +89,48 @@ class ApiGate:
         except Exception as error:  # counted and logged by the observer as a fault: answered 5xx
             return problem_response(error, request_id)
 
-    async def _serve(self, endpoint: Endpoint, request: Request) -> Response:
-        verified = await self._caller(request)
+    async def invoke(
+        self,
+        endpoint: Endpoint,
+        verified: VerifiedCaller,
+        *,
+        path: Mapping[str, Any] | None = None,
+        query: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> BaseModel:
+        """One endpoint run for a caller verified elsewhere (the web console's session), as a request
+        to its route would be: the scope it needs, its parameters checked by its models, the quota,
+        the deadline and the metrics; its answer as its model (a refusal raised as ApiProblem,
+        QuotaExceededError or VeraError, for the caller to show)."""
+        observer = self._observer()
+        with observer.tool_call(endpoint.name) as observed:
+            try:
+                self._check_scope(endpoint, verified)
+                call = ApiCall(
+                    ToolCall(self.client.as_caller(verified.caller), verified, correlation_id() or ""),
+                    path=_parsed(endpoint.path_model, dict(path or {}), "path"),
+                    query=_parsed(endpoint.query_model, dict(query or {}), "query"),
+                    body=_parsed(endpoint.body_model, dict(body or {}), "body"),
+                    cursor_scope=cursor_scope(sorted((k, str(v)) for k, v in (query or {}).items())),
+                )
+                await self._take_quota(endpoint, call, verified)
+                async with asyncio.timeout(self.timeout_s):
+                    return await endpoint.handler(call)
+            except QuotaExceededError as refusal:
+                observed.outcome = Outcome.REFUSED_QUOTA
+                observer.metrics.observe_quota_refusal(refusal.tool_class)
+                raise
+            except ApiProblem as refusal:
+                observed.outcome = Outcome.REFUSED_SCOPE if refusal.status == 403 else Outcome.TOOL_ERROR
+                raise
+            except DatabaseUnavailableError:
+                raise
+            except VeraError:
+                observed.outcome = Outcome.TOOL_ERROR
+                raise
+
+    @staticmethod
+    def _check_scope(endpoint: Endpoint, verified: VerifiedCaller) -> None:
         if endpoint.scope not in verified.scopes:
             raise ApiProblem(
                 403,
@@ -101,6 +141,18 @@ class ApiGate:
                     "WWW-Authenticate": f'Bearer error="insufficient_scope", scope="{endpoint.scope.value}"'
                 },
             )
+
+    async def _take_quota(self, endpoint: Endpoint, call: ApiCall, verified: VerifiedCaller) -> None:
+        ledger = self._ledger()
+        if ledger is not None:
+            organisations = verified.organisations
+            if organisations is None:  # an OIDC caller: whoami says
+                organisations = organisations_of(await call.call.memberships())
+            await ledger.take(verified.principal_id, endpoint.route_class, organisations)
+
+    async def _serve(self, endpoint: Endpoint, request: Request) -> Response:
+        verified = await self._caller(request)
+        self._check_scope(endpoint, verified)
         body_bytes = await self._body(endpoint, request)
         call = ApiCall(
             ToolCall(self.client.as_caller(verified.caller), verified, correlation_id() or ""),
@@ -109,17 +161,17 @@ class ApiGate:
             body=_parsed_body(endpoint.body_model, body_bytes),
             cursor_scope=cursor_scope(request.query_params.multi_items()),
         )
-        ledger = self._ledger()
-        if ledger is not None:
-            organisations = verified.organisations
-            if organisations is None:  # an OIDC caller: whoami says
-                organisations = organisations_of(await call.call.memberships())
-            await ledger.take(verified.principal_id, endpoint.route_class, organisations)
+        await self._take_quota(endpoint, call, verified)
         key = request.headers.get("idempotency-key")
         if endpoint.writes and key is not None:
             return await self._idempotent(endpoint, call, key, _request_hash(request, body_bytes))
         status, body = await self._run(endpoint, call)
         return _answer(endpoint, request, status, body)
+
+    async def verify(self, token: str) -> VerifiedCaller | None:
+        """The caller of a bearer token (an API key or an OIDC access token), None if it is refused."""
+        access = await self.verifier.verify_token(token.strip())
+        return access.verified if isinstance(access, VeraAccessToken) else None
 
     async def _caller(self, request: Request) -> VerifiedCaller:
         # mounted in the MCP server's app, the SDK's middleware has verified the token already
