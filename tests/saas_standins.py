@@ -112,9 +112,9 @@ class JiraStandin(_Standin):
             (
                 issue for issue in self.issues.values()
                 if issue["key"].startswith(found["project"] + "-")
-                and (since is None or _moment(issue["fields"]["updated"]) >= since)
+                and (since is None or _updated(issue) >= since)
             ),
-            key=lambda issue: (_moment(issue["fields"]["updated"]), _number(issue["key"])),
+            key=lambda issue: (_updated(issue), _number(issue["key"])),
         )  # fmt: skip
         limit = max(1, min(int(query.get("maxResults", "50")), 5000))
         start = int(base64.b64decode(query["nextPageToken"]).decode()) if query.get("nextPageToken") else 0
@@ -130,7 +130,8 @@ class JiraStandin(_Standin):
                 "key": issue["key"],
                 "self": f"{self.url}/rest/api/3/issue/{issue['id']}",
             }
-            one["fields"] = {k: v for k, v in issue["fields"].items() if k in wanted}
+            fields = issue["fields"]  # a broken issue's (not an object) is served as it is
+            one["fields"] = {k: v for k, v in fields.items() if k in wanted} if isinstance(fields, dict) else fields
             if "changelog" in query.get("expand", "") and "changelog" in issue:
                 one["changelog"] = issue["changelog"]
             shaped.append(one)
@@ -140,8 +141,11 @@ class JiraStandin(_Standin):
         return _json(200, payload)
 
 
-def _moment(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text).astimezone(dt.UTC)
+def _updated(issue: dict[str, Any]) -> dt.datetime:
+    fields = issue.get("fields")
+    if not isinstance(fields, dict):
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    return dt.datetime.fromisoformat(fields["updated"]).astimezone(dt.UTC)
 
 
 def _number(key: str) -> int:

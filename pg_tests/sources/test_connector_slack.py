@@ -106,7 +106,8 @@ def _status(world: World, group: str) -> SourceStatus:
 
 
 def _history(slack: SlackStandin) -> list[dict[str, str]]:
-    return [r.query for r in slack.requests if r.path == HISTORY]
+    """The poll's history requests (the prune's slim listing asks for pages of 999)."""
+    return [r.query for r in slack.requests if r.path == HISTORY and r.query.get("limit") != "999"]
 
 
 def _episodes(world: World, group: str) -> list[tuple[str, int]]:
@@ -127,8 +128,12 @@ def test_first_run_threads_incremental_run_and_prune(
     # four messages of people and the thread's two replies; the join is not a message of people
     assert (first.ingested, first.passages, first.claims, first.failed, first.skipped) == (6, 6, 0, [], [])
     assert len(_history(slack)) == 3  # five messages in pages of two
-    assert [r.query["ts"] for r in slack.requests if r.path == "/api/conversations.replies"] == [
-        "1767258060.000200"
+    replies = [r.query for r in slack.requests if r.path == "/api/conversations.replies"]
+    # the thread (its parent and two replies) in pages of two; the prune's listing in one of 999
+    assert [(q["ts"], q["limit"], "cursor" in q) for q in replies] == [
+        ("1767258060.000200", "2", False),
+        ("1767258060.000200", "2", True),
+        ("1767258060.000200", "999", False),
     ]
     assert "Hotfixes need the release manager." in _texts(world, group, "hotfixes release manager")
     assert "Ask @U0LINH about the ledger runbook." in _texts(world, group, "ledger runbook")
@@ -173,7 +178,7 @@ def test_a_429_is_waited_out_as_retry_after_asks(world: World, slack: SlackStand
     [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert time.monotonic() - started >= 1.0
     assert report.ingested == 6
-    assert len(_history(slack)) == 4 + 1  # the refused first page, asked again, two more; the prune's one
+    assert len(_history(slack)) == 4  # the refused first page, asked again, then two more
 
 
 def test_an_invalid_token_fails_the_run_with_one_clear_line(

@@ -110,7 +110,7 @@ class SlackConnector:
                     continue
                 yield f"{self._channel}/{message['ts']}"
                 if _is_parent(message):
-                    for reply in self._replies(message["ts"]):
+                    for reply in self._replies(message["ts"], limit=999):
                         if isinstance(reply, Mapping) and isinstance(reply.get("ts"), str):
                             yield f"{self._channel}/{reply['ts']}"
             if not cursor:
@@ -127,10 +127,14 @@ class SlackConnector:
                     found.append(converted)
         return found
 
-    def _replies(self, thread_ts: str) -> Iterator[Any]:
+    def _replies(self, thread_ts: str, *, limit: int | None = None) -> Iterator[Any]:
         cursor: str | None = None
         while True:
-            params: dict[str, Any] = {"channel": self._channel, "ts": thread_ts, "limit": self._page_size}
+            params: dict[str, Any] = {
+                "channel": self._channel,
+                "ts": thread_ts,
+                "limit": limit or self._page_size,
+            }
             if cursor:
                 params["cursor"] = cursor
             messages, cursor = self._call("conversations.replies", params)
