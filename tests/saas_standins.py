@@ -16,6 +16,13 @@ Slack GET /api/conversations.history?channel=C&oldest=TS&limit=N&cursor=C
       {"ok": false, "error": "invalid_auth"}; a rate limit is a 429 with
       Retry-After and {"ok": false, "error": "ratelimited"}.
 
+Confluence GET /wiki/api/v2/spaces/{id}/pages?sort=-modified-date|id&limit=N&body-format=storage&cursor=C
+      -> {"results": [...], "_links": {"next": "/wiki/api/v2/...?cursor=...", "base": ".../wiki"}}
+      (the next link in the `Link` header too; the body only with body-format=storage)
+      GET /wiki/api/v2/pages/{id}/labels -> {"results": [{"id", "name", "prefix"}], "_links": {}}
+      Auth: Basic base64(email:token) or Bearer token; else a 401 with
+      {"errors": [{"status": 401, "code": "UNAUTHORIZED", "title": "Unauthorized"}]}.
+
 As the CMDB's (source_standins.py): `script(prefix, Reply)` queues an answer
 for the next request under a prefix; every request is recorded."""
 
@@ -40,6 +47,7 @@ from tests.standins import Reply
 JIRA_TOKEN = "jira-standin-secret-4b8e21"
 JIRA_EMAIL = "bot@example.com"
 SLACK_TOKEN = "xoxb-slack-standin-secret-93d1"
+CONFLUENCE_TOKEN = "confluence-standin-secret-c51f07"
 
 Answer = tuple[int, dict[str, str], bytes]
 
@@ -131,7 +139,9 @@ class JiraStandin(_Standin):
                 "self": f"{self.url}/rest/api/3/issue/{issue['id']}",
             }
             fields = issue["fields"]  # a broken issue's (not an object) is served as it is
-            one["fields"] = {k: v for k, v in fields.items() if k in wanted} if isinstance(fields, dict) else fields
+            one["fields"] = (
+                {k: v for k, v in fields.items() if k in wanted} if isinstance(fields, dict) else fields
+            )
             if "changelog" in query.get("expand", "") and "changelog" in issue:
                 one["changelog"] = issue["changelog"]
             shaped.append(one)
@@ -193,6 +203,57 @@ class SlackStandin(_Standin):
         )
         return _json(200, {"ok": True, "messages": page, "has_more": bool(following), "pin_count": 0,
                            "response_metadata": {"next_cursor": following}})  # fmt: skip
+
+
+@dataclass
+class ConfluenceStandin(_Standin):
+    """Pages of one space keyed by id, each as the v2 API gives it plus its "labels" (names)."""
+
+    token: str = CONFLUENCE_TOKEN
+    email: str = JIRA_EMAIL
+    space_id: str = "98304"
+    pages: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def normal(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Answer:
+        basic = base64.b64encode(f"{self.email}:{self.token}".encode()).decode()
+        if headers.get("authorization") not in (f"Basic {basic}", f"Bearer {self.token}"):
+            return _json(401, {"errors": [{"status": 401, "code": "UNAUTHORIZED", "title": "Unauthorized",
+                                           "detail": None}]})  # fmt: skip
+        start = int(base64.b64decode(query["cursor"]).decode()) if query.get("cursor") else 0
+        limit = max(1, min(int(query.get("limit", "25")), 250))
+        labels = re.fullmatch(r"/wiki/api/v2/pages/([0-9]+)/labels", path)
+        if labels is not None:
+            page = self.pages.get(labels[1])
+            if page is None:
+                return _json(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
+            names = page.get("labels", [])
+            found = [{"id": str(n), "name": name, "prefix": "global"} for n, name in enumerate(names)]
+            return self._page_of(path, query, found, start, limit)
+        if path != f"/wiki/api/v2/spaces/{self.space_id}/pages":
+            return _json(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
+        if query.get("sort") == "-modified-date":
+            ordered = sorted(
+                self.pages.values(), key=lambda p: (p["version"]["createdAt"], p["id"]), reverse=True
+            )
+        else:
+            ordered = sorted(self.pages.values(), key=lambda p: int(p["id"]))
+        shaped = []
+        for page in ordered:
+            one = {k: v for k, v in page.items() if k not in ("labels", "body")}
+            if query.get("body-format") == "storage":
+                one["body"] = page.get("body", {})
+            shaped.append(one)
+        return self._page_of(path, query, shaped, start, limit)
+
+    def _page_of(self, path: str, query: dict[str, str], found: list[Any], start: int, limit: int) -> Answer:
+        links: dict[str, str] = {"base": f"{self.url}/wiki"}
+        headers: dict[str, str] = {}
+        if start + limit < len(found):
+            rest = {k: v for k, v in query.items() if k != "cursor"}
+            rest["cursor"] = base64.b64encode(str(start + limit).encode()).decode()
+            links["next"] = path + "?" + "&".join(f"{k}={v}" for k, v in rest.items())
+            headers["Link"] = f'<{links["next"]}>; rel="next"'
+        return _json(200, {"results": found[start : start + limit], "_links": links}, headers)
 
 
 def _ts(message: dict[str, Any]) -> Decimal | None:

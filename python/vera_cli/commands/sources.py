@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # the kinds a connector reads (vera_worker.connectors.registry; a test keeps them the same): their
 # sources have no folder and are not written through the API
-CONNECTOR_KINDS = ("cmdb", "jira", "slack")
+CONNECTOR_KINDS = ("cmdb", "confluence", "jira", "slack")
 
 
 @click.group()
@@ -275,6 +275,41 @@ def source_add_cmdb(  # noqa: PLR0917 (one parameter per option: click passes th
         set_interval(vera, added, interval_s)
     secret = f", token from ${token_env}" if token_env else ""
     click.echo(f"source {name!r} ({source_id}) in {target}: cmdb, tier {tier}, {url}{secret}")
+
+
+@source_add.command("confluence")
+@click.argument("name")
+@click.argument("url")
+@click.option("--space-id", required=True, help="The space's numeric id: its pages are read.")
+@click.option("--token-env", required=True,
+              help="The environment variable holding the API token (never the token itself).")  # fmt: skip
+@click.option("--email", help="The Atlassian account's email: Basic auth with the token (else Bearer).")
+@click.option("--no-labels", is_flag=True, help="Do not ask for each changed page's labels.")
+@click.option("--tier", type=click.IntRange(1, 4), default=2, show_default=True, help="Trust tier.")
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_confluence(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    url: str,
+    space_id: str,
+    token_env: str,
+    email: str | None,
+    no_labels: bool,
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """A Confluence Cloud space's pages (tier 2): NAME URL, storage format made Markdown."""
+    config: dict[str, Any] = {"url": url, "space_id": space_id}
+    if email:
+        config["email"] = email
+    if no_labels:
+        config["labels"] = False
+    _add_connector(name, "confluence", tier, token_env, config, url, group, interval_s, api_key,
+                   f"space {space_id}")  # fmt: skip
 
 
 @source_add.command("jira")

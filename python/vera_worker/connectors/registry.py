@@ -10,6 +10,7 @@ from typing import Any
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.connector import CmdbConnector
+from vera_worker.connectors.confluence.connector import ConfluenceConnector
 from vera_worker.connectors.contract import Connector, SourceContext
 from vera_worker.connectors.jira.connector import JiraConnector
 from vera_worker.connectors.slack.connector import SlackConnector
@@ -31,6 +32,12 @@ KINDS: Mapping[str, Kind] = {
             tier=1,
             summary="configuration items as JSON over HTTP, fields mapped to claims",
             build=CmdbConnector,
+        ),
+        Kind(
+            name="confluence",
+            tier=2,
+            summary="a Confluence Cloud space's pages (REST API v2), storage format made Markdown",
+            build=ConfluenceConnector,
         ),
         Kind(
             name="jira",

@@ -9,9 +9,11 @@ import datetime as dt
 from pathlib import Path
 
 from tests.saas_standins import (
+    CONFLUENCE_TOKEN,
     JIRA_EMAIL,
     JIRA_TOKEN,
     SLACK_TOKEN,
+    ConfluenceStandin,
     JiraStandin,
     SlackStandin,
     jira_time,
@@ -24,7 +26,7 @@ from pg_tests.support.databases import Database
 
 def test_source_add_lists_jira_and_slack_and_takes_no_token() -> None:
     shown = run_vera(["source", "add", "--help"], {})
-    assert shown.exit_code == 0 and "jira" in shown.output and "slack" in shown.output
+    assert shown.exit_code == 0 and all(kind in shown.output for kind in ("confluence", "jira", "slack"))
     refused = run_vera(
         ["source", "add", "jira", "j", "http://127.0.0.1:9", "--project", "P", "--token", "x"], {}
     )
@@ -87,3 +89,28 @@ def test_a_slack_source_is_added_ingested_and_listed(make_database, tmp_path: Pa
     assert ": done, 1 items, 0 unchanged, 0 retracted, 0 skipped or failed" in listed
     found = run_vera(["search", "ledger keys rotated", "--json", "-k", "1"], env)
     assert "The ledger keys were rotated today." in found.output
+
+
+def test_a_confluence_source_is_added_ingested_and_listed(make_database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    env = _env(make_database, tmp_path)
+    page = {"id": "7", "title": "Ledger runbook", "parentId": None,
+            "version": {"number": 4, "createdAt": "2026-03-01T08:30:00.000Z", "authorId": "557058:bb"},
+            "body": {"storage": {"value": "<h2>Export</h2><p>The ledger export runs nightly.</p>"}},
+            "_links": {"webui": "/spaces/OPS/pages/7"}, "labels": ["runbook"]}  # fmt: skip
+    confluence = ConfluenceStandin(pages={"7": page})
+    with serving(confluence, ""):
+        added = run_vera(
+            ["source", "add", "confluence", "ops wiki", confluence.url, "--space-id", confluence.space_id,
+             "--email", JIRA_EMAIL, "--token-env", "OPS_WIKI_TOKEN"],
+            env,
+        )  # fmt: skip
+        assert added.exit_code == 0, added.output
+        assert "confluence, tier 2, space 98304, token from $OPS_WIKI_TOKEN" in added.output
+        ingested = run_vera(["ingest", "ops wiki"], env | {"OPS_WIKI_TOKEN": CONFLUENCE_TOKEN})
+        assert ingested.exit_code == 0, ingested.output + ingested.stderr
+        listed = run_vera(["source", "list"], env).output
+    assert 'cursor {"since": "2026-03-01T08:30:00+00:00"}' in listed
+    assert ": done, 1 items, 0 unchanged, 0 retracted, 0 skipped or failed" in listed
+    assert CONFLUENCE_TOKEN not in listed + ingested.output + ingested.stderr
+    found = run_vera(["search", "ledger export nightly", "--json", "-k", "1"], env)
+    assert "The ledger export runs nightly." in found.output
