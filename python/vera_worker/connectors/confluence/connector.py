@@ -167,9 +167,9 @@ class ConfluenceConnector:
         uri = f"{self._url}/wiki{webui}" if isinstance(webui, str) and webui.startswith("/") else (
             f"{self._url}/wiki/pages/{key}"
         )  # fmt: skip
-        number = version.get("number")
+        number = str(version["number"]) if version.get("number") is not None else None
         return Item(key=key, raw=data, mime="application/json", record=record, uri=uri,
-                    observed_at=record.observed_at, version=None if number is None else str(number))  # fmt: skip
+                    observed_at=record.observed_at, version=number)  # fmt: skip
 
     def _page_labels(self, page_id: str) -> list[str]:
         names: list[str] = []
