@@ -85,8 +85,9 @@ def test_an_issues_changelog_gives_its_status_history() -> None:
 def test_storage_format_becomes_markdown_without_scripts_or_macro_parameters() -> None:
     xhtml = (
         '<h2>Recovery</h2><p>See <ac:link><ri:page ri:content-title="Exporter FAQ" /></ac:link>.</p>'
-        '<ul><li>one</li><li>two</li></ul><ac:structured-macro ac:name="code"><ac:parameter ac:name="language">'
-        "bash</ac:parameter><ac:plain-text-body><![CDATA[make run]]></ac:plain-text-body></ac:structured-macro>"
+        '<ul><li>one</li><li>two</li></ul><ac:structured-macro ac:name="code">'
+        '<ac:parameter ac:name="language">bash</ac:parameter>'
+        "<ac:plain-text-body><![CDATA[make run]]></ac:plain-text-body></ac:structured-macro>"
         "<script>alert(1)</script><style>p{}</style>"
     )
     markdown = storage_markdown(xhtml)
