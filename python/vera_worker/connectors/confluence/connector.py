@@ -156,18 +156,17 @@ class ConfluenceConnector:
         except (ValueError, RecursionError) as exc:
             return Skip(key=key, reason=f"its body cannot be read as XHTML ({type(exc).__name__})")
         parsed = parse_markdown(f"# {title}\n\n{markdown}", name=title)
-        version = raw.get("version") if isinstance(raw.get("version"), Mapping) else {}
+        version = _mapping(raw.get("version"))
         claims = [*parsed.claims, *_metadata_claims(title, raw, version, labels)]
         record = ParsedRecord(
             title=title, passages=parsed.passages, claims=tuple(claims), warnings=parsed.warnings,
             observed_at=_version_time(raw),
         )  # fmt: skip
-        links = raw.get("_links") if isinstance(raw.get("_links"), Mapping) else {}
-        webui = links.get("webui")
+        webui = _mapping(raw.get("_links")).get("webui")
         uri = f"{self._url}/wiki{webui}" if isinstance(webui, str) and webui.startswith("/") else (
             f"{self._url}/wiki/pages/{key}"
         )  # fmt: skip
-        number = str(version["number"]) if version.get("number") is not None else None
+        number = None if version.get("number") is None else str(version.get("number"))
         return Item(key=key, raw=data, mime="application/json", record=record, uri=uri,
                     observed_at=record.observed_at, version=number)  # fmt: skip
 
@@ -217,3 +216,7 @@ def _version_time(raw: Any) -> str | None:
 def _text(position: Position | None, name: str) -> str | None:
     value = position.get(name) if position else None
     return value if isinstance(value, str) and value else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

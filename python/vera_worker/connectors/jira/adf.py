@@ -34,12 +34,12 @@ def _blocks(node: Mapping[str, Any], out: list[str], *, prefix: str, depth: int)
         raise AdfError(f"an ADF tree nested deeper than {MAX_DEPTH} levels")
     kind = node.get("type")
     children = [c for c in node.get("content") or [] if isinstance(c, Mapping)]
-    attrs = node.get("attrs") if isinstance(node.get("attrs"), Mapping) else {}
+    attrs = _attrs(node)
     if kind in ("paragraph", "heading"):
         text = _inline(children, depth + 1)
         if kind == "heading":
-            level = attrs.get("level") if isinstance(attrs.get("level"), int) else 1
-            text = "#" * max(1, min(level, 6)) + " " + text
+            level = attrs.get("level")
+            text = "#" * max(1, min(level if isinstance(level, int) else 1, 6)) + " " + text
         out.append(prefix + text)
     elif kind == "codeBlock":
         out.append(prefix + "```\n" + _inline(children, depth + 1) + "\n```")
@@ -100,9 +100,14 @@ _LEAF_ATTRS = {
 
 
 def _leaf(node: Mapping[str, Any]) -> str:
-    attrs = node.get("attrs") if isinstance(node.get("attrs"), Mapping) else {}
+    attrs = _attrs(node)
     for name in _LEAF_ATTRS.get(str(node.get("type")), ()):
         if attrs.get(name):
             return str(attrs[name])
     text = node.get("text")
     return text if isinstance(text, str) else ""
+
+
+def _attrs(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    attrs = node.get("attrs")
+    return attrs if isinstance(attrs, Mapping) else {}
