@@ -14,6 +14,7 @@ no-vector time over the folder's.
 from __future__ import annotations
 
 import argparse
+import itertools
 import datetime as dt
 import sys
 import tempfile
@@ -157,6 +158,10 @@ def main() -> None:
         parser.error(f"unknown kinds: {sorted(unknown)} (known: {', '.join(KINDS)})")
     bench = start("vera_bench_connectors")
     texts = documents(max(options.items, options.embedded_items))
+    wanted = max(options.items, options.embedded_items)
+    if texts and len(texts) < wanted:  # SciFact has 5,183 abstracts: the rest are numbered repeats
+        texts += [(f"{title} ({n})", f"{text} ({n})") for n, (title, text) in
+                  zip(range(len(texts), wanted), itertools.cycle(texts), strict=False)]  # fmt: skip
     model = TimedEmbedder(LocalMiniLMEmbedder())
     with tempfile.TemporaryDirectory(prefix="vera-connectors-bench-") as scratch:
         root = Path(scratch)
