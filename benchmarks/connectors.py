@@ -14,8 +14,8 @@ no-vector time over the folder's.
 from __future__ import annotations
 
 import argparse
-import itertools
 import datetime as dt
+import itertools
 import sys
 import tempfile
 import time
