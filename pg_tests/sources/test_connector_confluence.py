@@ -21,16 +21,22 @@ import pytest
 from tests.saas_standins import CONFLUENCE_TOKEN, JIRA_EMAIL, ConfluenceStandin, serving
 from tests.standins import Reply
 
-from pg_tests.support.clients import client_for
+from pg_tests.support.connector_runs import (
+    FAST,
+    assert_nowhere,
+    episode_versions,
+    failing_request,
+    ingest_again,
+    register,
+    search_texts,
+    source_status,
+)
 from pg_tests.support.ingesting import run_worker
-from pg_tests.support.seed import World, caller, create_project
+from pg_tests.support.seed import World, create_project
 from vera_client.api import sources as sources_api
-from vera_client.api.sources import SourceStatus
-from vera_client.config import ResilienceSettings
 
 TOKEN_ENV = "VERA_TEST_CONFLUENCE_TOKEN"
 ENVIRON = {TOKEN_ENV: CONFLUENCE_TOKEN}
-FAST = ResilienceSettings(retry_base_seconds=0.01, retry_max_seconds=5, max_retries=3, breaker_failures=50)
 PAGES = "/wiki/api/v2/spaces/98304/pages"
 
 BODY = (
@@ -83,31 +89,7 @@ def confluence() -> Iterator[ConfluenceStandin]:
 def _register(world: World, group: str, confluence: ConfluenceStandin, **config: Any) -> sources_api.Source:
     settings = {"url": confluence.url, "space_id": "98304", "email": JIRA_EMAIL, "page_size": 2,
                 "prune_interval_s": 0, **config}  # fmt: skip
-    with client_for(world, world.a.owner_key) as vera:
-        source_id = vera.register_source(
-            group, "confluence", "wiki ops", 2, token_env=TOKEN_ENV, config=settings
-        )
-        vera.request_ingest(group, source_id)
-        return next(s for s in vera.list_sources(group) if s.source_id == source_id)
-
-
-def _ingest(world: World, source: sources_api.Source) -> None:
-    with client_for(world, world.a.owner_key) as vera:
-        vera.request_ingest(source.group_id, source.source_id)
-
-
-def _texts(world: World, group: str, query: str) -> list[str]:
-    with caller(world.db, world.a.owner_key) as conn:
-        rows = conn.execute(
-            "select text from vera.search(%s, groups => array[%s])", (query, group)
-        ).fetchall()
-    return [row[0] for row in rows]
-
-
-def _status(world: World, group: str) -> SourceStatus:
-    with client_for(world, world.a.owner_key) as vera:
-        [found] = vera.source_status(group)
-    return found
+    return register(world, group, "confluence", "wiki ops", 2, TOKEN_ENV, settings)
 
 
 def _listings(confluence: ConfluenceStandin) -> list[dict[str, str]]:
@@ -125,23 +107,23 @@ def test_first_run_no_change_incremental_run_and_prune(
     assert (first.scanned, first.ingested, first.failed, first.skipped) == (5, 5, [], [])
     assert len(_listings(confluence)) == 3  # five pages in pages of two
     assert _listings(confluence)[0] == {"sort": "-modified-date", "limit": "2", "body-format": "storage"}
-    found = _texts(world, group, "ledger export night")
+    found = search_texts(world, group, "ledger export night")
     assert any("The ledger export runs at **02:00** every night." in t for t in found)
-    recovery = " ".join(_texts(world, group, "restart exporter"))
+    recovery = " ".join(search_texts(world, group, "restart exporter"))
     assert "Exporter FAQ" in recovery and "systemctl restart exporter" in recovery
     assert "alert" not in recovery and "bash" not in recovery  # the script and the macro's parameter
-    assert "Ledger runbook has label runbook" in _texts(world, group, "Ledger runbook label")
-    assert "Exporter FAQ has parent page page 1" in _texts(world, group, "Exporter FAQ parent page")
+    assert "Ledger runbook has label runbook" in search_texts(world, group, "Ledger runbook label")
+    assert "Exporter FAQ has parent page page 1" in search_texts(world, group, "Exporter FAQ parent page")
     with world.db.admin() as admin:
         [(uri,)] = admin.execute(
             "select uri from vera.episodes where group_id = %s and external_id = '1'", (group,)
         ).fetchall()
     assert uri == f"{confluence.url}/wiki/spaces/OPS/pages/1"
-    assert _status(world, group).cursor_position == {"since": "2026-01-05T10:00:00+00:00"}
+    assert source_status(world, group).cursor_position == {"since": "2026-01-05T10:00:00+00:00"}
 
     # nothing changed: one request for the newest page, without its body
     confluence.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (second.scanned, second.ingested) == (0, 0)
     assert _listings(confluence) == [{"sort": "-modified-date", "limit": "1"}]
@@ -151,17 +133,19 @@ def test_first_run_no_change_incremental_run_and_prune(
     confluence.pages["3"] = _page(3, "On-call rota", number=8, at="2026-02-01T10:00:00.000Z",
                                   body="<p>Mai is on call this week.</p>")  # fmt: skip
     confluence.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (third.scanned, third.ingested) == (1, 1)
-    assert "Mai is on call this week." in _texts(world, group, "on call this week")
+    assert "Mai is on call this week." in search_texts(world, group, "on call this week")
 
     # deleted at the source: the prune retracts it
     del confluence.pages["5"]
-    _ingest(world, source)
+    ingest_again(world, source)
     [fourth] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (fourth.retracted, fourth.pruned) == (1, True)
-    assert "Search overview is a page of the space." not in _texts(world, group, "Search overview page space")
+    assert "Search overview is a page of the space." not in search_texts(
+        world, group, "Search overview page space"
+    )
 
 
 def test_a_429_is_waited_out_as_retry_after_asks(
@@ -184,7 +168,7 @@ def test_an_expired_token_fails_the_run_with_one_clear_line(
     group = create_project(world, "confluence-expired")
     _register(world, group, confluence)
     assert run_worker(world.db, tmp_path, environ={TOKEN_ENV: "an-expired-token"}, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed"
     assert status.error == (
         f"source 'wiki ops': the server refused the token in ${TOKEN_ENV} (HTTP 401): "
@@ -198,34 +182,24 @@ def test_a_run_that_dies_mid_way_resumes_after_its_last_committed_page(
 ) -> None:
     group = create_project(world, "confluence-crash")
     source = _register(world, group, confluence)
-    calls = {"n": 0}
-
-    def second_page_fails(path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
-        if path == PAGES:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                return 400, {}, b'{"errors": [{"status": 400, "code": "INVALID_REQUEST_PARAMETER"}]}'
-        return None
-
-    confluence.intercept = second_page_fails
+    confluence.intercept = failing_request(
+        PAGES, 2, b'{"errors": [{"status": 400, "code": "INVALID_REQUEST_PARAMETER"}]}'
+    )
     assert run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed" and "HTTP 400" in (status.error or "")
     position = status.cursor_position or {}
     assert set(position) == {"next", "high"} and position["high"] == "2026-01-05T10:00:00+00:00"
 
     confluence.intercept = None
     confluence.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [resumed] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert "cursor" in _listings(confluence)[0]  # the next link of the committed page
     assert resumed.ingested == 3
-    with world.db.admin() as admin:
-        versions = admin.execute(
-            "select external_id, count(*)::int from vera.episodes where group_id = %s group by 1 order by 1",
-            (group,),
-        ).fetchall()
-    assert versions == [(str(n), 1) for n in range(1, 6)]  # nothing lost, nothing doubled
+    assert episode_versions(world, group) == [
+        (str(n), 1) for n in range(1, 6)
+    ]  # nothing lost, nothing doubled
 
 
 def test_bad_pages_are_skipped_by_name_and_counted(
@@ -242,7 +216,7 @@ def test_bad_pages_are_skipped_by_name_and_counted(
     assert sorted(key for key, _ in report.skipped) == ["6", "7"]
     assert "over the 1,000,000 of one page" in caplog.text
     assert "skipped 7: no storage-format body" in caplog.text
-    assert _status(world, group).skipped == 2
+    assert source_status(world, group).skipped == 2
 
 
 def test_the_secret_is_in_no_log_job_row_run_row_or_error(
@@ -259,15 +233,10 @@ def test_the_secret_is_in_no_log_job_row_run_row_or_error(
             PAGES,
             Reply(status=400, body=f'{{"errors": [{{"title": "bad {CONFLUENCE_TOKEN} {basic}"}}]}}'.encode()),
         )
-        _ingest(world, source)
+        ingest_again(world, source)
         run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    error = _status(world, group).error or ""
+    error = source_status(world, group).error or ""
     assert "[secret]" in error and CONFLUENCE_TOKEN not in error and basic not in error
     assert all(CONFLUENCE_TOKEN not in str(r.query) for r in confluence.requests)
     assert any(r.headers.get("authorization") == f"Basic {basic}" for r in confluence.requests)
-    assert CONFLUENCE_TOKEN not in caplog.text and basic not in caplog.text
-    with world.db.admin() as admin:
-        for table in ("procrastinate.procrastinate_jobs", "procrastinate.procrastinate_events",
-                      "vera.source_runs", "vera.sources", "vera.audit_log", "vera.episodes"):  # fmt: skip
-            dump = admin.execute(f"select coalesce(string_agg(t::text, ' '), '') from {table} t").fetchone()
-            assert dump is not None and CONFLUENCE_TOKEN not in dump[0] and basic not in dump[0], table
+    assert_nowhere(world, caplog.text, CONFLUENCE_TOKEN, basic)

@@ -21,16 +21,22 @@ import pytest
 from tests.saas_standins import JIRA_EMAIL, JIRA_TOKEN, JiraStandin, jira_time, serving
 from tests.standins import Reply
 
-from pg_tests.support.clients import client_for
+from pg_tests.support.connector_runs import (
+    FAST,
+    assert_nowhere,
+    episode_versions,
+    failing_request,
+    ingest_again,
+    register,
+    search_texts,
+    source_status,
+)
 from pg_tests.support.ingesting import run_worker
-from pg_tests.support.seed import World, caller, create_project
+from pg_tests.support.seed import World, create_project
 from vera_client.api import sources as sources_api
-from vera_client.api.sources import SourceStatus
-from vera_client.config import ResilienceSettings
 
 TOKEN_ENV = "VERA_TEST_JIRA_TOKEN"
 ENVIRON = {TOKEN_ENV: JIRA_TOKEN}
-FAST = ResilienceSettings(retry_base_seconds=0.01, retry_max_seconds=5, max_retries=3, breaker_failures=50)
 T0 = dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC)
 SEARCH = "/rest/api/3/search/jql"
 
@@ -90,29 +96,7 @@ def jira() -> Iterator[JiraStandin]:
 def _register(world: World, group: str, jira: JiraStandin, **config: Any) -> sources_api.Source:
     settings = {"url": jira.url, "project": "PROJ", "email": JIRA_EMAIL, "page_size": 2,
                 "prune_interval_s": 0, **config}  # fmt: skip
-    with client_for(world, world.a.owner_key) as vera:
-        source_id = vera.register_source(group, "jira", "jira proj", 2, token_env=TOKEN_ENV, config=settings)
-        vera.request_ingest(group, source_id)
-        return next(s for s in vera.list_sources(group) if s.source_id == source_id)
-
-
-def _ingest(world: World, source: sources_api.Source) -> None:
-    with client_for(world, world.a.owner_key) as vera:
-        vera.request_ingest(source.group_id, source.source_id)
-
-
-def _texts(world: World, group: str, query: str) -> list[str]:
-    with caller(world.db, world.a.owner_key) as conn:
-        rows = conn.execute(
-            "select text from vera.search(%s, groups => array[%s])", (query, group)
-        ).fetchall()
-    return [row[0] for row in rows]
-
-
-def _status(world: World, group: str) -> SourceStatus:
-    with client_for(world, world.a.owner_key) as vera:
-        [found] = vera.source_status(group)
-    return found
+    return register(world, group, "jira", "jira proj", 2, TOKEN_ENV, settings)
 
 
 def _searches(jira: JiraStandin) -> list[dict[str, str]]:
@@ -128,12 +112,14 @@ def test_first_run_incremental_run_history_and_prune(world: World, jira: JiraSta
     assert first.passages == 2  # PROJ-1's description and its comment
     assert len(_searches(jira)) == 3  # five issues in pages of two
     assert _searches(jira)[0]["jql"] == 'project = "PROJ" ORDER BY updated ASC, key ASC'
-    assert "PROJ-1 has status In Progress" in _texts(world, group, "PROJ-1 status In Progress")
-    assert "PROJ-1 blocks PROJ-2" in _texts(world, group, "PROJ-1 blocks")
-    assert "PROJ-1 is fixed in version 2.4.0" in _texts(world, group, "PROJ-1 fixed version")
-    assert "The ledger export drops rows after midnight." in _texts(world, group, "ledger export midnight")
-    assert "Seen again on the Hanoi cluster." in _texts(world, group, "Hanoi cluster")
-    assert not any("not mapped" in t for t in _texts(world, group, "internal not mapped"))
+    assert "PROJ-1 has status In Progress" in search_texts(world, group, "PROJ-1 status In Progress")
+    assert "PROJ-1 blocks PROJ-2" in search_texts(world, group, "PROJ-1 blocks")
+    assert "PROJ-1 is fixed in version 2.4.0" in search_texts(world, group, "PROJ-1 fixed version")
+    assert "The ledger export drops rows after midnight." in search_texts(
+        world, group, "ledger export midnight"
+    )
+    assert "Seen again on the Hanoi cluster." in search_texts(world, group, "Hanoi cluster")
+    assert not any("not mapped" in t for t in search_texts(world, group, "internal not mapped"))
     with world.db.admin() as admin:
         history = admin.execute(
             "select object_value, valid_from, valid_to from vera.facts where group_id = %s "
@@ -145,29 +131,29 @@ def test_first_run_incremental_run_history_and_prune(world: World, jira: JiraSta
         ("To Do", T0, changed),
         ("In Progress", changed, None),
     ]
-    assert _status(world, group).cursor_position == {"since": "2026-01-01T14:00:00+00:00"}
+    assert source_status(world, group).cursor_position == {"since": "2026-01-01T14:00:00+00:00"}
 
     # nothing changed: only the issues of the position's own minute are asked for, found unchanged
     jira.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (second.scanned, second.unchanged, second.ingested) == (1, 1, 0)
     assert 'updated >= "2026-01-01 14:00"' in _searches(jira)[0]["jql"]
 
     # changed: a new version; the new status replaces the old one
     jira.issues["PROJ-3"] = _issue(3, "Done", updated=T0 + dt.timedelta(days=1))
-    _ingest(world, source)
+    ingest_again(world, source)
     [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (third.ingested, third.scanned) == (1, 2)
-    found = _texts(world, group, "PROJ-3 has status")
+    found = search_texts(world, group, "PROJ-3 has status")
     assert "PROJ-3 has status Done" in found and "PROJ-3 has status To Do" not in found
 
     # deleted at the source: the prune retracts it
     del jira.issues["PROJ-5"]
-    _ingest(world, source)
+    ingest_again(world, source)
     [fourth] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (fourth.retracted, fourth.pruned) == (1, True)
-    assert "PROJ-5 has status To Do" not in _texts(world, group, "PROJ-5 has status")
+    assert "PROJ-5 has status To Do" not in search_texts(world, group, "PROJ-5 has status")
 
 
 def test_a_429_is_waited_out_as_retry_after_asks(world: World, jira: JiraStandin, tmp_path: Path) -> None:
@@ -188,7 +174,7 @@ def test_an_expired_token_fails_the_run_with_one_clear_line(
     group = create_project(world, "jira-expired")
     _register(world, group, jira)
     assert run_worker(world.db, tmp_path, environ={TOKEN_ENV: "an-expired-token"}, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed"
     assert status.error == (
         f"source 'jira proj': the server refused the token in ${TOKEN_ENV} (HTTP 401): "
@@ -202,34 +188,22 @@ def test_a_run_that_dies_mid_way_resumes_after_its_last_committed_page(
 ) -> None:
     group = create_project(world, "jira-crash")
     source = _register(world, group, jira)
-    calls = {"n": 0}
-
-    def second_page_fails(path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
-        if path == SEARCH:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                return 400, {}, b'{"errorMessages": ["backend exploded"], "errors": {}}'
-        return None
-
-    jira.intercept = second_page_fails
+    jira.intercept = failing_request(SEARCH, 2, b'{"errorMessages": ["backend exploded"], "errors": {}}')
     assert run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed" and "HTTP 400" in (status.error or "")
     position = status.cursor_position or {}
     assert set(position) == {"next", "high"}
 
     jira.intercept = None
     jira.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [resumed] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert _searches(jira)[0].get("nextPageToken") == position["next"]  # after the committed page
     assert resumed.ingested == 3
-    with world.db.admin() as admin:
-        versions = admin.execute(
-            "select external_id, count(*) from vera.episodes where group_id = %s group by 1 order by 1",
-            (group,),
-        ).fetchall()
-    assert versions == [(f"PROJ-{n}", 1) for n in range(1, 6)]  # nothing lost, nothing doubled
+    assert episode_versions(world, group) == [
+        (f"PROJ-{n}", 1) for n in range(1, 6)
+    ]  # nothing lost, nothing doubled
 
 
 def test_bad_issues_are_skipped_by_name_and_counted(
@@ -248,7 +222,7 @@ def test_bad_issues_are_skipped_by_name_and_counted(
     assert "skipped PROJ-6: " in caplog.text and "over the 1,000,000 of one issue" in caplog.text
     assert "skipped PROJ-7: a rich-text field that is neither a string nor an ADF object" in caplog.text
     assert "skipped PROJ-8: no 'fields' object" in caplog.text
-    assert _status(world, group).skipped == 3
+    assert source_status(world, group).skipped == 3
 
 
 def test_the_secret_is_in_no_log_job_row_run_row_or_error(
@@ -263,15 +237,10 @@ def test_the_secret_is_in_no_log_job_row_run_row_or_error(
         jira.script(
             SEARCH, Reply(status=400, body=f'{{"errorMessages": ["bad {JIRA_TOKEN} {basic}"]}}'.encode())
         )
-        _ingest(world, source)
+        ingest_again(world, source)
         run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    error = _status(world, group).error or ""
+    error = source_status(world, group).error or ""
     assert "[secret]" in error and JIRA_TOKEN not in error and basic not in error
     assert all(JIRA_TOKEN not in str(r.query) for r in jira.requests)
     assert any(r.headers.get("authorization") == f"Basic {basic}" for r in jira.requests)
-    assert JIRA_TOKEN not in caplog.text and basic not in caplog.text
-    with world.db.admin() as admin:
-        for table in ("procrastinate.procrastinate_jobs", "procrastinate.procrastinate_events",
-                      "vera.source_runs", "vera.sources", "vera.audit_log", "vera.episodes"):  # fmt: skip
-            dump = admin.execute(f"select coalesce(string_agg(t::text, ' '), '') from {table} t").fetchone()
-            assert dump is not None and JIRA_TOKEN not in dump[0] and basic not in dump[0], table
+    assert_nowhere(world, caplog.text, JIRA_TOKEN, basic)

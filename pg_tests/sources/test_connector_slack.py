@@ -21,16 +21,22 @@ import pytest
 from tests.saas_standins import SLACK_TOKEN, SlackStandin, serving
 from tests.standins import Reply
 
-from pg_tests.support.clients import client_for
+from pg_tests.support.connector_runs import (
+    FAST,
+    assert_nowhere,
+    episode_versions,
+    failing_request,
+    ingest_again,
+    register,
+    search_texts,
+    source_status,
+)
 from pg_tests.support.ingesting import run_worker
-from pg_tests.support.seed import World, caller, create_project
+from pg_tests.support.seed import World, create_project
 from vera_client.api import sources as sources_api
-from vera_client.api.sources import SourceStatus
-from vera_client.config import ResilienceSettings
 
 TOKEN_ENV = "VERA_TEST_SLACK_TOKEN"
 ENVIRON = {TOKEN_ENV: SLACK_TOKEN}
-FAST = ResilienceSettings(retry_base_seconds=0.01, retry_max_seconds=5, max_retries=3, breaker_failures=50)
 CHANNEL = "C0INCIDENT"
 HISTORY = "/api/conversations.history"
 
@@ -79,43 +85,12 @@ def slack() -> Iterator[SlackStandin]:
 def _register(world: World, group: str, slack: SlackStandin, **config: Any) -> sources_api.Source:
     settings = {"url": slack.url, "channel": CHANNEL, "channel_name": "incidents", "page_size": 2,
                 "prune_interval_s": 0, **config}  # fmt: skip
-    with client_for(world, world.a.owner_key) as vera:
-        source_id = vera.register_source(group, "slack", "slack incidents", 4, token_env=TOKEN_ENV,
-                                         config=settings)  # fmt: skip
-        vera.request_ingest(group, source_id)
-        return next(s for s in vera.list_sources(group) if s.source_id == source_id)
-
-
-def _ingest(world: World, source: sources_api.Source) -> None:
-    with client_for(world, world.a.owner_key) as vera:
-        vera.request_ingest(source.group_id, source.source_id)
-
-
-def _texts(world: World, group: str, query: str) -> list[str]:
-    with caller(world.db, world.a.owner_key) as conn:
-        rows = conn.execute(
-            "select text from vera.search(%s, groups => array[%s])", (query, group)
-        ).fetchall()
-    return [row[0] for row in rows]
-
-
-def _status(world: World, group: str) -> SourceStatus:
-    with client_for(world, world.a.owner_key) as vera:
-        [found] = vera.source_status(group)
-    return found
+    return register(world, group, "slack", "slack incidents", 4, TOKEN_ENV, settings)
 
 
 def _history(slack: SlackStandin) -> list[dict[str, str]]:
     """The poll's history requests (the prune's slim listing asks for pages of 999)."""
     return [r.query for r in slack.requests if r.path == HISTORY and r.query.get("limit") != "999"]
-
-
-def _episodes(world: World, group: str) -> list[tuple[str, int]]:
-    with world.db.admin() as admin:
-        return admin.execute(
-            "select external_id, count(*)::int from vera.episodes where group_id = %s group by 1 order by 1",
-            (group,),
-        ).fetchall()
 
 
 def test_first_run_threads_incremental_run_and_prune(
@@ -135,38 +110,38 @@ def test_first_run_threads_incremental_run_and_prune(
         ("1767258060.000200", "2", True),
         ("1767258060.000200", "999", False),
     ]
-    assert "Hotfixes need the release manager." in _texts(world, group, "hotfixes release manager")
-    assert "Ask @U0LINH about the ledger runbook." in _texts(world, group, "ledger runbook")
+    assert "Hotfixes need the release manager." in search_texts(world, group, "hotfixes release manager")
+    assert "Ask @U0LINH about the ledger runbook." in search_texts(world, group, "ledger runbook")
     with world.db.admin() as admin:
         tier, uri = admin.execute(
             "select s.trust_tier, e.uri from vera.sources s join vera.episodes e using (source_id) "
             "where s.group_id = %s and e.external_id = %s", (group, f"{CHANNEL}/1767258000.000100"),
         ).fetchone()  # fmt: skip
     assert (tier, uri) == (4, f"slack://channel?id={CHANNEL}&message=1767258000.000100")
-    assert _status(world, group).cursor_position == {"oldest": "1767258400.000600"}
+    assert source_status(world, group).cursor_position == {"oldest": "1767258400.000600"}
 
     # nothing changed: asked from the newest ts (exclusive), nothing read
     slack.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (second.scanned, second.ingested) == (0, 0)
     assert _history(slack)[0]["oldest"] == "1767258400.000600"
 
     # a new message: only it is read
     slack.channels[CHANNEL].append(_message("1767259000.000700", "The mailer now runs on k8s-saigon-1."))
-    _ingest(world, source)
+    ingest_again(world, source)
     [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (third.scanned, third.ingested) == (1, 1)
 
     # deleted at the source: the prune retracts it
     slack.channels[CHANNEL] = [m for m in slack.channels[CHANNEL] if m["ts"] != "1767258400.000600"]
-    _ingest(world, source)
+    ingest_again(world, source)
     [fourth] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert (fourth.retracted, fourth.pruned) == (1, True)
-    assert "The search API owner is the Discovery team." not in _texts(
+    assert "The search API owner is the Discovery team." not in search_texts(
         world, group, "search API owner Discovery"
     )
-    assert "Hotfixes need the release manager." in _texts(world, group, "hotfixes release manager")
+    assert "Hotfixes need the release manager." in search_texts(world, group, "hotfixes release manager")
 
 
 def test_a_429_is_waited_out_as_retry_after_asks(world: World, slack: SlackStandin, tmp_path: Path) -> None:
@@ -187,7 +162,7 @@ def test_an_invalid_token_fails_the_run_with_one_clear_line(
     group = create_project(world, "slack-expired")
     _register(world, group, slack)
     assert run_worker(world.db, tmp_path, environ={TOKEN_ENV: "xoxb-revoked"}, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed"
     assert status.error == (
         f"source 'slack incidents': Slack refused the token in ${TOKEN_ENV} (invalid_auth): "
@@ -201,32 +176,23 @@ def test_a_run_that_dies_mid_way_resumes_after_its_last_committed_page(
 ) -> None:
     group = create_project(world, "slack-crash")
     source = _register(world, group, slack)
-    calls = {"n": 0}
-
-    def second_page_fails(path: str, query: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
-        if path == HISTORY:
-            calls["n"] += 1
-            if calls["n"] == 2:
-                return 400, {}, b'{"ok": false, "error": "invalid_arguments"}'
-        return None
-
-    slack.intercept = second_page_fails
+    slack.intercept = failing_request(HISTORY, 2, b'{"ok": false, "error": "invalid_arguments"}')
     assert run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST) == []
-    status = _status(world, group)
+    status = source_status(world, group)
     assert status.last_status == "failed" and "HTTP 400" in (status.error or "")
     position = status.cursor_position or {}
     assert set(position) == {"next", "high"} and position["high"] == "1767258400.000600"
 
     slack.intercept = None
     slack.requests.clear()
-    _ingest(world, source)
+    ingest_again(world, source)
     [resumed] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
     assert _history(slack)[0].get("cursor") == position["next"]  # after the committed page
     assert resumed.ingested == 4  # the thread's parent and its replies, and the oldest message
     expected = sorted(f"{CHANNEL}/{ts}" for ts in ("1767258000.000100", "1767258060.000200",
                       "1767258150.000300", "1767258200.000400", "1767258300.000500", "1767258400.000600"))  # fmt: skip
-    assert _episodes(world, group) == [(key, 1) for key in expected]  # nothing lost, nothing doubled
-    assert _status(world, group).cursor_position == {"oldest": "1767258400.000600"}
+    assert episode_versions(world, group) == [(key, 1) for key in expected]  # nothing lost, nothing doubled
+    assert source_status(world, group).cursor_position == {"oldest": "1767258400.000600"}
 
 
 def test_bad_messages_are_skipped_by_name_and_counted(
@@ -250,7 +216,7 @@ def test_bad_messages_are_skipped_by_name_and_counted(
     ]
     assert "over the 1,000,000 of one message" in caplog.text
     assert f"skipped {CHANNEL}/1767258600.000900: its 'text' is not a string" in caplog.text
-    assert _status(world, group).skipped == 3
+    assert source_status(world, group).skipped == 3
 
 
 def test_the_secret_is_in_no_log_job_row_run_row_or_error(
@@ -262,15 +228,10 @@ def test_the_secret_is_in_no_log_job_row_run_row_or_error(
         run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
         # a server that echoes the token in its error must not put it in a log or a run row
         slack.script(HISTORY, Reply(body=json.dumps({"ok": False, "error": f"bad {SLACK_TOKEN}"}).encode()))
-        _ingest(world, source)
+        ingest_again(world, source)
         run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    error = _status(world, group).error or ""
+    error = source_status(world, group).error or ""
     assert "[secret]" in error and SLACK_TOKEN not in error
     assert all(SLACK_TOKEN not in str(r.query) for r in slack.requests)
     assert any(r.headers.get("authorization") == f"Bearer {SLACK_TOKEN}" for r in slack.requests)
-    assert SLACK_TOKEN not in caplog.text
-    with world.db.admin() as admin:
-        for table in ("procrastinate.procrastinate_jobs", "procrastinate.procrastinate_events",
-                      "vera.source_runs", "vera.sources", "vera.audit_log", "vera.episodes"):  # fmt: skip
-            dump = admin.execute(f"select coalesce(string_agg(t::text, ' '), '') from {table} t").fetchone()
-            assert dump is not None and SLACK_TOKEN not in dump[0], table
+    assert_nowhere(world, caplog.text, SLACK_TOKEN)
