@@ -26,7 +26,6 @@ without bodies."""
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -36,7 +35,8 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.mapping import canonical_bytes
 from vera_worker.connectors.confluence.storage import storage_markdown
 from vera_worker.connectors.contract import Item, Page, Position, Skip, SourceContext
-from vera_worker.connectors.http import SourceAnswerError, SourceHttp
+from vera_worker.connectors.http import SourceAnswerError
+from vera_worker.connectors.jira.connector import atlassian_http, site_url
 from vera_worker.connectors.jira.mapping import utc_instant
 from vera_worker.domain.markdown import parse_markdown
 from vera_worker.domain.records import Claim, ParsedRecord
@@ -50,9 +50,7 @@ _SPACE = re.compile(r"[0-9]{1,30}")
 class ConfluenceConnector:
     def __init__(self, context: SourceContext) -> None:
         config = context.config
-        url = config.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(f'source {context.name!r}: config "url" must be an http(s) URL')
+        url = site_url(context)
         space = config.get("space_id")
         if not isinstance(space, str) or not _SPACE.fullmatch(space):
             raise InvalidArgumentError(
@@ -62,16 +60,9 @@ class ConfluenceConnector:
         self._page_size = size if isinstance(size, int) and 1 <= size <= 250 else DEFAULT_PAGE_SIZE
         self._labels = config.get("labels", True) is not False
         self._name = context.name
-        self._url = url.rstrip("/")
+        self._url = url
         self._pages = f"/wiki/api/v2/spaces/{space}/pages"
-        email = config.get("email")
-        token, scheme = context.token, "Bearer"
-        if isinstance(email, str) and email and token is not None:
-            token, scheme = base64.b64encode(f"{email}:{token}".encode()).decode(), "Basic"
-        self._http = SourceHttp(
-            context.name, base_url=self._url, token=token, token_env=context.token_env,
-            auth_scheme=scheme, settings=context.resilience, transport=context.transport,
-        )  # fmt: skip
+        self._http = atlassian_http(context, url)
 
     def poll(self, position: Position | None) -> Iterator[Page]:
         since = _text(position, "since")

@@ -43,9 +43,7 @@ _PROJECT = re.compile(r"[A-Z][A-Z0-9_]{0,254}")
 class JiraConnector:
     def __init__(self, context: SourceContext) -> None:
         config = context.config
-        url = config.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise InvalidArgumentError(f'source {context.name!r}: config "url" must be an http(s) URL')
+        url = site_url(context)
         project = config.get("project")
         if not isinstance(project, str) or not _PROJECT.fullmatch(project):
             raise InvalidArgumentError(
@@ -59,17 +57,9 @@ class JiraConnector:
             ) from None
         size = config.get("page_size", DEFAULT_PAGE_SIZE)
         self._page_size = size if isinstance(size, int) and 1 <= size <= 100 else DEFAULT_PAGE_SIZE
-        self._url = url.rstrip("/")
+        self._url = url
         self._project = project
-        email = config.get("email")
-        token, scheme = context.token, "Bearer"
-        if isinstance(email, str) and email and token is not None:
-            # the encoded pair is as secret as the token: SourceHttp redacts it from its errors
-            token, scheme = base64.b64encode(f"{email}:{token}".encode()).decode(), "Basic"
-        self._http = SourceHttp(
-            context.name, base_url=self._url, token=token, token_env=context.token_env,
-            auth_scheme=scheme, settings=context.resilience, transport=context.transport,
-        )  # fmt: skip
+        self._http = atlassian_http(context, url)
 
     def poll(self, position: Position | None) -> Iterator[Page]:
         since = _text(position, "since")
@@ -137,6 +127,28 @@ class JiraConnector:
         uri = f"{self._url}/browse/{key}"
         return Item(key=key, raw=data, mime="application/json", record=record, uri=uri, observed_at=updated,
                     version=updated)  # fmt: skip
+
+
+def site_url(context: SourceContext) -> str:
+    """An Atlassian source's config "url" (its site), without a trailing slash."""
+    url = context.config.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise InvalidArgumentError(f'source {context.name!r}: config "url" must be an http(s) URL')
+    return url.rstrip("/")
+
+
+def atlassian_http(context: SourceContext, url: str) -> SourceHttp:
+    """The client of an Atlassian Cloud site (Jira, Confluence): with config "email", Basic auth of
+    email:token (an Atlassian API token), else the token as Bearer (a personal access token)."""
+    email = context.config.get("email")
+    token, scheme = context.token, "Bearer"
+    if isinstance(email, str) and email and token is not None:
+        # the encoded pair is as secret as the token: SourceHttp redacts it from its errors
+        token, scheme = base64.b64encode(f"{email}:{token}".encode()).decode(), "Basic"
+    return SourceHttp(
+        context.name, base_url=url, token=token, token_env=context.token_env, auth_scheme=scheme,
+        settings=context.resilience, transport=context.transport,
+    )  # fmt: skip
 
 
 def _text(position: Position | None, name: str) -> str | None:
