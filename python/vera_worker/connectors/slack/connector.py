@@ -35,6 +35,7 @@ from vera_worker.connectors.cmdb.mapping import canonical_bytes
 from vera_worker.connectors.contract import Item, ItemSkipped, Page, Position, Skip, SourceContext
 from vera_worker.connectors.http import SourceAnswerError, SourceAuthError, SourceHttp
 from vera_worker.connectors.passages import passages_of
+from vera_worker.connectors.secrets import redacted
 from vera_worker.domain.records import ParsedRecord
 
 DEFAULT_URL = "https://slack.com/api"
@@ -64,6 +65,7 @@ class SlackConnector:
         self._page_size = size if isinstance(size, int) and 1 <= size <= 999 else DEFAULT_PAGE_SIZE
         self._name = context.name
         self._token_env = context.token_env
+        self._token = context.token
         self._channel = channel
         label = config.get("channel_name")
         self._label = f"#{label}" if isinstance(label, str) and label else channel
@@ -147,7 +149,8 @@ class SlackConnector:
         if not isinstance(answer, Mapping):
             raise SourceAnswerError(f"source {self._name!r}: Slack answered {method} with no JSON object")
         if answer.get("ok") is not True:
-            error = str(answer.get("error") or "an unnamed error")[:100]
+            # redacted before it is cut: a cut could leave a piece of an echoed token unmatched
+            error = redacted(str(answer.get("error") or "an unnamed error"), self._token)[:100]
             if error in _REFUSED:
                 who = f"the token in ${self._token_env}" if self._token_env else "a request without a token"
                 raise SourceAuthError(
