@@ -1,16 +1,21 @@
 """Connector throughput beside the folder connector, on the same texts, through
 the real worker: N configuration items served by the local CMDB stand-in
-(tests/source_standins.py, pages of 100) and the same N texts as a folder of
-Markdown files. Prints items/s for a first run without vectors, a first run with
-the local all-MiniLM-L6-v2, and a re-run with nothing changed, for each; the
-connector's own overhead is its no-vector time over the folder's.
+(tests/source_standins.py, pages of 100), N Jira issues, Confluence pages and
+Slack messages served by their stand-ins (tests/saas_standins.py, pages of
+100), and the same N texts as a folder of Markdown files. Prints items/s for a
+first run without vectors, a first run with the local all-MiniLM-L6-v2, and a
+re-run with nothing changed, for each; the connector's own overhead is its
+no-vector time over the folder's.
 
     .venv/bin/python benchmarks/connectors.py [--items 1000] [--embedded-items 200]
+        [--kinds folder,cmdb,jira,confluence,slack]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import itertools
 import sys
 import tempfile
 import time
@@ -19,6 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.saas_standins import (
+    CONFLUENCE_TOKEN,
+    JIRA_EMAIL,
+    JIRA_TOKEN,
+    SLACK_TOKEN,
+    ConfluenceStandin,
+    JiraStandin,
+    SlackStandin,
+    jira_time,
+    serving,
+)
 from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
 
 from _harness import Bench, start
@@ -35,6 +51,12 @@ from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
 
 TOKEN_ENV = "BENCH_CMDB_TOKEN"  # noqa: S105 (the name of a variable, not a secret)
+# the names of variables, not secrets
+SAAS_ENV = {"jira": "BENCH_JIRA_TOKEN", "confluence": "BENCH_CONFLUENCE_TOKEN", "slack": "BENCH_SLACK_TOKEN"}
+ENVIRON = {TOKEN_ENV: CMDB_TOKEN, SAAS_ENV["jira"]: JIRA_TOKEN, SAAS_ENV["confluence"]: CONFLUENCE_TOKEN,
+           SAAS_ENV["slack"]: SLACK_TOKEN}  # fmt: skip
+KINDS = ("folder", "cmdb", "jira", "confluence", "slack")
+T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def run(
@@ -49,7 +71,7 @@ def run(
         folder = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                  on_report=reports.append, allowed_roots=[objects.parent])  # fmt: skip
         connectors = ConnectorIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                        environ={TOKEN_ENV: CMDB_TOKEN})  # fmt: skip
+                                        environ=ENVIRON)  # fmt: skip
         ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
         drain(build_app(worker_dsn, objects=store, ingestion=ingestion))
@@ -73,13 +95,73 @@ def line(label: str, report: IngestReport, seconds: float, items: int) -> None:
     )
 
 
+def saas_runs(
+    bench: Bench,
+    kind: str,
+    texts: list[tuple[str, str]],
+    *,
+    label: str,
+    objects: Path,
+    embedder: Embedder | None,
+) -> None:
+    """A first run of kind over the texts from its stand-in and, without vectors, a no-change re-run."""
+    count = len(texts)
+    standin: JiraStandin | ConfluenceStandin | SlackStandin
+    if kind == "jira":
+        standin = JiraStandin(issues={
+            f"DOC-{n}": {"id": str(n), "key": f"DOC-{n}", "fields": {
+                "summary": title, "status": {"name": "Open"}, "priority": {"name": "Medium"},
+                "components": [{"name": f"Team {n % 7}"}], "created": jira_time(T0),
+                "updated": jira_time(T0 + dt.timedelta(minutes=n)),
+                "description": {"type": "doc", "version": 1, "content": [
+                    {"type": "paragraph", "content": [{"type": "text", "text": text}]}]}}}
+            for n, (title, text) in enumerate(texts, start=1)})  # fmt: skip
+        config: dict[str, object] = {"project": "DOC", "email": JIRA_EMAIL, "page_size": 100}
+        prefix = ""
+    elif kind == "confluence":
+        standin = ConfluenceStandin(pages={
+            str(n): {"id": str(n), "title": f"{title} ({n})", "parentId": None,
+                     "version": {"number": 1, "createdAt": (T0 + dt.timedelta(minutes=n)).isoformat(),
+                                 "authorId": f"acct-{n % 7}"},
+                     "body": {"storage": {"value": f"<h1>{title}</h1><p>{text}</p>"}},
+                     "_links": {"webui": f"/spaces/DOC/pages/{n}"}, "labels": [f"team-{n % 7}"]}
+            for n, (title, text) in enumerate(texts, start=1)})  # fmt: skip
+        config = {"space_id": standin.space_id, "email": JIRA_EMAIL, "page_size": 100}
+        prefix = ""
+    else:
+        standin = SlackStandin(channels={"C0BENCH": [
+            {"type": "message", "user": f"U{n % 7}", "text": f"{title}: {text}",
+             "ts": f"{1767225600 + n}.000100"}
+            for n, (title, text) in enumerate(texts, start=1)]})  # fmt: skip
+        config = {"channel": "C0BENCH", "page_size": 100}
+        prefix = "/api"
+    with serving(standin, prefix):
+        group = new_group(bench, f"{kind} {label}")
+        with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+            source_id = vera.register_source(group, kind, f"{kind} {label}", 2, token_env=SAAS_ENV[kind],
+                                             config={"url": standin.url, **config})  # fmt: skip
+        report, seconds = run(bench, group, source_id, objects, embedder)
+        line(f"{kind}, first run, {label}", report, seconds, count)
+        if embedder is None:
+            report, seconds = run(bench, group, source_id, objects, embedder)
+            line(f"{kind}, nothing changed", report, seconds, count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000, help="items for the runs without vectors")
     parser.add_argument("--embedded-items", type=int, default=200, help="items for the runs with MiniLM")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="which kinds to run (comma-separated)")
     options = parser.parse_args()
+    kinds = [k.strip() for k in options.kinds.split(",") if k.strip()]
+    if unknown := set(kinds) - set(KINDS):
+        parser.error(f"unknown kinds: {sorted(unknown)} (known: {', '.join(KINDS)})")
     bench = start("vera_bench_connectors")
     texts = documents(max(options.items, options.embedded_items))
+    wanted = max(options.items, options.embedded_items)
+    if texts and len(texts) < wanted:  # SciFact has 5,183 abstracts: the rest are numbered repeats
+        texts += [(f"{title} ({n})", f"{text} ({n})") for n, (title, text) in
+                  zip(range(len(texts), wanted), itertools.cycle(texts), strict=False)]  # fmt: skip
     model = TimedEmbedder(LocalMiniLMEmbedder())
     with tempfile.TemporaryDirectory(prefix="vera-connectors-bench-") as scratch:
         root = Path(scratch)
@@ -90,16 +172,19 @@ def main() -> None:
         print("|---|---|---|---|---|")
         runs = [(options.items, None, "no vectors"), (options.embedded_items, model, "MiniLM")]
         for count, embedder, label in [run for run in runs if run[0] > 0]:
-            folder = root / f"folder-{label}"
-            write_folder(folder, texts[:count])
-            group = new_group(bench, f"folder {label}")
-            with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
-                source = vera.register_folder(group, f"folder {label}", folder, tier=1)
-            report, seconds = run(bench, group, source.source_id, objects, embedder)
-            line(f"folder, first run, {label}", report, seconds, count)
-            if embedder is None:
+            if "folder" in kinds:
+                folder = root / f"folder-{label}"
+                write_folder(folder, texts[:count])
+                group = new_group(bench, f"folder {label}")
+                with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+                    source = vera.register_folder(group, f"folder {label}", folder, tier=1)
                 report, seconds = run(bench, group, source.source_id, objects, embedder)
-                line("folder, nothing changed", report, seconds, count)
+                line(f"folder, first run, {label}", report, seconds, count)
+                if embedder is None:
+                    report, seconds = run(bench, group, source.source_id, objects, embedder)
+                    line("folder, nothing changed", report, seconds, count)
+            for kind in (k for k in ("jira", "confluence", "slack") if k in kinds):
+                saas_runs(bench, kind, texts[:count], label=label, objects=objects, embedder=embedder)
             items = {
                 f"ci-{n}": {
                     "id": f"ci-{n}",
@@ -111,6 +196,8 @@ def main() -> None:
                 }
                 for n, (title, text) in enumerate(texts[:count])
             }
+            if "cmdb" not in kinds:
+                continue
             with running_cmdb(CmdbStandin(items=items)) as cmdb:
                 group = new_group(bench, f"cmdb {label}")
                 config = {"url": cmdb.url, "fields": {"team": "team"}, "description_field": "description"}

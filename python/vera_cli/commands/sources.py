@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # the kinds a connector reads (vera_worker.connectors.registry; a test keeps them the same): their
 # sources have no folder and are not written through the API
-CONNECTOR_KINDS = ("cmdb",)
+CONNECTOR_KINDS = ("cmdb", "confluence", "jira", "slack")
 
 
 @click.group()
@@ -275,6 +275,126 @@ def source_add_cmdb(  # noqa: PLR0917 (one parameter per option: click passes th
         set_interval(vera, added, interval_s)
     secret = f", token from ${token_env}" if token_env else ""
     click.echo(f"source {name!r} ({source_id}) in {target}: cmdb, tier {tier}, {url}{secret}")
+
+
+@source_add.command("confluence")
+@click.argument("name")
+@click.argument("url")
+@click.option("--space-id", required=True, help="The space's numeric id: its pages are read.")
+@click.option("--token-env", required=True,
+              help="The environment variable holding the API token (never the token itself).")  # fmt: skip
+@click.option("--email", help="The Atlassian account's email: Basic auth with the token (else Bearer).")
+@click.option("--no-labels", is_flag=True, help="Do not ask for each changed page's labels.")
+@click.option("--tier", type=click.IntRange(1, 4), default=2, show_default=True, help="Trust tier.")
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_confluence(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    url: str,
+    space_id: str,
+    token_env: str,
+    email: str | None,
+    no_labels: bool,
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """A Confluence Cloud space's pages (tier 2): NAME URL, storage format made Markdown."""
+    config: dict[str, Any] = {"url": url, "space_id": space_id}
+    if email:
+        config["email"] = email
+    if no_labels:
+        config["labels"] = False
+    _add_connector(name, "confluence", tier, token_env, config, url, group, interval_s, api_key,
+                   f"space {space_id}")  # fmt: skip
+
+
+@source_add.command("jira")
+@click.argument("name")
+@click.argument("url")
+@click.option("--project", required=True, help="The project's key (PROJ): its issues are read.")
+@click.option("--token-env", required=True,
+              help="The environment variable holding the API token (never the token itself).")  # fmt: skip
+@click.option("--email", help="The Atlassian account's email: Basic auth with the token (else Bearer).")
+@click.option("--time-zone", default="UTC", show_default=True, help="The Jira user's time zone (JQL times).")
+@click.option("--tier", type=click.IntRange(1, 4), default=2, show_default=True, help="Trust tier.")
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_jira(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    url: str,
+    project: str,
+    token_env: str,
+    email: str | None,
+    time_zone: str,
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """A Jira Cloud project's issues (tier 2): NAME URL, fields as claims, text as passages."""
+    config: dict[str, Any] = {"url": url, "project": project, "time_zone": time_zone}
+    if email:
+        config["email"] = email
+    _add_connector(
+        name, "jira", tier, token_env, config, url, group, interval_s, api_key, f"project {project}"
+    )
+
+
+@source_add.command("slack")
+@click.argument("name")
+@click.argument("channel")
+@click.option("--token-env", required=True,
+              help="The variable holding the bot or user token (never the token itself).")  # fmt: skip
+@click.option("--channel-name", help="The channel's name, for the passages' headings (#general).")
+@click.option("--workspace-url", help="https://WORKSPACE.slack.com: citations link each message there.")
+@click.option("--url", default="https://slack.com/api", show_default=True, help="The Web API's base URL.")
+@click.option("--tier", type=click.IntRange(1, 4), default=4, show_default=True,
+              help="Trust tier (4: what is extracted from messages are proposals).")  # fmt: skip
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_slack(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    channel: str,
+    token_env: str,
+    channel_name: str | None,
+    workspace_url: str | None,
+    url: str,
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """A Slack channel's messages and threads (tier 4): NAME CHANNEL_ID."""
+    config: dict[str, Any] = {"url": url, "channel": channel}
+    if channel_name:
+        config["channel_name"] = channel_name.removeprefix("#")
+    if workspace_url:
+        config["workspace_url"] = workspace_url
+    _add_connector(name, "slack", tier, token_env, config, workspace_url or url, group, interval_s, api_key,
+                   f"channel {channel}")  # fmt: skip
+
+
+def _add_connector(  # noqa: PLR0917 (the options of a kind's command, passed on)
+    name: str, kind: str, tier: int, token_env: str | None, config: dict[str, Any], uri: str,
+    group: str | None, interval_s: int | None, api_key: str, what: str,
+) -> None:  # fmt: skip
+    with client_from_env(api_key) as vera:
+        target = group or vera.default_group()
+        source_id = vera.register_source(
+            target, kind, name, tier, token_env=token_env, config=config, uri=uri
+        )
+        added = next(s for s in vera.list_sources(target) if s.source_id == source_id)
+        set_interval(vera, added, interval_s)
+    secret = f", token from ${token_env}" if token_env else ""
+    click.echo(f"source {name!r} ({source_id}) in {target}: {kind}, tier {tier}, {what}{secret}")
 
 
 @source.command("restore")

@@ -10,7 +10,10 @@ from typing import Any
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.connector import CmdbConnector
+from vera_worker.connectors.confluence.connector import ConfluenceConnector
 from vera_worker.connectors.contract import Connector, SourceContext
+from vera_worker.connectors.jira.connector import JiraConnector
+from vera_worker.connectors.slack.connector import SlackConnector
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -29,6 +32,24 @@ KINDS: Mapping[str, Kind] = {
             tier=1,
             summary="configuration items as JSON over HTTP, fields mapped to claims",
             build=CmdbConnector,
+        ),
+        Kind(
+            name="confluence",
+            tier=2,
+            summary="a Confluence Cloud space's pages (REST API v2), storage format made Markdown",
+            build=ConfluenceConnector,
+        ),
+        Kind(
+            name="jira",
+            tier=2,
+            summary="a Jira Cloud project's issues (REST API v3): fields as claims, text as passages",
+            build=JiraConnector,
+        ),
+        Kind(
+            name="slack",
+            tier=4,
+            summary="a Slack channel's messages and threads (Web API), each a passage",
+            build=SlackConnector,
         ),
     )
 }

@@ -1,0 +1,242 @@
+"""The Confluence connector through the real worker against the local
+Confluence Cloud v2 stand-in (tests/saas_standins.py: a space's pages newest
+version first, `_links.next` and `Link` cursor pagination, labels, Basic and
+Bearer auth, the v2 error shape): a first run in pages with storage format made
+Markdown, a re-run with nothing changed that reads no body, an incremental run
+by version, deletion found by the prune, a 429 with Retry-After, an expired
+token (one clear line), a run that dies mid-way and the next resuming (nothing
+lost or doubled), bad pages skipped by name and counted, and the secret in no
+log, job row or error."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.saas_standins import CONFLUENCE_TOKEN, JIRA_EMAIL, ConfluenceStandin, serving
+from tests.standins import Reply
+
+from pg_tests.support.connector_runs import (
+    FAST,
+    assert_nowhere,
+    episode_versions,
+    failing_request,
+    ingest_again,
+    register,
+    search_texts,
+    source_status,
+)
+from pg_tests.support.ingesting import run_worker
+from pg_tests.support.seed import World, create_project
+from vera_client.api import sources as sources_api
+
+TOKEN_ENV = "VERA_TEST_CONFLUENCE_TOKEN"
+ENVIRON = {TOKEN_ENV: CONFLUENCE_TOKEN}
+PAGES = "/wiki/api/v2/spaces/98304/pages"
+
+BODY = (
+    "<h1>Ledger runbook</h1><p>The ledger export runs at <strong>02:00</strong> every night.</p>"
+    '<h2>Recovery</h2><p>Restart the exporter, then see <ac:link><ri:page ri:content-title="Exporter FAQ" />'
+    '</ac:link>.</p><ac:structured-macro ac:name="code"><ac:parameter ac:name="language">bash</ac:parameter>'
+    "<ac:plain-text-body><![CDATA[systemctl restart exporter]]></ac:plain-text-body></ac:structured-macro>"
+    "<script>alert('x')</script>"
+)
+
+
+def _page(
+    page_id: int, title: str, *, number: int, at: str, body: str | None = None, **more: Any
+) -> dict[str, Any]:
+    return {
+        "id": str(page_id), "status": "current", "title": title, "spaceId": "98304", "parentId": None,
+        "parentType": None, "authorId": "557058:aa", "createdAt": "2026-01-01T00:00:00.000Z",
+        "version": {"number": number, "createdAt": at, "authorId": "557058:bb", "minorEdit": False},
+        "body": {"storage": {"value": body or f"<p>{title} is a page of the space.</p>", "representation": "storage"}},
+        "_links": {"webui": f"/spaces/OPS/pages/{page_id}", "tinyui": f"/x/{page_id}"},
+        **more,
+    }  # fmt: skip
+
+
+def _pages() -> dict[str, dict[str, Any]]:
+    found = [
+        _page(
+            1,
+            "Ledger runbook",
+            number=3,
+            at="2026-01-01T10:00:00.000Z",
+            body=BODY,
+            labels=["runbook", "ledger"],
+        ),
+        _page(2, "Exporter FAQ", number=1, at="2026-01-02T10:00:00.000Z", parentId="1", parentType="page"),
+        _page(3, "On-call rota", number=7, at="2026-01-03T10:00:00.000Z"),
+        _page(4, "Billing overview", number=2, at="2026-01-04T10:00:00.000Z"),
+        _page(5, "Search overview", number=1, at="2026-01-05T10:00:00.000Z"),
+    ]
+    return {page["id"]: page for page in found}
+
+
+@pytest.fixture
+def confluence() -> Iterator[ConfluenceStandin]:
+    standin = ConfluenceStandin(pages=_pages())
+    with serving(standin, ""):
+        yield standin
+
+
+def _register(world: World, group: str, confluence: ConfluenceStandin, **config: Any) -> sources_api.Source:
+    settings = {"url": confluence.url, "space_id": "98304", "email": JIRA_EMAIL, "page_size": 2,
+                "prune_interval_s": 0, **config}  # fmt: skip
+    return register(world, group, "confluence", "wiki ops", 2, TOKEN_ENV, settings)
+
+
+def _listings(confluence: ConfluenceStandin) -> list[dict[str, str]]:
+    """The poll's listing requests (the prune's slim listing is sorted by id)."""
+    return [r.query for r in confluence.requests if r.path == PAGES and r.query.get("sort") != "id"]
+
+
+def test_first_run_no_change_incremental_run_and_prune(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-runs")
+    source = _register(world, group, confluence)
+
+    [first] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (first.scanned, first.ingested, first.failed, first.skipped) == (5, 5, [], [])
+    assert len(_listings(confluence)) == 3  # five pages in pages of two
+    assert _listings(confluence)[0] == {"sort": "-modified-date", "limit": "2", "body-format": "storage"}
+    found = search_texts(world, group, "ledger export night")
+    assert any("The ledger export runs at **02:00** every night." in t for t in found)
+    recovery = " ".join(search_texts(world, group, "restart exporter"))
+    assert "Exporter FAQ" in recovery and "systemctl restart exporter" in recovery
+    assert "alert" not in recovery and "bash" not in recovery  # the script and the macro's parameter
+    assert "Ledger runbook has label runbook" in search_texts(world, group, "Ledger runbook label")
+    assert "Exporter FAQ has parent page page 1" in search_texts(world, group, "Exporter FAQ parent page")
+    with world.db.admin() as admin:
+        [(uri,)] = admin.execute(
+            "select uri from vera.episodes where group_id = %s and external_id = '1'", (group,)
+        ).fetchall()
+    assert uri == f"{confluence.url}/wiki/spaces/OPS/pages/1"
+    assert source_status(world, group).cursor_position == {"since": "2026-01-05T10:00:00+00:00"}
+
+    # nothing changed: one request for the newest page, without its body
+    confluence.requests.clear()
+    ingest_again(world, source)
+    [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (second.scanned, second.ingested) == (0, 0)
+    assert _listings(confluence) == [{"sort": "-modified-date", "limit": "1"}]
+    assert not any("/labels" in r.path for r in confluence.requests)
+
+    # a new version of one page: only it is read
+    confluence.pages["3"] = _page(3, "On-call rota", number=8, at="2026-02-01T10:00:00.000Z",
+                                  body="<p>Mai is on call this week.</p>")  # fmt: skip
+    confluence.requests.clear()
+    ingest_again(world, source)
+    [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (third.scanned, third.ingested) == (1, 1)
+    assert "Mai is on call this week." in search_texts(world, group, "on call this week")
+
+    # deleted at the source: the prune retracts it
+    del confluence.pages["5"]
+    ingest_again(world, source)
+    [fourth] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (fourth.retracted, fourth.pruned) == (1, True)
+    assert "Search overview is a page of the space." not in search_texts(
+        world, group, "Search overview page space"
+    )
+
+
+def test_a_429_is_waited_out_as_retry_after_asks(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-429")
+    _register(world, group, confluence)
+    confluence.script(PAGES, Reply(status=429, headers={"Retry-After": "1"},
+                                   body=b'{"errors": [{"status": 429, "code": "TOO_MANY_REQUESTS"}]}'))  # fmt: skip
+    started = time.monotonic()
+    [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert time.monotonic() - started >= 1.0
+    assert report.ingested == 5
+    assert len(_listings(confluence)) == 4  # the refused first page, asked again, then two more
+
+
+def test_an_expired_token_fails_the_run_with_one_clear_line(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-expired")
+    _register(world, group, confluence)
+    assert run_worker(world.db, tmp_path, environ={TOKEN_ENV: "an-expired-token"}, resilience=FAST) == []
+    status = source_status(world, group)
+    assert status.last_status == "failed"
+    assert status.error == (
+        f"source 'wiki ops': the server refused the token in ${TOKEN_ENV} (HTTP 401): "
+        "renew it or check its permissions"
+    )
+    assert len(_listings(confluence)) == 1  # a refused token is not retried
+
+
+def test_a_run_that_dies_mid_way_resumes_after_its_last_committed_page(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-crash")
+    source = _register(world, group, confluence)
+    confluence.intercept = failing_request(
+        PAGES, 2, b'{"errors": [{"status": 400, "code": "INVALID_REQUEST_PARAMETER"}]}'
+    )
+    assert run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST) == []
+    status = source_status(world, group)
+    assert status.last_status == "failed" and "HTTP 400" in (status.error or "")
+    position = status.cursor_position or {}
+    assert set(position) == {"next", "high"} and position["high"] == "2026-01-05T10:00:00+00:00"
+
+    confluence.intercept = None
+    confluence.requests.clear()
+    ingest_again(world, source)
+    [resumed] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert "cursor" in _listings(confluence)[0]  # the next link of the committed page
+    assert resumed.ingested == 3
+    assert episode_versions(world, group) == [
+        (str(n), 1) for n in range(1, 6)
+    ]  # nothing lost, nothing doubled
+
+
+def test_bad_pages_are_skipped_by_name_and_counted(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    group = create_project(world, "confluence-bad")
+    confluence.pages["6"] = _page(6, "Huge", number=1, at="2026-01-06T10:00:00.000Z",
+                                  body="<p>" + "x" * 5_000_000 + "</p>")  # fmt: skip
+    confluence.pages["7"] = {**_page(7, "No body", number=1, at="2026-01-07T10:00:00.000Z"), "body": {}}
+    _register(world, group, confluence)
+    with caplog.at_level(logging.WARNING):
+        [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert report.ingested == 5
+    assert sorted(key for key, _ in report.skipped) == ["6", "7"]
+    assert "over the 1,000,000 of one page" in caplog.text
+    assert "skipped 7: no storage-format body" in caplog.text
+    assert source_status(world, group).skipped == 2
+
+
+def test_the_secret_is_in_no_log_job_row_run_row_or_error(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    group = create_project(world, "confluence-secret")
+    source = _register(world, group, confluence)
+    basic = base64.b64encode(f"{JIRA_EMAIL}:{CONFLUENCE_TOKEN}".encode()).decode()
+    confluence.pages["6"] = _page(6, "New", number=1, at="2026-03-01T10:00:00.000Z")
+    with caplog.at_level(logging.DEBUG):
+        run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+        confluence.pages["7"] = _page(7, "Newer", number=1, at="2026-03-02T10:00:00.000Z")
+        confluence.script(
+            PAGES,
+            Reply(status=400, body=f'{{"errors": [{{"title": "bad {CONFLUENCE_TOKEN} {basic}"}}]}}'.encode()),
+        )
+        ingest_again(world, source)
+        run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    error = source_status(world, group).error or ""
+    assert "[secret]" in error and CONFLUENCE_TOKEN not in error and basic not in error
+    assert all(CONFLUENCE_TOKEN not in str(r.query) for r in confluence.requests)
+    assert any(r.headers.get("authorization") == f"Basic {basic}" for r in confluence.requests)
+    assert_nowhere(world, caplog.text, CONFLUENCE_TOKEN, basic)

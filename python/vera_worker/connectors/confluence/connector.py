@@ -1,0 +1,213 @@
+"""The Confluence connector over Confluence Cloud's REST API v2 (config "url",
+the site: https://SITE.atlassian.net; config "space_id", the space's numeric id):
+
+    GET {url}/wiki/api/v2/spaces/{space_id}/pages?sort=-modified-date&limit=N
+        &body-format=storage&cursor=CURSOR
+        -> {"results": [{"id", "title", "parentId", "authorId", "version":
+               {"number", "createdAt", "authorId"}, "body": {"storage": {"value"}},
+               "_links": {"webui"}}],
+            "_links": {"next": "/wiki/api/v2/spaces/.../pages?cursor=...", "base": ...}}
+        (the same next link is in the `Link` header; the connector follows
+        `_links.next`, which must be a path on the same site)
+    GET {url}/wiki/api/v2/pages/{id}/labels -> {"results": [{"name", "prefix"}], "_links": {...}}
+
+with, given config "email", `Authorization: Basic base64(email:token)` (an
+Atlassian API token), else `Bearer TOKEN`.
+
+Incremental by version: the position is the newest version time read
+({"since"}). A run first asks for the one most recently modified page without
+its body; when its version is no newer than the position, nothing changed and
+no body is read. Otherwise it reads the listing, newest version first, with the
+bodies, down to the first page whose version is no newer than the position.
+While a run is under way the position also holds the next link and the newest
+time seen ({"since", "next", "high"}), so a run that dies resumes at the page
+after the last committed one. The slim listing is the space's page ids,
+without bodies."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from vera_client.domain.errors import InvalidArgumentError
+from vera_worker.connectors.cmdb.mapping import canonical_bytes
+from vera_worker.connectors.confluence.storage import storage_markdown
+from vera_worker.connectors.contract import Item, Page, Position, Skip, SourceContext
+from vera_worker.connectors.http import SourceAnswerError
+from vera_worker.connectors.jira.connector import atlassian_http, site_url
+from vera_worker.connectors.jira.mapping import utc_instant
+from vera_worker.domain.markdown import parse_markdown
+from vera_worker.domain.records import Claim, ParsedRecord
+from vera_worker.domain.statements import MAX_OBJECT_CHARS, looks_like_entity
+
+DEFAULT_PAGE_SIZE = 25
+MAX_ITEM_BYTES = 1_000_000  # one page with its body; a larger one is skipped, named
+_SPACE = re.compile(r"[0-9]{1,30}")
+
+
+class ConfluenceConnector:
+    def __init__(self, context: SourceContext) -> None:
+        config = context.config
+        url = site_url(context)
+        space = config.get("space_id")
+        if not isinstance(space, str) or not _SPACE.fullmatch(space):
+            raise InvalidArgumentError(
+                f'source {context.name!r}: config "space_id" must be a space\'s numeric id'
+            )
+        size = config.get("page_size", DEFAULT_PAGE_SIZE)
+        self._page_size = size if isinstance(size, int) and 1 <= size <= 250 else DEFAULT_PAGE_SIZE
+        self._labels = config.get("labels", True) is not False
+        self._name = context.name
+        self._url = url
+        self._pages = f"/wiki/api/v2/spaces/{space}/pages"
+        self._http = atlassian_http(context, url)
+
+    def poll(self, position: Position | None) -> Iterator[Page]:
+        since = _text(position, "since")
+        following = _text(position, "next")
+        high = _text(position, "high") or since
+        if since and not following and not self._changed_since(since):
+            yield Page(items=(), position={"since": since})
+            return
+        path: str | None = following or self._pages
+        params: dict[str, Any] = (
+            {}
+            if following
+            else {"sort": "-modified-date", "limit": self._page_size, "body-format": "storage"}
+        )
+        while path:
+            results, path = self._listing(path, params)
+            params = {}
+            items: list[Item | Skip] = []
+            reached = False
+            for raw in results:
+                version = _version_time(raw)
+                if since and version is not None and version <= since:
+                    reached = True  # older than the position: read by an earlier run
+                    break
+                items.append(self._convert(raw))
+                if version and (high is None or version > high):
+                    high = version
+            if path and not reached:
+                resume = {"since": since, "next": path, "high": high}
+                yield Page(items=tuple(items), position={k: v for k, v in resume.items() if v is not None})
+            else:
+                yield Page(items=tuple(items), position={"since": high} if high else {})
+                return
+
+    def slim(self) -> Iterator[str]:
+        path: str | None = self._pages
+        params: dict[str, Any] = {"limit": 250, "sort": "id"}
+        while path:
+            results, path = self._listing(path, params)
+            params = {}
+            yield from (str(r["id"]) for r in results if isinstance(r, Mapping) and r.get("id") is not None)
+
+    def _changed_since(self, since: str) -> bool:
+        """Whether the most recently modified page is newer than since (one request, no body)."""
+        results, _next = self._listing(self._pages, {"sort": "-modified-date", "limit": 1})
+        newest = _version_time(results[0]) if results else None
+        return newest is None or newest > since
+
+    def _listing(self, path: str, params: Mapping[str, Any]) -> tuple[list[Any], str | None]:
+        """One page of a listing at path (a next link's query is sent as its parameters)."""
+        parts = urlsplit(path)
+        answer = self._http.get_json(parts.path, {**dict(parse_qsl(parts.query)), **params})
+        if not isinstance(answer, Mapping) or not isinstance(answer.get("results"), list):
+            raise SourceAnswerError(f"source {self._name!r}: Confluence answered without a 'results' list")
+        links = answer.get("_links")
+        following = links.get("next") if isinstance(links, Mapping) else None
+        if not isinstance(following, str) or not following:
+            return answer["results"], None
+        if not following.startswith("/") or following.startswith("//"):
+            # the token goes only to the configured site
+            raise SourceAnswerError(
+                f"source {self._name!r}: Confluence's next link is not a path on its site"
+            )
+        return answer["results"], following
+
+    def _convert(self, raw: Any) -> Item | Skip:
+        if not isinstance(raw, Mapping) or raw.get("id") is None:
+            return Skip(key="(a page)", reason="a page without an id")
+        key = str(raw["id"])
+        title = str(raw.get("title") or key)
+        body = raw.get("body")
+        storage = body.get("storage") if isinstance(body, Mapping) else None
+        xhtml = storage.get("value") if isinstance(storage, Mapping) else None
+        if not isinstance(xhtml, str):
+            return Skip(key=key, reason="no storage-format body")
+        labels = self._page_labels(key) if self._labels else []
+        data = canonical_bytes({**raw, "labels": labels})
+        if len(data) > MAX_ITEM_BYTES:
+            return Skip(key=key, reason=f"{len(data):,} bytes, over the {MAX_ITEM_BYTES:,} of one page")
+        try:
+            markdown = storage_markdown(xhtml)
+        except (ValueError, RecursionError) as exc:
+            return Skip(key=key, reason=f"its body cannot be read as XHTML ({type(exc).__name__})")
+        parsed = parse_markdown(f"# {title}\n\n{markdown}", name=title)
+        version = _mapping(raw.get("version"))
+        claims = [*parsed.claims, *_metadata_claims(title, raw, version, labels)]
+        record = ParsedRecord(
+            title=title, passages=parsed.passages, claims=tuple(claims), warnings=parsed.warnings,
+            observed_at=_version_time(raw),
+        )  # fmt: skip
+        webui = _mapping(raw.get("_links")).get("webui")
+        uri = f"{self._url}/wiki{webui}" if isinstance(webui, str) and webui.startswith("/") else (
+            f"{self._url}/wiki/pages/{key}"
+        )  # fmt: skip
+        number = None if version.get("number") is None else str(version.get("number"))
+        return Item(key=key, raw=data, mime="application/json", record=record, uri=uri,
+                    observed_at=record.observed_at, version=number)  # fmt: skip
+
+    def _page_labels(self, page_id: str) -> list[str]:
+        names: list[str] = []
+        path: str | None = f"/wiki/api/v2/pages/{page_id}/labels"
+        params: dict[str, Any] = {"limit": 250}
+        while path:
+            results, path = self._listing(path, params)
+            params = {}
+            names.extend(str(r["name"]) for r in results if isinstance(r, Mapping) and r.get("name"))
+        return names
+
+
+def _metadata_claims(
+    title: str, raw: Mapping[str, Any], version: Mapping[str, Any], labels: list[str]
+) -> list[Claim]:
+    """The page's place and labels: PARENT_PAGE (the parent's id), HAS_LABEL (each label),
+    LAST_MODIFIED_BY (the account id of the version's author, functional)."""
+    found = []
+    parent = raw.get("parentId")
+    if parent is not None and raw.get("parentType", "page") == "page":
+        found.append(("PARENT_PAGE", "has parent page", f"page {parent}", True))
+    found.extend(("HAS_LABEL", "has label", label, False) for label in labels)
+    author = version.get("authorId") or raw.get("authorId")
+    if author:
+        found.append(("LAST_MODIFIED_BY", "was last modified by", str(author), True))
+    return [
+        Claim(
+            subject=title,
+            predicate=predicate,
+            object=value[:MAX_OBJECT_CHARS],
+            object_is_entity=looks_like_entity(value),
+            fact_text=f"{title} {phrase} {value}",
+            functional=functional,
+        )
+        for predicate, phrase, value, functional in found
+        if len(title) <= 500
+    ]
+
+
+def _version_time(raw: Any) -> str | None:
+    version = raw.get("version") if isinstance(raw, Mapping) else None
+    return utc_instant(version.get("createdAt")) if isinstance(version, Mapping) else None
+
+
+def _text(position: Position | None, name: str) -> str | None:
+    value = position.get(name) if position else None
+    return value if isinstance(value, str) and value else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
