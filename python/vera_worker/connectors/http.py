@@ -76,7 +76,7 @@ class SourceHttp:
                 )
             if response.status_code >= 400:
                 response.read()
-                response.raise_for_status()  # the chain retries 429, 408 and 5xx, as Retry-After asks
+                _without_secret(response, self._token).raise_for_status()  # the chain retries 429, 408, 5xx
             body = bytearray()
             for piece in response.iter_bytes():
                 body += piece
@@ -88,3 +88,22 @@ class SourceHttp:
             return json.loads(body)
         except ValueError:
             raise SourceAnswerError(f"source {self._source!r}: the answer of {path} is not JSON") from None
+
+
+def _without_secret(response: httpx.Response, secret: str | None) -> httpx.Response:
+    """response, or a copy whose body no longer holds the secret: the chain quotes the server's
+    own words cut to 200 characters, and a cut could leave a piece of an echoed token that
+    `redacted` no longer matches, so the body is redacted before anything cuts it."""
+    if not secret or secret not in response.text:
+        return response
+    kept = {
+        name: value
+        for name, value in response.headers.items()
+        if name.lower() in {"retry-after", "content-type"}
+    }
+    return httpx.Response(
+        response.status_code,
+        headers=kept,
+        content=redacted(response.text, secret).encode(),
+        request=response.request,
+    )
