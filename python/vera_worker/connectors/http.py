@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
@@ -59,7 +60,13 @@ class SourceHttp:
 
     def get_json(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         """The JSON answer to GET path?params; SourceAuthError, SourceAnswerError or the chain's
-        ProviderError (after its retries), each one line without the secret."""
+        ProviderError (after its retries), each one line without the secret. A query in path (a
+        server's "next" link) is kept: httpx drops it when parameters are passed too, so it is
+        sent as parameters, params winning."""
+        parts = urlsplit(path)
+        if parts.query:
+            linked = dict(parse_qsl(parts.query, keep_blank_values=True))
+            path, params = parts.path, {**linked, **(params or {})}
         try:
             return self._chain.call(lambda timeout: self._attempt(path, params, timeout))
         except ProviderError as exc:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.mapping import canonical_bytes
@@ -112,9 +111,8 @@ class ConfluenceConnector:
         return newest is None or newest > since
 
     def _listing(self, path: str, params: Mapping[str, Any]) -> tuple[list[Any], str | None]:
-        """One page of a listing at path (a next link's query is sent as its parameters)."""
-        parts = urlsplit(path)
-        answer = self._http.get_json(parts.path, {**dict(parse_qsl(parts.query)), **params})
+        """One page of a listing at path (a next link, query and all)."""
+        answer = self._http.get_json(path, params)
         if not isinstance(answer, Mapping) or not isinstance(answer.get("results"), list):
             raise SourceAnswerError(f"source {self._name!r}: Confluence answered without a 'results' list")
         links = answer.get("_links")
