@@ -1,16 +1,18 @@
 """Connector throughput beside the folder connector, on the same texts, through
 the real worker: N configuration items served by the local CMDB stand-in
 (tests/source_standins.py, pages of 100) and the same N texts as a folder of
-Markdown files. Prints items/s for a first run without vectors, a first run with
+Markdown files, and the same N files committed to a git repository made here
+(the git kind, read from a local path). Prints items/s for a first run without vectors, a first run with
 the local all-MiniLM-L6-v2, and a re-run with nothing changed, for each; the
 connector's own overhead is its no-vector time over the folder's.
 
-    .venv/bin/python benchmarks/connectors.py [--items 1000] [--embedded-items 200]
+    .venv/bin/python benchmarks/connectors.py [--items 1000] [--embedded-items 200] [--kinds folder,cmdb,git]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +51,8 @@ def run(
         folder = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                  on_report=reports.append, allowed_roots=[objects.parent])  # fmt: skip
         connectors = ConnectorIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                        environ={TOKEN_ENV: CMDB_TOKEN})  # fmt: skip
+                                        environ={TOKEN_ENV: CMDB_TOKEN}, allowed_roots=(objects.parent,),
+                                        cache_dir=objects.parent / "cache")  # fmt: skip
         ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
         drain(build_app(worker_dsn, objects=store, ingestion=ingestion))
@@ -73,11 +76,33 @@ def line(label: str, report: IngestReport, seconds: float, items: int) -> None:
     )
 
 
+def git_run(
+    bench: Bench, folder: Path, objects: Path, *, embedder: Embedder | None, label: str, count: int
+) -> None:
+    """The folder's files committed to a repository, read by the git kind: a first run, then a
+    re-run with no new commit."""
+    env = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
+           "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.org",
+           "PATH": "/usr/bin:/bin", "HOME": str(folder)}  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "texts"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, env=env)  # noqa: S603, S607
+    group = new_group(bench, f"git {label}")
+    with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+        source_id = vera.register_source(group, "git", f"git {label}", 2, config={"repo": str(folder)})
+    report, seconds = run(bench, group, source_id, objects, embedder)
+    line(f"git, first run, {label}", report, seconds, count)
+    if embedder is None:
+        report, seconds = run(bench, group, source_id, objects, embedder)
+        line("git, nothing changed (no new commit; prune lists the tree)", report, seconds, count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000, help="items for the runs without vectors")
     parser.add_argument("--embedded-items", type=int, default=200, help="items for the runs with MiniLM")
+    parser.add_argument("--kinds", default="folder,cmdb,git", help="which kinds to run (comma-separated)")
     options = parser.parse_args()
+    kinds = set(options.kinds.split(","))
     bench = start("vera_bench_connectors")
     texts = documents(max(options.items, options.embedded_items))
     model = TimedEmbedder(LocalMiniLMEmbedder())
@@ -92,6 +117,10 @@ def main() -> None:
         for count, embedder, label in [run for run in runs if run[0] > 0]:
             folder = root / f"folder-{label}"
             write_folder(folder, texts[:count])
+            if "git" in kinds:
+                git_run(bench, folder, objects, embedder=embedder, label=label, count=count)
+            if "folder" not in kinds:
+                continue
             group = new_group(bench, f"folder {label}")
             with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
                 source = vera.register_folder(group, f"folder {label}", folder, tier=1)
@@ -111,6 +140,8 @@ def main() -> None:
                 }
                 for n, (title, text) in enumerate(texts[:count])
             }
+            if "cmdb" not in kinds:
+                continue
             with running_cmdb(CmdbStandin(items=items)) as cmdb:
                 group = new_group(bench, f"cmdb {label}")
                 config = {"url": cmdb.url, "fields": {"team": "team"}, "description_field": "description"}

@@ -11,6 +11,7 @@ from typing import Any
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.connector import CmdbConnector
 from vera_worker.connectors.contract import Connector, SourceContext
+from vera_worker.connectors.git.connector import GitConnector
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -19,6 +20,9 @@ class Kind:
     tier: int  # the default trust tier of its sources (`vera source add --tier` overrides)
     summary: str  # one line for `vera source add --help`
     build: Callable[[SourceContext], Connector]
+    # how often a run compares the slim listing with what VERA holds, when the source's config
+    # names no prune_interval_s; None: the runner's default (an hour)
+    prune_interval_s: int | None = None
 
 
 KINDS: Mapping[str, Kind] = {
@@ -29,6 +33,13 @@ KINDS: Mapping[str, Kind] = {
             tier=1,
             summary="configuration items as JSON over HTTP, fields mapped to claims",
             build=CmdbConnector,
+        ),
+        Kind(
+            name="git",
+            tier=2,
+            summary="a git repository by path or URL: files changed since the last commit read",
+            build=GitConnector,
+            prune_interval_s=0,  # deletions and renames on every run: listing a tree reads no bodies
         ),
     )
 }
