@@ -165,7 +165,7 @@ def source_add_folder(  # noqa: PLR0917 (one parameter per option: click passes 
     interval_s: int | None,
     api_key: str,
 ) -> None:
-    """A folder of Markdown, CSV and text files (the default kind): NAME FOLDER.
+    """A folder of Markdown, CSV, text, PDF, DOCX, PPTX and HTML files (the default kind): NAME FOLDER.
 
     A name already in use is refused unless --replace (the same options again change
     nothing); a retracted source of that name comes back (its files are read afresh
