@@ -72,9 +72,8 @@ def test_a_git_source_is_added_ingested_and_listed(make_database, tmp_path: Path
            "GIT_COMMITTER_EMAIL": "ann@example.org", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # fmt: skip
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "first"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True, env=git)  # noqa: S603, S607
-    head = subprocess.run(  # noqa: S603, S607
-        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True, env=git
-    ).stdout.strip()
+    rev_parse = ["git", "-C", str(repo), "rev-parse", "HEAD"]
+    head = subprocess.run(rev_parse, check=True, capture_output=True, text=True, env=git).stdout.strip()  # noqa: S603
     env = vera_env(database.server, database.name) | {
         "VERA_EMBEDDER__PROVIDER": "deterministic",
         "VERA_OBJECTS__ROOT": str(tmp_path / "objects"),
