@@ -7,7 +7,10 @@ transports and paths refused."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +64,7 @@ def repo(tmp_path: Path) -> Path:
     return path
 
 
-def _register(world: World, group: str, repo: Path, **config: Any) -> sources_api.Source:
+def _register(world: World, group: str, repo: Path | str, **config: Any) -> sources_api.Source:
     with client_for(world, world.a.owner_key) as vera:
         source_id = vera.register_source(group, "git", "handbook", 2, config={"repo": str(repo), **config})
         vera.request_ingest(group, source_id)
@@ -217,3 +220,44 @@ def test_a_repository_outside_the_allowed_folders_is_refused(world: World, tmp_p
     assert run_worker(world.db, tmp_path / "objects") == []
     status = _status(world, group)
     assert status.last_status == "failed" and "outside the folders" in (status.error or "")
+
+
+@pytest.fixture
+def daemon(repo: Path) -> Iterator[str]:
+    """`git daemon` serving the test's repository on 127.0.0.1 (git://): a URL repository."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(  # noqa: S603
+        ["git", "daemon", "--reuseaddr", "--export-all", f"--base-path={repo.parent}",  # noqa: S607
+         "--listen=127.0.0.1", f"--port={port}", str(repo.parent)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}/{repo.name}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_url_repository_is_fetched_into_the_cache(
+    world: World, repo: Path, daemon: str, tmp_path: Path
+) -> None:
+    group = create_project(world, "git-url")
+    source = _register(world, group, daemon, branch="main")
+    [first] = run_worker(world.db, tmp_path / "objects")
+    assert (first.ingested, first.failed) == (4, [])
+    clones = list((tmp_path / "objects" / "connector-cache" / "git").iterdir())
+    assert len(clones) == 1 and (clones[0] / "HEAD").exists()  # a bare repository in the worker's cache
+    head = _commit(repo, {"teams/ledger.md": "# Ledger\n\nRun by the Storage team.\n"}, "edit",
+                   "2026-04-01T00:00:00+00:00")  # fmt: skip
+    _ingest(world, source)
+    [second] = run_worker(world.db, tmp_path / "objects")
+    assert (second.scanned, second.ingested, second.retracted) == (1, 1, 0)
+    assert _status(world, group).cursor_position == {"commit": head}
+    assert any(uri == f"{daemon}@{head}:teams/ledger.md" for _k, uri, _at, _r in _episodes(world, group))
