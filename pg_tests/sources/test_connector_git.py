@@ -101,7 +101,9 @@ def _episodes(world: World, group: str) -> list[tuple[str, str, str, bool]]:
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-def test_first_run_incremental_run_and_no_change_rerun(world: World, repo: Path, tmp_path: Path) -> None:
+def test_first_run_incremental_run_and_no_change_rerun(
+    world: World, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     group = create_project(world, "git-runs")
     source = _register(world, group, repo, page_size=2)
     head = _git(repo, "rev-parse", "HEAD")
@@ -120,9 +122,14 @@ def test_first_run_incremental_run_and_no_change_rerun(world: World, repo: Path,
     assert ("Backups of the ledger run nightly at two.", "page 1") in _search(world, group, "backups nightly")
     assert _status(world, group).cursor_position == {"commit": head}
 
-    # nothing committed since: nothing read
-    _ingest(world, source)
-    [idle] = run_worker(world.db, tmp_path / "objects")
+    # nothing committed since: no body read at all (a blob read would fail the run)
+    def no_bodies(self: git_repository.GitRepository, ids: Any) -> list[bytes]:
+        raise AssertionError(f"bodies read: {ids}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(git_repository.GitRepository, "blobs", no_bodies)
+        _ingest(world, source)
+        [idle] = run_worker(world.db, tmp_path / "objects")
     assert (idle.scanned, idle.ingested, idle.retracted) == (0, 0, 0)
 
     # edit one file, rename one, delete one, add a non-readable one
