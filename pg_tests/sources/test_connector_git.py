@@ -22,9 +22,8 @@ from pg_tests.support.ingesting import run_worker
 from pg_tests.support.seed import World, caller, create_project
 from vera_client.api import sources as sources_api
 from vera_client.api.sources import SourceStatus
-from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
+from vera_client.domain.errors import SourceUnavailableError
 from vera_worker.connectors.git import repository as git_repository
-from vera_worker.connectors.git.repository import check_repo
 
 
 def _git(repo: Path, *args: str, when: str = "2026-03-01T10:00:00+00:00") -> str:
@@ -204,21 +203,6 @@ def test_bad_documents_are_skipped_by_name_and_the_run_goes_on(
     assert "cannot be read as PDF" in report.skipped[0][1]
     assert report.warnings == [("page.html", "page.html: 1 <script> element(s) removed, not read as text")]
     assert not any("alert" in t for t, _h in _search(world, group, "hello board alert"))
-
-
-def test_refused_repositories() -> None:
-    for bad in (
-        "-uhack",
-        "ext::sh -c touch% /tmp/pwned",
-        "file::/etc",
-        "file:///etc/x",
-        "relative/path",
-        "fd::3",
-    ):
-        with pytest.raises(InvalidArgumentError):
-            check_repo(bad)
-    assert check_repo("https://git.example/handbook.git") == "https://git.example/handbook.git"
-    assert check_repo("git@git.example:org/handbook.git") == "git@git.example:org/handbook.git"
 
 
 def test_a_repository_outside_the_allowed_folders_is_refused(world: World, tmp_path: Path) -> None:

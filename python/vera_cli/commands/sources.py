@@ -308,6 +308,8 @@ def source_add_git(  # noqa: PLR0917 (one parameter per option: click passes the
     if not is_url(repo) and not repo.startswith("-") and "::" not in repo:
         repo = str(Path(repo).expanduser().resolve())
     check_repo(repo)
+    if not is_url(repo) and not Path(repo).is_dir():
+        fail(f"repository {repo}: not a folder (a local repository is a work tree or a bare repository)")
     config: dict[str, Any] = {"repo": repo, "functional": list(functional)}
     if branch:
         config["branch"] = check_ref(branch)
