@@ -22,6 +22,7 @@ from pg_tests.support.ingesting import run_worker
 from pg_tests.support.seed import World, caller, create_project
 from vera_client.api import sources as sources_api
 from vera_client.api.sources import SourceStatus
+from vera_client.config import ReadLimits
 from vera_client.domain.errors import SourceUnavailableError
 from vera_worker.connectors.git import repository as git_repository
 
@@ -196,11 +197,13 @@ def test_bad_documents_are_skipped_by_name_and_the_run_goes_on(
     group = create_project(world, "git-bad")
     _commit(repo, {"broken.pdf": b"%PDF-1.4\nnot a pdf", "page.html": b"<html><body><p>Hello board.</p>"
                    b"<script>alert(1)</script></body></html>"}, "bad", "2026-02-02T00:00:00+00:00")  # fmt: skip
+    _commit(repo, {"big.pdf": pdf(["x" * 60_000])}, "big", "2026-02-03T00:00:00+00:00")
     _register(world, group, repo)
-    [report] = run_worker(world.db, tmp_path / "objects")
+    [report] = run_worker(world.db, tmp_path / "objects", read_limits=ReadLimits(document_bytes=50_000))
     assert report.ingested == 5
-    assert [key for key, _why in report.skipped] == ["broken.pdf"]
-    assert "cannot be read as PDF" in report.skipped[0][1]
+    assert [key for key, _why in report.skipped] == ["big.pdf", "broken.pdf"]
+    assert "over the limit of 50,000 for its kind" in report.skipped[0][1]
+    assert "cannot be read as PDF" in report.skipped[1][1]
     assert report.warnings == [("page.html", "page.html: 1 <script> element(s) removed, not read as text")]
     assert not any("alert" in t for t, _h in _search(world, group, "hello board alert"))
 
