@@ -114,7 +114,10 @@ def main() -> None:
         print("| run | items | seconds | items/s | what happened |")
         print("|---|---|---|---|---|")
         runs = [(options.items, None, "no vectors"), (options.embedded_items, model, "MiniLM")]
-        for count, embedder, label in [run for run in runs if run[0] > 0]:
+        for asked, embedder, label in [run for run in runs if run[0] > 0]:
+            count = min(asked, len(texts))  # the SciFact abstracts are 5,183: no more items than texts
+            if count < asked:
+                print(f"({label}: {count:,} texts, not {asked:,})")
             folder = root / f"folder-{label}"
             write_folder(folder, texts[:count])
             if "git" in kinds:
