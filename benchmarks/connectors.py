@@ -2,13 +2,14 @@
 the real worker: N configuration items served by the local CMDB stand-in
 (tests/source_standins.py, pages of 100), N Jira issues, Confluence pages and
 Slack messages served by their stand-ins (tests/saas_standins.py, pages of
-100), and the same N texts as a folder of Markdown files. Prints items/s for a
+100), the same N texts as a folder of Markdown files, and those files committed
+to a git repository made here (the git kind, read from a local path). Prints items/s for a
 first run without vectors, a first run with the local all-MiniLM-L6-v2, and a
 re-run with nothing changed, for each; the connector's own overhead is its
 no-vector time over the folder's.
 
     .venv/bin/python benchmarks/connectors.py [--items 1000] [--embedded-items 200]
-        [--kinds folder,cmdb,jira,confluence,slack]
+        [--kinds folder,cmdb,git,jira,confluence,slack]
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import itertools
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +57,7 @@ TOKEN_ENV = "BENCH_CMDB_TOKEN"  # noqa: S105 (the name of a variable, not a secr
 SAAS_ENV = {"jira": "BENCH_JIRA_TOKEN", "confluence": "BENCH_CONFLUENCE_TOKEN", "slack": "BENCH_SLACK_TOKEN"}
 ENVIRON = {TOKEN_ENV: CMDB_TOKEN, SAAS_ENV["jira"]: JIRA_TOKEN, SAAS_ENV["confluence"]: CONFLUENCE_TOKEN,
            SAAS_ENV["slack"]: SLACK_TOKEN}  # fmt: skip
-KINDS = ("folder", "cmdb", "jira", "confluence", "slack")
+KINDS = ("folder", "cmdb", "git", "jira", "confluence", "slack")
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
@@ -71,7 +73,8 @@ def run(
         folder = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                  on_report=reports.append, allowed_roots=[objects.parent])  # fmt: skip
         connectors = ConnectorIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                        environ=ENVIRON)  # fmt: skip
+                                        environ=ENVIRON, allowed_roots=(objects.parent,),
+                                        cache_dir=objects.parent / "cache")  # fmt: skip
         ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
         drain(build_app(worker_dsn, objects=store, ingestion=ingestion))
@@ -147,6 +150,40 @@ def saas_runs(
             line(f"{kind}, nothing changed", report, seconds, count)
 
 
+def folder_run(
+    bench: Bench, folder: Path, objects: Path, *, embedder: Embedder | None, label: str, count: int
+) -> None:
+    """The folder connector over the texts' files: a first run, then a re-run with nothing changed."""
+    group = new_group(bench, f"folder {label}")
+    with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+        source = vera.register_folder(group, f"folder {label}", folder, tier=1)
+    report, seconds = run(bench, group, source.source_id, objects, embedder)
+    line(f"folder, first run, {label}", report, seconds, count)
+    if embedder is None:
+        report, seconds = run(bench, group, source.source_id, objects, embedder)
+        line("folder, nothing changed", report, seconds, count)
+
+
+def git_run(
+    bench: Bench, folder: Path, objects: Path, *, embedder: Embedder | None, label: str, count: int
+) -> None:
+    """The folder's files committed to a repository, read by the git kind: a first run, then a
+    re-run with no new commit."""
+    env = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
+           "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.org",
+           "PATH": "/usr/bin:/bin", "HOME": str(folder)}  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "texts"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, env=env)  # noqa: S603, S607
+    group = new_group(bench, f"git {label}")
+    with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
+        source_id = vera.register_source(group, "git", f"git {label}", 2, config={"repo": str(folder)})
+    report, seconds = run(bench, group, source_id, objects, embedder)
+    line(f"git, first run, {label}", report, seconds, count)
+    if embedder is None:
+        report, seconds = run(bench, group, source_id, objects, embedder)
+        line("git, nothing changed (no new commit; prune lists the tree)", report, seconds, count)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000, help="items for the runs without vectors")
@@ -175,14 +212,11 @@ def main() -> None:
             if "folder" in kinds:
                 folder = root / f"folder-{label}"
                 write_folder(folder, texts[:count])
-                group = new_group(bench, f"folder {label}")
-                with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
-                    source = vera.register_folder(group, f"folder {label}", folder, tier=1)
-                report, seconds = run(bench, group, source.source_id, objects, embedder)
-                line(f"folder, first run, {label}", report, seconds, count)
-                if embedder is None:
-                    report, seconds = run(bench, group, source.source_id, objects, embedder)
-                    line("folder, nothing changed", report, seconds, count)
+                folder_run(bench, folder, objects, embedder=embedder, label=label, count=count)
+            if "git" in kinds:
+                repository = root / f"git-{label}"
+                write_folder(repository, texts[:count])
+                git_run(bench, repository, objects, embedder=embedder, label=label, count=count)
             for kind in (k for k in ("jira", "confluence", "slack") if k in kinds):
                 saas_runs(bench, kind, texts[:count], label=label, objects=objects, embedder=embedder)
             items = {

@@ -100,7 +100,8 @@ def test_csv_rows_state_claims_and_bad_dates_warn() -> None:
         ("a.md", b"---\n- a list\n---\nbody", "front matter must be a YAML mapping"),
         ("a.md", b"\xef\xbb\xbfcaf\xe9", "starts with a UTF-8 byte-order mark but is not UTF-8"),
         ("a.txt", b"a\x00b", "NUL"),
-        ("a.pdf", b"%PDF", "not a Markdown, CSV or text file"),
+        ("a.pdf", b"%PDF", "a.pdf: cannot be read as PDF"),
+        ("a.odt", b"PK", "not a Markdown, CSV, text or document file"),
     ],
 )
 def test_unreadable_records_raise_one_clear_error(name: str, data: bytes, message: str) -> None:

@@ -5,6 +5,7 @@ schedule and the last run with its error."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
@@ -17,6 +18,7 @@ def test_source_add_lists_the_kinds() -> None:
     shown = run_vera(["source", "add", "--help"], {})
     assert shown.exit_code == 0
     assert "Kinds:" in shown.output and "cmdb" in shown.output and "folder" in shown.output
+    assert "git " in shown.output
 
 
 def test_a_cmdb_source_is_added_ingested_and_listed(make_database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -59,3 +61,35 @@ def test_a_cmdb_source_is_added_ingested_and_listed(make_database, tmp_path: Pat
     assert CMDB_TOKEN not in listed + ingested.output + ingested.stderr
     found = run_vera(["search", "ledger-db owned by", "--json", "-k", "1"], env)
     assert "ledger-db owned by Data Platform" in found.output
+
+
+def test_a_git_source_is_added_ingested_and_listed(make_database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    database: Database = make_database()
+    repo = tmp_path / "handbook"
+    repo.mkdir()
+    (repo / "ledger.md").write_text("# Ledger\n\nThe ledger service is run by the Data Platform team.\n")
+    git = {"GIT_AUTHOR_NAME": "Ann", "GIT_AUTHOR_EMAIL": "ann@example.org", "GIT_COMMITTER_NAME": "Ann",
+           "GIT_COMMITTER_EMAIL": "ann@example.org", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "first"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=git)  # noqa: S603, S607
+    rev_parse = ["git", "-C", str(repo), "rev-parse", "HEAD"]
+    head = subprocess.run(rev_parse, check=True, capture_output=True, text=True, env=git).stdout.strip()  # noqa: S603
+    env = vera_env(database.server, database.name) | {
+        "VERA_EMBEDDER__PROVIDER": "deterministic",
+        "VERA_OBJECTS__ROOT": str(tmp_path / "objects"),
+    }
+    env["VERA_API_KEY"] = tenant_key(env)
+    refused = run_vera(["source", "add", "git", "bad", "ext::sh -c id"], env)
+    assert refused.exit_code != 0 and "transport is refused" in refused.output + refused.stderr
+    added = run_vera(
+        ["source", "add", "git", "handbook", str(repo), "--branch", "main", "--interval", "600"], env
+    )
+    assert added.exit_code == 0, added.output + added.stderr
+    assert "git, tier 2" in added.output and "branch main" in added.output
+    ingested = run_vera(["ingest", "handbook"], env)
+    assert ingested.exit_code == 0, ingested.output + ingested.stderr
+    listed = run_vera(["source", "list"], env).output
+    assert f'cursor {{"commit": "{head}"}}' in listed
+    assert ": done, 1 items, 0 unchanged, 0 retracted, 0 skipped or failed" in listed
+    found = run_vera(["search", "ledger service Data Platform", "--json", "-k", "1"], env)
+    assert f"{repo}@{head}:ledger.md" in found.output

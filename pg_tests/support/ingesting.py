@@ -17,7 +17,7 @@ from vera_client.adapters.examples import example_dir
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
-from vera_client.config import ResilienceSettings
+from vera_client.config import ReadLimits, ResilienceSettings
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.dispatch import SourceRuns
@@ -41,6 +41,7 @@ def run_worker(
     *,
     environ: Mapping[str, str] | None = None,
     resilience: ResilienceSettings | None = None,
+    read_limits: ReadLimits | None = None,
 ) -> list[IngestReport]:
     """Work off every due job of the worker's queues, as `vera worker` does (folder sources and
     connector kinds alike, each run recorded); the ingestion runs' reports. environ: the worker's
@@ -57,10 +58,14 @@ def run_worker(
             on_report=reports.append,
             # test folders live below the temporary directory; the example corpus ships with VERA
             allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
+            **({"limits": read_limits} if read_limits is not None else {}),
         )
         connectors = ConnectorIngestion(
             sql, objects=store, embedder_for_model=lambda _pinned: embedder, environ=environ or {},
             resilience=resilience, on_progress=progress,
+            # git: repositories the tests make below the temporary directory, clones beside them
+            allowed_roots=(Path(tempfile.gettempdir()),), cache_dir=objects / "connector-cache",
+            read_limits=read_limits,
         )  # fmt: skip
         ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
         drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))

@@ -227,6 +227,14 @@ class PoolSettings(BaseModel):
 _MIB = 1024 * 1024
 
 
+# the documents the folder and git connectors read (vera_worker.domain.documents)
+_DOCUMENT_MIMES = frozenset({
+    "application/pdf", "text/html",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+})  # fmt: skip
+
+
 class ReadLimits(BaseModel):
     """What the folder connector reads of one file (VERA_WORKER__READ_LIMITS__*): a file over its
     kind's size is skipped before a byte of it is read (a warning names it, the run goes on);
@@ -237,6 +245,9 @@ class ReadLimits(BaseModel):
     text_bytes: int = Field(default=8 * _MIB, ge=1, description="largest .txt file read")
     csv_bytes: int = Field(default=16 * _MIB, ge=1, description="largest .csv file read")
     csv_rows: int = Field(default=10_000, ge=1, description="data rows read of one CSV file; the rest cut")
+    document_bytes: int = Field(
+        default=32 * _MIB, ge=1, description="largest .pdf/.docx/.pptx/.html file read"
+    )
 
     def max_bytes(self, mime: str | None) -> int:
         """The size limit of a file of that MIME type (the smallest for an unknown one)."""
@@ -245,6 +256,8 @@ class ReadLimits(BaseModel):
             "text/csv": self.csv_bytes,
             "text/plain": self.text_bytes,
         }
+        if mime in _DOCUMENT_MIMES:
+            return self.document_bytes
         return by_mime.get(mime or "", min(by_mime.values()))
 
 

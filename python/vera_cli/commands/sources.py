@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # the kinds a connector reads (vera_worker.connectors.registry; a test keeps them the same): their
 # sources have no folder and are not written through the API
-CONNECTOR_KINDS = ("cmdb", "confluence", "jira", "slack")
+CONNECTOR_KINDS = ("cmdb", "confluence", "git", "jira", "slack")
 
 
 @click.group()
@@ -165,7 +165,7 @@ def source_add_folder(  # noqa: PLR0917 (one parameter per option: click passes 
     interval_s: int | None,
     api_key: str,
 ) -> None:
-    """A folder of Markdown, CSV and text files (the default kind): NAME FOLDER.
+    """A folder of Markdown, CSV, text, PDF, DOCX, PPTX and HTML files (the default kind): NAME FOLDER.
 
     A name already in use is refused unless --replace (the same options again change
     nothing); a retracted source of that name comes back (its files are read afresh
@@ -395,6 +395,54 @@ def _add_connector(  # noqa: PLR0917 (the options of a kind's command, passed on
         set_interval(vera, added, interval_s)
     secret = f", token from ${token_env}" if token_env else ""
     click.echo(f"source {name!r} ({source_id}) in {target}: {kind}, tier {tier}, {what}{secret}")
+
+
+@source_add.command("git")
+@click.argument("name")
+@click.argument("repo")
+@click.option("--branch", help="The branch to read (default: the repository's HEAD).")
+@click.option(
+    "--file-uri", metavar="TEMPLATE",
+    help="What an episode cites, with {commit} and {path}: https://git.example/r/blob/{commit}/{path}.",
+)  # fmt: skip
+@click.option("--functional", multiple=True, help="A key whose values replace each other (repeatable).")
+@click.option("--tier", type=click.IntRange(1, 4), default=2, show_default=True, help="Trust tier.")
+@click.option("--group", help="Group to register in (default: the organisation you administer).")
+@interval_option
+@api_key_option("Key of an admin of the group.")
+@friendly_errors
+def source_add_git(  # noqa: PLR0917 (one parameter per option: click passes them by keyword)
+    name: str,
+    repo: str,
+    branch: str | None,
+    file_uri: str | None,
+    functional: tuple[str, ...],
+    tier: int,
+    group: str | None,
+    interval_s: int | None,
+    api_key: str,
+) -> None:
+    """A git repository by path or URL (tier 2): NAME REPO, the files changed since the last commit read."""
+    from vera_worker.connectors.git.repository import check_ref, check_repo, is_url
+
+    if not is_url(repo) and not repo.startswith("-") and "::" not in repo:
+        repo = str(Path(repo).expanduser().resolve())
+    check_repo(repo)
+    if not is_url(repo) and not Path(repo).is_dir():
+        fail(f"repository {repo}: not a folder (a local repository is a work tree or a bare repository)")
+    config: dict[str, Any] = {"repo": repo, "functional": list(functional)}
+    if branch:
+        config["branch"] = check_ref(branch)
+    if file_uri:
+        config["file_uri"] = file_uri
+    with client_from_env(api_key) as vera:
+        target = group or vera.default_group()
+        uri = repo if is_url(repo) else Path(repo).as_uri()
+        source_id = vera.register_source(target, "git", name, tier, config=config, uri=uri)
+        added = next(s for s in vera.list_sources(target) if s.source_id == source_id)
+        set_interval(vera, added, interval_s)
+    click.echo(f"source {name!r} ({source_id}) in {target}: git, tier {tier}, {repo}"
+               f"{' branch ' + branch if branch else ''}")  # fmt: skip
 
 
 @source.command("restore")

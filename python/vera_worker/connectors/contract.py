@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
-from vera_client.config import ResilienceSettings
+from vera_client.config import ReadLimits, ResilienceSettings
 from vera_worker.domain.records import ParsedRecord
 
 Position = Mapping[str, Any]
@@ -66,6 +67,12 @@ class SourceContext:
     token_env: str | None
     resilience: ResilienceSettings
     transport: httpx.BaseTransport | None = None  # tests may route requests; None: the network
+    # for a kind that reads files (git): the worker's size limits, where it may keep clones, and
+    # the folders a local path must lie in (the worker's and the source's organisation's)
+    read_limits: ReadLimits = field(default_factory=ReadLimits)
+    cache_dir: Path | None = None
+    allowed_roots: tuple[Path, ...] = ()
+    organisation_roots: tuple[str, ...] = ()
 
 
 class ItemSkipped(Exception):

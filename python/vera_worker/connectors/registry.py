@@ -12,6 +12,7 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.connector import CmdbConnector
 from vera_worker.connectors.confluence.connector import ConfluenceConnector
 from vera_worker.connectors.contract import Connector, SourceContext
+from vera_worker.connectors.git.connector import GitConnector
 from vera_worker.connectors.jira.connector import JiraConnector
 from vera_worker.connectors.slack.connector import SlackConnector
 
@@ -22,6 +23,9 @@ class Kind:
     tier: int  # the default trust tier of its sources (`vera source add --tier` overrides)
     summary: str  # one line for `vera source add --help`
     build: Callable[[SourceContext], Connector]
+    # how often a run compares the slim listing with what VERA holds, when the source's config
+    # names no prune_interval_s; None: the runner's default (an hour)
+    prune_interval_s: int | None = None
 
 
 KINDS: Mapping[str, Kind] = {
@@ -50,6 +54,13 @@ KINDS: Mapping[str, Kind] = {
             tier=4,
             summary="a Slack channel's messages and threads (Web API), each a passage",
             build=SlackConnector,
+        ),
+        Kind(
+            name="git",
+            tier=2,
+            summary="a git repository by path or URL: files changed since the last commit read",
+            build=GitConnector,
+            prune_interval_s=0,  # deletions and renames on every run: listing a tree reads no bodies
         ),
     )
 }

@@ -27,6 +27,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -34,7 +35,7 @@ from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import curation as curation_api
 from vera_client.api import search as search_api
 from vera_client.api import sources as sources_api
-from vera_client.config import ResilienceSettings
+from vera_client.config import ReadLimits, ResilienceSettings
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
     AuthenticationError,
@@ -105,9 +106,17 @@ class ConnectorIngestion:
         on_progress: Callable[[IngestEvent], None] | None = None,
         transport: Any = None,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        read_limits: ReadLimits | None = None,
+        cache_dir: Path | None = None,
+        allowed_roots: tuple[Path, ...] = (),
     ) -> None:
         """environ: where token_env variables are read (the worker's environment). transport: an
-        httpx transport for tests; None reaches the network."""
+        httpx transport for tests; None reaches the network. read_limits, cache_dir,
+        allowed_roots: for kinds that read files (git: its clones' folder, the folders a local
+        repository may lie in)."""
+        self._read_limits = read_limits or ReadLimits()
+        self._cache_dir = cache_dir
+        self._allowed_roots = allowed_roots
         self._sql = sql
         self._objects = objects
         self._embedder_for_model = embedder_for_model
@@ -135,6 +144,7 @@ class ConnectorIngestion:
             settings = tx.run(sources_api.source_run_settings(request.group_id, request.source_id))
             cursor = tx.run(sources_api.source_cursor(request.group_id, request.source_id))
             pins = tx.run(search_api.pinned_models([request.group_id]))
+            roots = tx.run(sources_api.source_roots(request.group_id))
         token = source_token(source.name, settings.token_env, self._environ)
         run = _Run(
             request=request, name=source.name, token=token,
@@ -144,6 +154,8 @@ class ConnectorIngestion:
         context = SourceContext(
             name=source.name, config=dict(source.config), uri=source.uri, token=token,
             token_env=settings.token_env, resilience=self._resilience, transport=self._transport,
+            read_limits=self._read_limits, cache_dir=self._cache_dir, allowed_roots=self._allowed_roots,
+            organisation_roots=tuple(roots),
         )  # fmt: skip
         try:
             connector = kind.build(context)
@@ -152,7 +164,7 @@ class ConnectorIngestion:
             for page in connector.poll(position if isinstance(position, dict) else None):
                 if self._write_page(run, page):
                     break
-            if not run.report.stopped and self._prune_due(source.config, settings.pruned_at):
+            if not run.report.stopped and self._prune_due(source.config, settings.pruned_at, kind):
                 self._prune(run, connector.slim())
                 run.report.pruned = True
         except VeraError as exc:
@@ -228,10 +240,11 @@ class ConnectorIngestion:
         self._emit(IngestEvent("ingested", run.name, item.key, run.done, passages=len(passages),
                                claims=len(claims), embeddings=vectors))  # fmt: skip
 
-    def _prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None) -> bool:
-        interval = config.get("prune_interval_s", DEFAULT_PRUNE_INTERVAL_S)
+    def _prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None, kind: Kind) -> bool:
+        default = kind.prune_interval_s if kind.prune_interval_s is not None else DEFAULT_PRUNE_INTERVAL_S
+        interval = config.get("prune_interval_s", default)
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 0:
-            interval = DEFAULT_PRUNE_INTERVAL_S
+            interval = default
         return pruned_at is None or self._clock() - pruned_at >= dt.timedelta(seconds=interval)
 
     def _prune(self, run: _Run, listing: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import replace
 
+from vera_worker.domain.documents import DOCUMENT_MIMES, parse_document
 from vera_worker.domain.markdown import parse_markdown, parse_plain_text
 from vera_worker.domain.records import ParsedRecord, RecordFormatError
 from vera_worker.domain.statements import ClaimContext
@@ -16,7 +17,9 @@ MIME_BY_SUFFIX = {
     ".markdown": "text/markdown",
     ".csv": "text/csv",
     ".txt": "text/plain",
+    **DOCUMENT_MIMES,  # PDF, DOCX, PPTX, HTML (documents.py)
 }
+DOCUMENT_TYPES = frozenset(DOCUMENT_MIMES.values())
 
 
 def mime_type(name: str) -> str | None:
@@ -49,7 +52,9 @@ def parse_record(
 def _parse(name: str, data: bytes, functional: Collection[str], max_csv_rows: int | None) -> ParsedRecord:
     mime = mime_type(name)
     if mime is None:
-        raise RecordFormatError(f"{name}: not a Markdown, CSV or text file")
+        raise RecordFormatError(f"{name}: not a Markdown, CSV, text or document file")
+    if mime in DOCUMENT_TYPES:
+        return parse_document(name, data, mime, functional=functional)
     text, decoding_warnings = decode_text(name, data)
     if "\x00" in text:
         raise RecordFormatError(f"{name}: contains NUL characters (a binary file?)")

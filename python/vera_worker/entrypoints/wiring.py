@@ -74,7 +74,11 @@ def worker_app(
     # process's environment, when its run starts (connectors/secrets.py)
     connectors = ConnectorIngestion(
         sql, objects=objects, embedder_for_model=providers.embedder_for_model, environ=os.environ,
-        on_progress=on_progress,
+        on_progress=on_progress, read_limits=settings.worker.read_limits,
+        # git clones of URL repositories beside the embedded server's data; local repositories
+        # within the folders a folder source may lie in
+        cache_dir=settings.db.data_dir.parent / "connectors",
+        allowed_roots=(*settings.worker.source_roots, *extra_roots),
     )  # fmt: skip
     ingestion = SourceRuns(
         sql, folder=folder, connectors=connectors, on_report=reported, on_failure=on_failure
