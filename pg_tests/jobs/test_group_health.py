@@ -50,15 +50,17 @@ def _worker(admin: psycopg.Connection, silent_for: str) -> int:
 @pytest.fixture(scope="module")
 def queued(world: World) -> Iterator[dict[str, Any]]:
     """A's organisation: 2 embed jobs due, 1 scheduled for later, 2 graph jobs running (one of a
-    worker silent for an hour: stalled), 1 extract job of its workspace due. B's organisation: 4
-    embed jobs due and 1 running of the silent worker. One job of no group."""
+    worker silent for two hours, one of a worker silent for five minutes: both stalled at the
+    default 30 seconds), 1 extract job of its workspace due. B's organisation: 4 embed jobs due
+    and 1 running of the silent worker. One job of no group."""
     with world.db.admin() as admin:
-        silent, alive = _worker(admin, "1 hour"), _worker(admin, "1 second")
+        admin.execute("set search_path = procrastinate, public")  # its triggers name its tables unqualified
+        silent, quiet = _worker(admin, "2 hours"), _worker(admin, "5 minutes")
         a, b = world.a.organisation, world.b.organisation
         ids = [
             _job(admin, "embed", a), _job(admin, "embed", a), _job(admin, "embed", a, later=True),
             _job(admin, "project_to_graph", a, status="doing", worker=silent),
-            _job(admin, "project_to_graph", a, status="doing", worker=alive),
+            _job(admin, "project_to_graph", a, status="doing", worker=quiet),
             _job(admin, "extract", world.a.workspace),
             *(_job(admin, "embed", b) for _ in range(4)),
             _job(admin, "project_to_graph", b, status="doing", worker=silent),
@@ -71,10 +73,11 @@ def queued(world: World) -> Iterator[dict[str, Any]]:
             " (%s, 'falkordb', now(), 5, 5, 6, 6, 'z', 'z', null)",
             (a, b),
         )
-    yield {"silent": silent, "alive": alive}
+    yield {"silent": silent, "quiet": quiet}
     with world.db.admin() as admin:
+        admin.execute("set search_path = procrastinate, public")
         admin.execute("delete from procrastinate.procrastinate_jobs where id = any(%s)", (ids,))
-        admin.execute("delete from procrastinate.procrastinate_workers where id in (%s, %s)", (silent, alive))
+        admin.execute("delete from procrastinate.procrastinate_workers where id in (%s, %s)", (silent, quiet))
         admin.execute("delete from vera.graph_checks where group_id in (%s, %s)", (a, b))
 
 
@@ -90,7 +93,7 @@ def test_an_owner_counts_its_own_groups_jobs_and_no_other(
         (a, "embed", "scheduled"): (1, 0),
         (a, "embed", "todo"): (2, 0),
         (world.a.workspace, "extract", "todo"): (1, 0),
-        (a, "project_to_graph", "doing"): (2, 1),
+        (a, "project_to_graph", "doing"): (2, 2),
     }
     assert _counts(owner_b.group_jobs()) == {
         (b, "embed", "todo"): (4, 0),
@@ -108,25 +111,25 @@ def test_another_tenants_queue_growing_leaves_an_answer_alike(
 ) -> None:
     before = _counts(owner_a.group_jobs())
     with world.db.admin() as admin:
+        admin.execute("set search_path = procrastinate, public")
         extra = [_job(admin, "embed", world.b.organisation) for _ in range(3)]
         extra.append(_job(admin, "embed", world.b.workspace, status="doing", worker=queued["silent"]))
     try:
         assert _counts(owner_a.group_jobs()) == before
     finally:
         with world.db.admin() as admin:
+            admin.execute("set search_path = procrastinate, public")
             admin.execute("delete from procrastinate.procrastinate_jobs where id = any(%s)", (extra,))
 
 
 def test_a_job_is_stalled_by_the_threshold_asked(
     world: World, queued: dict[str, Any], owner_a: VeraClient
 ) -> None:
-    """The live worker's heartbeat is a second old: stalled once the threshold is shorter."""
-    doing = _counts(owner_a.group_jobs(world.a.organisation, stalled_after=3600))
-    assert doing[(world.a.organisation, "project_to_graph", "doing")] == (2, 0)
-    # (1 second would race the heartbeat's age; the silent one counts at any threshold up to an hour)
-    assert _counts(owner_a.group_jobs(world.a.organisation, stalled_after=30))[
-        (world.a.organisation, "project_to_graph", "doing")
-    ] == (2, 1)
+    """The quiet worker's heartbeat is five minutes old: its job is stalled at a threshold below
+    that and not above; the silent worker's (two hours) at any threshold allowed."""
+    key = (world.a.organisation, "project_to_graph", "doing")
+    assert _counts(owner_a.group_jobs(world.a.organisation, stalled_after=3600))[key] == (2, 1)
+    assert _counts(owner_a.group_jobs(world.a.organisation, stalled_after=60))[key] == (2, 2)
     for bad in (0.5, 3601.0):
         with pytest.raises(InvalidArgumentError):
             owner_a.group_jobs(stalled_after=bad)
@@ -173,17 +176,17 @@ def test_viewers_members_and_strangers_are_refused_alike(
     assert unauthenticated.value.sqlstate == "VA005"
 
 
-def test_a_caller_who_administers_nothing_is_refused_without_naming_a_group(
+def test_without_a_group_named_a_viewer_reads_only_the_groups_it_administers(
     world: World, queued: dict[str, Any]
 ) -> None:
-    """The ingest bot is a member of A's workspace and administers no group at all."""
-    with world.db.connect("vera_gateway") as conn:
-        conn.execute("select vera.authenticate_principal(%s)", (world.a.service,))
-        administered = conn.execute("select vera.administrable_groups()").fetchone()
-        assert administered == ([],)
-        with pytest.raises(errors.InsufficientPrivilege):
-            conn.execute("select * from vera.group_jobs()")
-        conn.rollback()
+    """A's viewer administers only its own personal scope (every principal owns one): asked
+    for every group it administers, it is answered that scope's jobs (none), never the
+    organisation's it views."""
+    with caller(world.db, world.a.viewer_key) as conn:
+        [administered] = conn.execute("select vera.administrable_groups()").fetchone()  # type: ignore[misc]
+        assert administered and world.a.organisation not in administered
+        assert conn.execute("select * from vera.group_jobs()").fetchall() == []
+        assert conn.execute("select * from vera.group_graph_checks()").fetchall() == []
 
 
 def test_the_client_raises_the_typed_refusal(
