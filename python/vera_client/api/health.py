@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from vera_client.api.call import Call, records
+from vera_client.api.jobs import GraphCheckResult
 from vera_client.api.operation import Plan, Session, ask, operation, plan
 
 DEFAULT_STALLED_AFTER = 30.0  # the worker's default (VERA_WORKER__STALLED_AFTER)
@@ -28,25 +29,11 @@ class GroupJobs:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class GroupGraphCheck:
-    """The last check of one group's graph against PostgreSQL; drift None means none."""
-
-    group_id: str
-    backend: str
-    checked_at: datetime
-    sql_edges: int
-    graph_edges: int
-    sql_nodes: int
-    graph_nodes: int
-    drift: str | None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class GroupHealth:
     """The jobs and graph checks of the groups the caller administers (or of one)."""
 
     jobs: list[GroupJobs]
-    graph_checks: list[GroupGraphCheck]
+    graph_checks: list[GraphCheckResult]  # the rows vera.graph_check_results gives the operator
 
 
 def group_jobs(
@@ -56,9 +43,9 @@ def group_jobs(
     return Call("group_jobs", {"group": group, "stalled_after": stalled_after}, records(GroupJobs))
 
 
-def group_graph_checks(group: str | None = None) -> Call[list[GroupGraphCheck]]:
+def group_graph_checks(group: str | None = None) -> Call[list[GraphCheckResult]]:
     """The last graph check of each group the caller administers (or one), drift first; admins."""
-    return Call("group_graph_checks", {"group": group}, records(GroupGraphCheck))
+    return Call("group_graph_checks", {"group": group}, records(GraphCheckResult))
 
 
 def group_health(

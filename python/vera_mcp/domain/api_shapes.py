@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from vera_client.api.access import ApiKeyInfo, NewApiKey
 from vera_client.api.curation import Withdrawal
-from vera_client.api.health import GroupGraphCheck, GroupHealth, GroupJobs
+from vera_client.api.health import GroupHealth, GroupJobs
+from vera_client.api.jobs import GraphCheckResult
 from vera_client.api.sources import Source
 from vera_mcp.domain.knowledge_shapes import (
     ConflictOut,
@@ -130,7 +131,7 @@ class GroupJobsOut(FromClient):
     time; doing: running, `stalled` of them with no heartbeat from their worker)."""
 
 
-@mirrors(GroupGraphCheck)
+@mirrors(GraphCheckResult)
 class GraphCheckOut(FromClient):
     """The last check of one scope's graph against PostgreSQL; drift null means none."""
 
