@@ -267,3 +267,57 @@ def test_the_docs_are_served_from_the_package(owner: httpx.Client) -> None:
     assert "/docs/static/swagger-ui-bundle.js" in page and "/openapi.json" in page
     assert "https://" not in page.replace("https://swagger.io", "")
     assert owner.get("/docs/static/swagger-ui-bundle.js").status_code == 200
+
+
+def _job_counts(client: httpx.Client) -> dict[tuple[str, str, str], int]:
+    answer = client.get("/v1/health")
+    assert answer.status_code == 200, answer.text
+    return {(j["group_id"], j["queue"], j["state"]): j["jobs"] for j in answer.json()["jobs"]}
+
+
+def test_health_counts_the_callers_own_jobs_and_refuses_a_viewer(server: HttpServer, world: World) -> None:
+    """GET /v1/health: an owner's jobs per queue and state (compared with its answer before the
+    jobs were queued: other tests leave jobs too); another tenant's jobs never count; a viewer
+    is refused (403, 42501); another tenant's scope answers as a scope that exists nowhere."""
+    with api_client(server, world.a.owner_key) as owner, api_client(server, world.b.owner_key) as other:
+        mine, theirs = _job_counts(owner), _job_counts(other)
+        with world.db.admin() as admin:
+            admin.execute(
+                "set search_path = procrastinate, public"
+            )  # its triggers name its tables unqualified
+            ids = [
+                admin.execute(
+                    "insert into procrastinate.procrastinate_jobs (queue_name, task_name, args)"
+                    " values ('health_probe', 'vera.health_probe', jsonb_build_object('group_id', %s::text))"
+                    " returning id",
+                    (group,),
+                ).fetchone()[0]  # type: ignore[index]
+                for group in (
+                    world.a.workspace,
+                    world.b.organisation,
+                    world.b.organisation,
+                    world.b.workspace,
+                )
+            ]
+        try:
+            assert _job_counts(owner) == mine | {(world.a.workspace, "health_probe", "todo"): 1}
+            assert _job_counts(other) == theirs | {
+                (world.b.organisation, "health_probe", "todo"): 2,
+                (world.b.workspace, "health_probe", "todo"): 1,
+            }
+            body = owner.get("/v1/health", params={"scope": world.a.workspace, "stalled_after": 60}).json()
+            probe = [j for j in body["jobs"] if j["queue"] == "health_probe"]
+            assert [(j["jobs"], j["stalled"]) for j in probe] == [(1, 0)]
+            assert {j["group_id"] for j in body["jobs"]} == {world.a.workspace}
+            assert isinstance(body["graph_checks"], list)
+            _assert_problem(owner.get("/v1/health", params={"stalled_after": 0}), 422)
+            _assert_problem(owner.get("/v1/health", params={"scope": world.b.organisation}), 404)
+            _assert_problem(owner.get("/v1/health", params={"scope": "g:exists-nowhere"}), 404)
+            with api_client(server, world.a.viewer_key) as viewer:
+                _assert_problem(
+                    viewer.get("/v1/health", params={"scope": world.a.organisation}), 403, "42501"
+                )
+        finally:
+            with world.db.admin() as admin:
+                admin.execute("set search_path = procrastinate, public")
+                admin.execute("delete from procrastinate.procrastinate_jobs where id = any(%s)", (ids,))

@@ -26,6 +26,7 @@ from vera_client.api import (
     call,
     context,
     curation,
+    health,
     idempotency,
     jobs,
     operator,
@@ -38,7 +39,20 @@ from vera_client.api import (
 from vera_client.api.call import Call, expected_columns
 from vera_client.api.queries import all_queries
 
-AREAS = (access, sources, curation, search, snapshots, reads, context, jobs, operator, weights, idempotency)
+AREAS = (
+    access,
+    sources,
+    curation,
+    search,
+    snapshots,
+    reads,
+    context,
+    jobs,
+    operator,
+    weights,
+    idempotency,
+    health,
+)
 # run by the executor (authentication) and by adapters/postgres/logins.py on an operator
 # connection, not through a Call
 RUN_DIRECTLY = {"authenticate", "authenticate_principal", "app_login_exists", "app_logins",

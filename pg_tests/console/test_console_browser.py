@@ -186,6 +186,12 @@ def test_the_graph_draws_the_neighbourhood(browser: Any, server: HttpServer, wor
     for name in ("sources", "health"):
         page.goto(server.base + f"/console/{name}")
         assert page.get_by_role("heading", level=1).inner_text() == name.capitalize()
+        if (
+            name == "health"
+        ):  # the owner's queue and graph checks (pg_tests/console/test_console_pages.py: their counts)
+            for section in ("Queues and stalled jobs", "Graph drift"):
+                assert page.get_by_role("heading", level=2, name=section).count() == 1
+            assert "in the scopes you administer" in page.locator("main").inner_text()
         _shot(page, name)
 
 

@@ -99,3 +99,65 @@ def test_the_api_counts_paths_with_ids_under_their_template(server: HttpServer, 
         httpx.get(f"{server.base}/v1/facts/{uuid.uuid4()}", headers=headers)
     metrics = httpx.get(f"{server.base}/metrics").text
     assert 'vera_mcp_http_requests_total{route="/v1/facts/{fact_id}",status="404"} 2.0' in metrics
+
+
+def _queue_jobs(world: World) -> list[int]:
+    """A's organisation: one embed job due and one project_to_graph job running for a worker silent
+    for an hour (stalled); B's: three embed jobs due. A graph check with drift for A, none for B."""
+    with world.db.admin() as admin:
+        admin.execute("set search_path = procrastinate, public")  # its triggers name its tables unqualified
+        silent = admin.execute(
+            "insert into procrastinate.procrastinate_workers (last_heartbeat) values (now() - interval '1 hour')"
+            " returning id"
+        ).fetchone()[0]  # type: ignore[index]
+        rows = [
+            (world.a.organisation, "embed", "todo", None),
+            (world.a.organisation, "project_to_graph", "doing", silent),
+            *((world.b.organisation, "embed", "todo", None) for _ in range(3)),
+        ]
+        ids = [
+            admin.execute(
+                "insert into procrastinate.procrastinate_jobs (queue_name, task_name, args, status, worker_id)"
+                " values (%s, 'vera.' || %s, jsonb_build_object('group_id', %s::text), %s, %s) returning id",
+                (queue, queue, group, status, worker),
+            ).fetchone()[0]  # type: ignore[index]
+            for group, queue, status, worker in rows
+        ]
+        admin.execute(
+            "insert into vera.graph_checks (group_id, backend, checked_at, sql_edges, graph_edges, sql_nodes,"
+            " graph_nodes, sql_digest, graph_digest, drift) values"
+            " (%s, 'falkordb', now(), 3, 2, 4, 4, 'x', 'y', 'edges differ: 1 missing in the graph')",
+            (world.a.organisation,),
+        )
+    return ids
+
+
+def test_the_health_page_shows_the_callers_queue_stalled_jobs_and_drift(
+    server: HttpServer, world: World
+) -> None:
+    ids = _queue_jobs(world)
+    try:
+        with logged_in(server, world.a.owner_key) as client:
+            page = client.get("/console/health")
+        assert page.status_code == 200
+        text = re.sub(r"<[^>]+>", " ", page.text)
+        text = re.sub(r"\s+", " ", text)
+        # A's own: 2 jobs, 1 of them stalled; B's three jobs are not counted
+        assert "2 jobs queued or running in the scopes you administer; 1 stalled" in text
+        assert "Acme embed todo 1 0" in text and "Acme project_to_graph doing 1 1" in text
+        assert "1 of 1 checked scope drifted" in text and "edges differ: 1 missing in the graph" in text
+        assert "Bravo" not in text and world.b.organisation not in page.text
+        with logged_in(server, world.b.owner_key) as client:
+            theirs = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", client.get("/console/health").text))
+        assert "3 jobs queued or running in the scopes you administer; 0 stalled" in theirs
+        assert "No graph check has been recorded" in theirs and "edges differ" not in theirs
+        # A's viewer administers only its personal scope: none of the organisation's jobs
+        with logged_in(server, world.a.viewer_key) as client:
+            viewer = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", client.get("/console/health").text))
+        assert "0 jobs queued or running in the scopes you administer; 0 stalled" in viewer
+        assert "edges differ" not in viewer
+    finally:
+        with world.db.admin() as admin:
+            admin.execute("set search_path = procrastinate, public")
+            admin.execute("delete from procrastinate.procrastinate_jobs where id = any(%s)", (ids,))
+            admin.execute("delete from vera.graph_checks where group_id = %s", (world.a.organisation,))

@@ -19,6 +19,7 @@ from vera_client.adapters.tokenizers.minilm import MiniLMTokenCounter
 from vera_client.api.access import Access
 from vera_client.api.context import Context
 from vera_client.api.curation import Curation
+from vera_client.api.health import Health
 from vera_client.api.idempotency import Idempotency
 from vera_client.api.reads import Reads
 from vera_client.api.search import Search
@@ -30,7 +31,7 @@ from vera_client.domain.languages import model_reads
 from vera_client.domain.ports import Embedder, ObjectStore, Reranker
 
 
-class Operations(Access, Sources, Curation, Search, Snapshots, Reads, Context, Idempotency):
+class Operations(Access, Sources, Curation, Search, Snapshots, Reads, Context, Idempotency, Health):
     """Every operation of the client, from the areas of the SQL API."""
 
 

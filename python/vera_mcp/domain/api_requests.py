@@ -175,6 +175,21 @@ class ScopeQuery(Strict):
     scope: ScopeName
 
 
+class HealthQuery(Strict):
+    scope: Annotated[
+        ScopeName | None, Field(description="one scope; default: every scope you administer")
+    ] = None
+    stalled_after: Annotated[
+        float,
+        Field(
+            ge=1,
+            le=3600,
+            description="a running job counts as stalled when its worker sent no heartbeat for this many "
+            "seconds (the worker's VERA_WORKER__STALLED_AFTER; default 30)",
+        ),
+    ] = 30.0
+
+
 class ChangesQuery(PageQuery):
     since: Annotated[datetime, Field(description="what changed after this time (ISO 8601)")]
     scopes: Scopes = None

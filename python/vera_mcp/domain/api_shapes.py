@@ -11,6 +11,8 @@ from pydantic import BaseModel, Field
 
 from vera_client.api.access import ApiKeyInfo, NewApiKey
 from vera_client.api.curation import Withdrawal
+from vera_client.api.health import GroupHealth, GroupJobs
+from vera_client.api.jobs import GraphCheckResult
 from vera_client.api.sources import Source
 from vera_mcp.domain.knowledge_shapes import (
     ConflictOut,
@@ -121,3 +123,19 @@ class Usage(BaseModel):
     principal_id: str
     quotas_enforced: bool
     classes: list[RouteClassUsage]
+
+
+@mirrors(GroupJobs)
+class GroupJobsOut(FromClient):
+    """The jobs of one scope in one queue and state (todo: due and waiting; scheduled: for a later
+    time; doing: running, `stalled` of them with no heartbeat from their worker)."""
+
+
+@mirrors(GraphCheckResult)
+class GraphCheckOut(FromClient):
+    """The last check of one scope's graph against PostgreSQL; drift null means none."""
+
+
+@mirrors(GroupHealth)
+class HealthOut(FromClient):
+    """The jobs and graph checks of the scopes you administer (or of the one asked about)."""

@@ -20,6 +20,7 @@ from vera_mcp.adapters.api.access_routes import access_endpoints
 from vera_mcp.adapters.api.docs import add_docs
 from vera_mcp.adapters.api.endpoint import Endpoint
 from vera_mcp.adapters.api.gate import ApiGate
+from vera_mcp.adapters.api.health_routes import HEALTH_ENDPOINTS
 from vera_mcp.adapters.api.openapi import openapi_document
 from vera_mcp.adapters.api.read_routes import READ_ENDPOINTS
 from vera_mcp.adapters.api.write_routes import WRITE_ENDPOINTS
@@ -31,7 +32,7 @@ DOCS_PATH = "/docs"
 
 def api_endpoints(server_version: str, limits: QuotaLimits | None) -> list[Endpoint]:
     """Every endpoint of the API, in the order the document lists them."""
-    return [*access_endpoints(server_version, limits), *READ_ENDPOINTS, *WRITE_ENDPOINTS]
+    return [*access_endpoints(server_version, limits), *READ_ENDPOINTS, *WRITE_ENDPOINTS, *HEALTH_ENDPOINTS]
 
 
 def serve_api(

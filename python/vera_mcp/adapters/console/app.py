@@ -439,9 +439,17 @@ class Console:
         usage = await self._call("usage", verified)
         states = (await self._call("source_status", verified))["states"]
         failing = [s for s in states if s["last_status"] in ("failed", "interrupted")]
+        # the jobs and graph checks of the scopes the caller administers: SQL refuses anyone else
+        # (a viewer sees why instead), and counts no job of another tenant
+        jobs, refused = None, None
+        try:
+            jobs = await self._call("health", verified)
+        except Refused as error:
+            refused = error
         return self._render(
             "health.html", session, verified, page="health", whoami=whoami, usage=usage,
-            states=states, failing=failing,
+            states=states, failing=failing, jobs=jobs, refused=refused,
+            names={s["group_id"]: s["name"] for s in whoami["scopes"]},
         )  # fmt: skip
 
     async def static(self, request: Request) -> Response:
