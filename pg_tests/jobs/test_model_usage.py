@@ -95,7 +95,7 @@ def test_a_worker_job_records_its_groups_usage_as_its_meter_counted(
     group, meter = worked["group"], worked["meter"]
     chat = meter[MeterKey(provider="llm", model="extractor-usage", operation="extract")]
     embed = meter[MeterKey(provider="openai", model="text-embedding-3-small", operation="embed")]
-    assert chat.requests >= 2 and chat.input_tokens > 0 and chat.output_tokens > 0
+    assert chat.requests >= 1 and chat.input_tokens > 0 and chat.output_tokens > 0
     assert embed.requests >= 2 and embed.input_tokens > 0  # the passages' batch, then the claims'
     rows = _rows(world, world.a.owner_key, group)
     assert rows == [
@@ -139,9 +139,11 @@ def test_the_health_answer_carries_it(world: World, worked: dict[str, Any]) -> N
     with client_for(world, world.a.owner_key) as vera:
         health = vera.group_health(worked["group"], usage_days=7)
         assert health.usage_days == 7
-        assert [(u.purpose, u.calls) for u in health.model_usage] == [
-            (row[3], row[4]) for row in _rows(world, world.a.owner_key, worked["group"], 7)
-        ]
+        # the largest cost first (the stand-in's extraction costs more than its embeddings)
+        assert [(u.purpose, u.calls, u.cost_usd) for u in health.model_usage] == sorted(
+            ((row[3], row[4], row[8]) for row in _rows(world, world.a.owner_key, worked["group"], 7)),
+            key=lambda row: -row[2],
+        )
         for days in (0, 367):
             with pytest.raises(InvalidArgumentError):
                 vera.group_model_usage(days=days)

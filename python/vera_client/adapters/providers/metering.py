@@ -105,8 +105,6 @@ class Tally:
     def add(self, key: MeterKey, entry: Totals) -> None:
         with self._lock:
             self._totals[key] = self._totals.get(key, Totals()) + entry
-        for open_tally in _TALLIES.get():
-            open_tally.add(key, entry)
 
     def totals(self) -> dict[MeterKey, Totals]:
         """A snapshot of the totals per key."""
