@@ -8,7 +8,6 @@ group that exists nowhere), only the worker writes it, and its inputs are bounde
 from __future__ import annotations
 
 import json
-from contextlib import closing
 from typing import Any
 
 import psycopg
@@ -16,21 +15,16 @@ import pytest
 from psycopg import errors
 from tests.standins import API_KEY, StandinServer
 
-from pg_tests.jobs.test_extraction import reading_model
+from pg_tests.jobs.test_extraction import _work, reading_model
 from pg_tests.support.clients import client_for
 from pg_tests.support.databases import APP_LOGIN, INSPECTOR
-from pg_tests.support.ingesting import worker_executor
 from pg_tests.support.seed import World, caller
 from vera_client.adapters.embedders.openai import OpenAIEmbedder
-from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.metering import Meter, MeterKey, Price
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import ResilienceSettings
 from vera_client.domain.errors import InvalidArgumentError, PermissionDeniedError
-from vera_worker.adapters.extraction import PassageExtraction
-from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.run import SourceIngestion
 
 pytestmark = pytest.mark.pg
 
@@ -68,14 +62,7 @@ def worked(
     embedder = OpenAIEmbedder(api_key=API_KEY, base_url=f"{standin_server.url}/openai/v1",
                               model="text-embedding-3-small", dim=16, meter=meter,
                               chain=ResilienceChain("openai", FAST))  # fmt: skip
-    store = LocalObjectStore(tmp / "objects")
-    with closing(worker_executor(world.db)) as sql:
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _pin: embedder,
-                                    allowed_roots=(tmp,))  # fmt: skip
-        extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _pin: embedder)
-        drain(
-            build_app(world.db.dsn("vera_worker"), objects=store, ingestion=ingestion, extraction=extraction)
-        )
+    _work(world, tmp, model, embedder=embedder)
     return {"group": group, "meter": meter.totals()}
 
 
