@@ -8,11 +8,12 @@ group that exists nowhere), only the worker writes it, and its inputs are bounde
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import errors
+from psycopg import errors, sql
 from tests.standins import API_KEY, StandinServer
 
 from pg_tests.jobs.test_extraction import _work, reading_model
@@ -62,8 +63,26 @@ def worked(
     embedder = OpenAIEmbedder(api_key=API_KEY, base_url=f"{standin_server.url}/openai/v1",
                               model="text-embedding-3-small", dim=16, meter=meter,
                               chain=ResilienceChain("openai", FAST))  # fmt: skip
+    with world.db.admin() as admin:  # count the calls of vera.record_model_usage (sessions from now on)
+        admin.execute(
+            sql.SQL("alter database {} set track_functions = 'pl'").format(sql.Identifier(world.db.name))
+        )
     _work(world, tmp, model, embedder=embedder)
-    return {"group": group, "meter": meter.totals()}
+    with world.db.admin() as admin:
+        admin.execute(
+            sql.SQL("alter database {} reset track_functions").format(sql.Identifier(world.db.name))
+        )
+        records = 0
+        for _ in range(50):  # a backend's function counts reach the statistics when it ends
+            admin.execute("select pg_stat_clear_snapshot()")
+            row = admin.execute(
+                "select calls from pg_stat_user_functions where schemaname = 'vera' and funcname = 'record_model_usage'"
+            ).fetchone()
+            records = int(row[0]) if row else 0
+            if records:
+                break
+            time.sleep(0.1)
+    return {"group": group, "meter": meter.totals(), "records": records}
 
 
 def _rows(world: World, key: str, group: str | None = None, days: int = 30) -> list[tuple[Any, ...]]:
@@ -94,8 +113,10 @@ def test_a_worker_job_records_its_groups_usage_as_its_meter_counted(
     assert chat.estimated_cost_usd == pytest.approx(
         (chat.input_tokens * 1000.0 + chat.output_tokens * 2000.0) / 1_000_000
     )
-    # one row per group, day, provider, model and purpose: the ingest job's embeddings and the
-    # extract job's were added to the same row
+    # once per job, not per call: the ingest job and the extract job each wrote once, however
+    # many requests they made; one row per group, day, provider, model and purpose (the ingest
+    # job's embeddings and the extract job's were added to the same row)
+    assert worked["records"] == 2 and chat.requests + embed.requests > 2
     with world.db.admin() as admin:
         [(stored,)] = admin.execute("select count(*) from vera.model_usage where group_id = %s", (group,))
     assert stored == 2
