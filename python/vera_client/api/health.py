@@ -33,9 +33,10 @@ class GroupJobs:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelUsage:
     """What the worker's calls to one model for one group and purpose ('extract', 'embed',
-    'judge_*') used over the period: calls (failed_calls of them failed), tokens, and the cost
-    estimated from the worker's configured prices (unpriced_calls: of a model without a price,
-    which add nothing to it); first_day and last_day: the UTC days with calls."""
+    'equivalence', 'contradiction') used over the period: calls (failed_calls of them failed),
+    tokens, and the cost estimated from the worker's configured prices (unpriced_calls: of a
+    model without a price, which add nothing to it); first_day and last_day: the UTC days with
+    calls."""
 
     group_id: str
     provider: str
