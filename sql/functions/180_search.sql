@@ -136,7 +136,7 @@ begin
     if as_of is null then
         return;
     end if;
-    -- passages answer from their episode's observed_at, which a source may date back (to 1900)
+    -- passages answer from their episode's observed_at, which a source may date back (as far as 4714 BC: vera.is_world_time)
     select min(e.observed_at) into first_episode from vera.episodes e where e.group_id = any (targets);
     if first_episode <= as_of then
         return;
