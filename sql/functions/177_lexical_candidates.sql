@@ -79,6 +79,10 @@ declare
     generating integer;
     earlier integer;
     round_postings bigint;
+    -- the most each term can add to a document's score (see the bound below), in ranked order
+    upper_bounds double precision[];
+    -- a passage round with nothing to read: its term's documents cannot enter the list
+    skip_read boolean;
     -- this step's terms (a document holds one of them, and one of and_terms when set), its
     -- tsquery, the documents it leaves out (scored in another step), its row limit
     matching_terms text[];
@@ -114,20 +118,29 @@ begin
     -- scored on every query term, the n best kept; planned for each round's terms
     statement := $q$
             select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              from (select c.group_id, c.chunk_id as item_id, sc.score,
-                           vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal) as order_key
-                      from vera.chunks c
-                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
-                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
-                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
-                       and e.status <> 'retracted' and e.observed_at <= $6
-                       and not exists (select from vera.episodes newer
-                                        where newer.group_id = e.group_id and newer.source_id = e.source_id
-                                          and newer.external_id = e.external_id and newer.version > e.version
-                                          and newer.observed_at <= $6 and newer.status <> 'retracted')
-                     order by 3 desc, 4, array_position($9, c.group_id), 2
+              from (select t.group_id, t.item_id, t.score,
+                           vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
+                      from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
+                              from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
+                                      from vera.chunks c
+                                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
+                                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
+                                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
+                                     order by sc.score desc
+                                    offset 0) r
+                             cross join lateral (
+                                   select e.external_id, e.version, s.name as source_name
+                                     from vera.episodes e
+                                     join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                                    where e.group_id = r.group_id and e.episode_id = r.episode_id
+                                      and e.status <> 'retracted' and e.observed_at <= $6
+                                      and not exists (select from vera.episodes newer
+                                                       where newer.group_id = e.group_id and newer.source_id = e.source_id
+                                                         and newer.external_id = e.external_id and newer.version > e.version
+                                                         and newer.observed_at <= $6 and newer.status <> 'retracted')) v
+                             order by r.score desc
+                             fetch first $8 rows with ties) t
+                     order by 3 desc, 4, array_position($9, t.group_id), 2
                      limit $8) h$q$;
 
     -- the terms that may generate candidates, rarest first: the rarest
@@ -136,7 +149,11 @@ begin
     select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
       from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
      where t.idf < ln(10) and t.postings > budget;
+    upper_bounds := array(select u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))
+                            from unnest(ranked_idfs, ranked_most_held) with ordinality u(idf, most_held, position)
+                           order by u.position);
     loop
+        skip_read := false;
         if alone_pending then
             -- a bounded round's step 2: its term alone, neither an earlier nor a later term
             alone_pending := false;
@@ -158,6 +175,22 @@ begin
             and_terms := null;
             excluded := vera.any_of(ranked_terms[1:earlier]);
             row_limit := null;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken > earlier + 1 then
+                -- passages once the list is full: one term a round, and only the documents that hold
+                -- it with enough of the later terms to beat the n-th score (see above)
+                taken := earlier + 1;
+                round_postings := ranked_postings[taken];
+                matching_terms := ranked_terms[taken:taken];
+            end if;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n then
+                select array_agg(l.term order by l.position) into and_terms
+                  from (select u.term, u.position,
+                               sum(u.bound) over (order by u.bound, u.position) as running
+                          from unnest(ranked_terms[taken + 1:], upper_bounds[taken + 1:])
+                               with ordinality u(term, bound, position)) l
+                 where upper_bounds[taken] + l.running >= found_scores[n];
+                skip_read := and_terms is null;
+            end if;
             if bounded_rounds and round_postings > budget then
                 -- one frequent term (rounds of several hold at most the budget): step 1, with a later term;
                 -- never fewer rows than the list holds
@@ -186,6 +219,7 @@ begin
         parts_read := 0;
         rows_read := 0;
         loop
+            exit when skip_read;
             if row_limit is null or target_kind = 'passage' then
                 parts_step := cardinality(parts);
             elsif parts_read = 0 then
