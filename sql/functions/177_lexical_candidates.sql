@@ -109,39 +109,11 @@ declare
     parts_step integer;
     rows_read bigint;
     part_rows bigint;
-    statement text;
 begin
     if coalesce(cardinality(ranked_terms), 0) = 0 then
         return;
     end if;
-    -- passages (facts: static SQL below): $4 the documents to read, $11 those to leave out, each
-    -- scored on every query term, the n best kept; planned for each round's terms
-    statement := $q$
-            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              from (select t.group_id, t.item_id, t.score,
-                           vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
-                      from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
-                              from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
-                                      from vera.chunks c
-                                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
-                                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
-                                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
-                                     order by sc.score desc
-                                    offset 0) r
-                             cross join lateral (
-                                   select e.external_id, e.version, s.name as source_name
-                                     from vera.episodes e
-                                     join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                                    where e.group_id = r.group_id and e.episode_id = r.episode_id
-                                      and e.status <> 'retracted' and e.observed_at <= $6
-                                      and not exists (select from vera.episodes newer
-                                                       where newer.group_id = e.group_id and newer.source_id = e.source_id
-                                                         and newer.external_id = e.external_id and newer.version > e.version
-                                                         and newer.observed_at <= $6 and newer.status <> 'retracted')) v
-                             order by r.score desc
-                             fetch first $8 rows with ties) t
-                     order by 3 desc, 4, array_position($9, t.group_id), 2
-                     limit $8) h$q$;
+
 
     -- the terms that may generate candidates, rarest first: the rarest
     -- always, then each one held by at most a tenth of the documents
@@ -283,10 +255,41 @@ begin
                 else
                     matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
                 end if;
-                execute statement
-                   into round_groups, round_ids, round_scores, round_keys
-                  using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group,
-                        n, group_order, caller, excluded, row_limit;
+                -- Static: planned once per session and kept (as the facts' statement above); the documents
+                -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
+                -- for visibility and given an order key
+                select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+                  into round_groups, round_ids, round_scores, round_keys
+                  from (select t.group_id, t.item_id, t.score,
+                               vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
+                          from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
+                                  from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
+                                          from vera.chunks c
+                                         cross join lateral vera.bm25_document_score('passage', c.tsv, ranked_terms,
+                                                                                     ranked_idfs, average_length) sc
+                                         where c.tsv @@ matching and c.group_id = any (groups)
+                                           and not coalesce(c.tsv @@ excluded, false)
+                                           and (c.lifecycle = 'published'
+                                                or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                                         order by sc.score desc
+                                        offset 0) r
+                                 cross join lateral (
+                                       select e.external_id, e.version, s.name as source_name
+                                         from vera.episodes e
+                                         join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                                        where e.group_id = r.group_id and e.episode_id = r.episode_id
+                                          and e.status <> 'retracted' and e.observed_at <= reference
+                                          and not exists (select from vera.episodes newer
+                                                           where newer.group_id = e.group_id
+                                                             and newer.source_id = e.source_id
+                                                             and newer.external_id = e.external_id
+                                                             and newer.version > e.version
+                                                             and newer.observed_at <= reference
+                                                             and newer.status <> 'retracted')) v
+                                 order by r.score desc
+                                 fetch first (n) rows with ties) t
+                         order by 3 desc, 4, array_position(group_order, t.group_id), 2
+                         limit n) h;
             end if;
             parts_read := parts_read + parts_step;
             select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
