@@ -527,6 +527,8 @@ def load_passages(conn: psycopg.Connection, corpus: Corpus) -> None:
                  from (select distinct episode from public.bench_staging where group_id = %s) d(e)""",
             (group, source, group),
         )
+        # the fresh episodes' statistics, or the join below walks the staging table once an episode
+        conn.execute("analyze vera.episodes")
         conn.execute(
             """insert into vera.chunks (group_id, episode_id, ordinal, text, embedding)
                select s.group_id, e.episode_id, s.ordinal, s.passage_text, s.embedding

@@ -384,7 +384,7 @@ grant execute on function vera.bm25_parameters(vera.item_kind) to vera_searcher;
 create or replace function vera.lexical_budget(kind vera.item_kind)
 returns bigint
 language sql immutable
-as $$ select case kind when 'fact' then 250 else 1000 end::bigint $$;
+as $$ select 250::bigint $$;
 comment on function vera.lexical_budget(vera.item_kind) is
     'Postings per round of candidate generation (passages 1000); facts'' rounds read at most that many (250)';
 -- the candidate stages, which run as vera_searcher, call it

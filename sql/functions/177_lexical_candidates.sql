@@ -132,7 +132,7 @@ begin
     -- searched (IDF >= ln 10) or cheap to read (at most a budget of postings)
     select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
       from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
-     where t.idf < ln(10) and t.postings > budget;
+     where t.idf < case when b = 0 then ln(10) else ln(50) end and t.postings > budget;
     upper_bounds := array(select u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))
                             from unnest(ranked_idfs, ranked_most_held) with ordinality u(idf, most_held, position)
                            order by u.position);
