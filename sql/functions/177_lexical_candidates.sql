@@ -85,6 +85,10 @@ declare
     generating integer;
     earlier integer;
     round_postings bigint;
+    -- the most each term can add to a document's score (see the bound below), in ranked order
+    upper_bounds double precision[];
+    -- a passage round with nothing to read: its term's documents cannot enter the list
+    skip_read boolean;
     -- this step's terms (a document holds one of them, and one of and_terms when set), its
     -- tsquery, the documents it leaves out (scored in another step), its row limit
     matching_terms text[];
@@ -123,7 +127,11 @@ begin
     select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
       from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
      where t.idf < case when b = 0 then ln(10) else ln(50) end and t.postings > budget;
+    upper_bounds := array(select u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))
+                            from unnest(ranked_idfs, ranked_most_held) with ordinality u(idf, most_held, position)
+                           order by u.position);
     loop
+        skip_read := false;
         if alone_pending then
             -- a bounded round's step 2: its term alone, neither an earlier nor a later term
             alone_pending := false;
@@ -145,6 +153,26 @@ begin
             and_terms := null;
             excluded := vera.any_of(ranked_terms[1:earlier]);
             row_limit := null;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken > earlier + 1
+               and upper_bounds[earlier + 1] < found_scores[n] then
+                -- passages once the list is full: one term a round, and only the documents that hold
+                -- it with enough of the later terms to beat the n-th score (see above)
+                taken := earlier + 1;
+                round_postings := ranked_postings[taken];
+                matching_terms := ranked_terms[taken:taken];
+            end if;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken = earlier + 1
+               and upper_bounds[taken] < found_scores[n] then
+                -- (a document holding t alone, bounded by t's most, cannot enter either: else every
+                -- document holding t is read)
+                select array_agg(l.term order by l.position) into and_terms
+                  from (select u.term, u.position,
+                               sum(u.bound) over (order by u.bound, u.position) as running
+                          from unnest(ranked_terms[taken + 1:], upper_bounds[taken + 1:])
+                               with ordinality u(term, bound, position)) l
+                 where upper_bounds[taken] + l.running >= found_scores[n];
+                skip_read := and_terms is null;
+            end if;
             if bounded_rounds and round_postings > budget then
                 -- one frequent term (rounds of several hold at most the budget): step 1, with a later term;
                 -- never fewer rows than the list holds
@@ -173,6 +201,7 @@ begin
         parts_read := 0;
         rows_read := 0;
         loop
+            exit when skip_read;
             if row_limit is null or target_kind = 'passage' then
                 parts_step := cardinality(parts);
             elsif parts_read = 0 then
