@@ -701,7 +701,9 @@ def _assert_bounded_list(admin: psycopg.Connection, world: World, group: str, qu
 def test_passage_rounds_return_the_exact_top_n_of_random_queries(world: World) -> None:
     """Passages get the exact top n of the documents holding a generating term
     (177_lexical_candidates.sql), rounds of a budget of postings and the MaxScore bound between
-    them: many queries of Zipf-drawn words over 1,500 passages of lengths 1-40 (some words held
+    them, and, once the list is full, rounds of one word read only with the later words that can
+    lift a passage past the n-th score (a version that also left out the passages holding the
+    word alone failed here): many queries of Zipf-drawn words over 1,500 passages of lengths 1-40 (some words held
     many times), against the brute-force list for several n."""
     group, episode = _bulk_group(world, "stats-passage-partners")
     words = [f"w{i}" for i in range(60)]

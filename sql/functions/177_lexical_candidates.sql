@@ -34,7 +34,13 @@ set role vera_owner;
 -- document is cheap beside finding whether it answers (its episode the
 -- latest version, not retracted) and its order key, so a round scores the
 -- documents it reads and checks those two for its best n only (and those
--- tying with the n-th).
+-- tying with the n-th). Once the list holds n and a document holding the
+-- next term t alone (at most t's bound) could not beat the n-th score, a
+-- round takes t alone and reads only the documents holding t and one of
+-- the later terms left once those with the smallest bounds, as many as fit
+-- beside t's under the n-th score, are set aside (a document holding t and
+-- only those cannot enter); when all of them fit, t's documents are not
+-- read at all. Nothing a brute-force list would hold is lost.
 -- Facts (b = 0) get it up to a bound on the rows read: a
 -- round reads at most the budget of documents (at least n). Without length
 -- normalisation a fact's score depends only on which query terms it holds
