@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import random
 import statistics
 import sys
@@ -40,6 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import psycopg.errors
 import psycopg.sql
@@ -357,7 +359,15 @@ def measure(
     ef_search: int | None,
     *,
     during: bool,
+    sql: dict[str, str] | None = None,
 ) -> dict[str, float]:
+    """The latencies of vera.search, its lexical half and the floors, and the vector half's recall@10;
+    sql: the floor and exact queries of another table than the facts' (PASSAGE_QUERIES)."""
+    floor_hnsw, floor_fts, tenant_hnsw, tenant_fts, exact_sql = (
+        (FLOOR_HNSW, FLOOR_FTS, TENANT_HNSW, TENANT_FTS, EXACT)
+        if sql is None
+        else (sql["floor_hnsw"], sql["floor_fts"], sql["tenant_hnsw"], sql["tenant_fts"], sql["exact"])
+    )
     search_ms, lexical_ms, hnsw_ms, fts_ms, floor_ms, tenant_ms, recalls = [], [], [], [], [], [], []
     during_ms: list[float] = []
     group = corpus.groups[0]
@@ -367,7 +377,7 @@ def measure(
         admin.execute("set hnsw.iterative_scan = relaxed_order")
         for text, vector in queries[:20]:  # warm the caches
             timed(app, SEARCH, (text, vector, candidates, ef_search))
-            timed(admin, FLOOR_HNSW, (vector, candidates))
+            timed(admin, floor_hnsw, (vector, candidates))
         for text, vector in queries:
             # 4: the same search with a period (--during), beside it in random order like the rest
             order = [0, 1, 2, 3, 4] if during else [0, 1, 2, 3]
@@ -383,14 +393,14 @@ def measure(
                     elapsed, _ = timed(app, SEARCH_DURING, (text, vector, candidates, ef_search))
                     during_ms.append(elapsed)
                 elif which == 2:
-                    hnsw, _ = timed(admin, TENANT_HNSW, (group, vector, candidates))
+                    hnsw, _ = timed(admin, tenant_hnsw, (group, vector, candidates))
                     fts, _ = timed(
-                        admin, TENANT_FTS, (floor_query(text), group, floor_query(text), candidates)
+                        admin, tenant_fts, (floor_query(text), group, floor_query(text), candidates)
                     )
                     tenant_ms.append(hnsw + fts)
                 else:
-                    hnsw, _ = timed(admin, FLOOR_HNSW, (vector, candidates))
-                    fts, _ = timed(admin, FLOOR_FTS, (floor_query(text), floor_query(text), candidates))
+                    hnsw, _ = timed(admin, floor_hnsw, (vector, candidates))
+                    fts, _ = timed(admin, floor_fts, (floor_query(text), floor_query(text), candidates))
                     hnsw_ms.append(hnsw)
                     fts_ms.append(fts)
                     floor_ms.append(hnsw + fts)
@@ -398,7 +408,7 @@ def measure(
         admin.execute("set enable_bitmapscan = off")
         for _, vector in queries[:100]:
             _, got = timed(app, VECTOR_HALF, (vector, candidates, ef_search))
-            _, exact = timed(admin, EXACT, (corpus.groups[0], vector))
+            _, exact = timed(admin, exact_sql, (corpus.groups[0], vector))
             expected = {row[0] for row in exact}
             recalls.append(len(expected & {row[0] for row in got}) / max(1, len(expected)))
         app.rollback()
@@ -419,11 +429,254 @@ def measure(
     }
 
 
+# --- passages (issue 31) ---------------------------------------------------------------------------
+
+# Vietnamese words: syllables of onsets, vowels with their tones and codas, as the language writes
+# them (diacritics kept: the 'simple' configuration matches them by exact form).
+VI_ONSETS = ["", "b", "c", "ch", "d", "đ", "g", "h", "kh", "l", "m", "n", "ng", "nh", "ph", "qu", "s", "t",
+             "th", "tr", "v", "x"]  # fmt: skip
+VI_VOWELS = ["a", "á", "à", "ả", "ã", "ạ", "ă", "ắ", "â", "ấ", "ầ", "e", "é", "ê", "ế", "ề", "i", "í", "o",
+             "ó", "ô", "ố", "ơ", "ớ", "u", "ú", "ư", "ứ", "y"]  # fmt: skip
+VI_CODAS = ["", "", "n", "ng", "nh", "m", "c", "t", "p", "i"]
+VI_WORDS = 2000
+VIETNAMESE_SHARE = 0.2
+PASSAGES_PER_EPISODE = 4
+
+
+def vi_word(index: int) -> str:
+    """A Vietnamese syllable: onset, vowel with tone, coda (index spread over the three)."""
+    index, onset = divmod(index * 7919 % (len(VI_ONSETS) * len(VI_VOWELS) * len(VI_CODAS)), len(VI_ONSETS))
+    coda, vowel = divmod(index, len(VI_VOWELS))
+    return VI_ONSETS[onset] + VI_VOWELS[vowel] + VI_CODAS[coda]
+
+
+def passage_vocabulary() -> list[str]:
+    """Word ids: the shared words, then the Vietnamese ones, then each tenant's own."""
+    shared = [word(i) for i in range(SHARED_WORDS)]
+    seen = set(shared)
+    vietnamese = []
+    i = 0
+    while len(vietnamese) < VI_WORDS:
+        w = vi_word(i)
+        i += 1
+        if w not in seen:
+            seen.add(w)
+            vietnamese.append(w)
+    own = [f"{word(SHARED_WORDS + i)}{tenant}" for tenant in range(TENANTS) for i in range(OWN_WORDS)]
+    return shared + vietnamese + own
+
+
+def stage_passages(conn: psycopg.Connection, corpus: Corpus, per_tenant: int) -> None:
+    """Synthetic passages of 50-300 Zipf-drawn words: a fifth in Vietnamese (its own Zipf
+    vocabulary), the rest from the shared words, and a quarter of every passage's words the
+    tenant's own; four passages an episode. The vector: the normalised sum of the words' directions
+    (numpy, from public.bench_words)."""
+    rng = random.Random(7)
+    vocabulary = passage_vocabulary()
+    directions = np.zeros((len(vocabulary), DIM), dtype=np.float32)
+    for word_id, text in conn.execute("select word_id, v::text from public.bench_words order by word_id"):
+        directions[word_id] = np.fromstring(text.strip("[]"), sep=",", dtype=np.float32)
+    shared, vietnamese, own = zipf_weights(SHARED_WORDS), zipf_weights(VI_WORDS), zipf_weights(OWN_WORDS)
+    cum_shared = list(itertools.accumulate(shared))
+    cum_vi = list(itertools.accumulate(vietnamese))
+    cum_own = list(itertools.accumulate(own))
+    conn.execute(
+        "create unlogged table public.bench_staging (group_id text, episode int, ordinal int,"
+        " passage_text text, words int[], embedding vector)"
+    )
+    for tenant, group in enumerate(corpus.groups):
+        buffer = io.StringIO()
+        for p in range(per_tenant):
+            count = rng.randint(50, 300)
+            own_count = count // 4
+            if rng.random() < VIETNAMESE_SHARE:
+                picks = [SHARED_WORDS + i for i in rng.choices(range(VI_WORDS), cum_weights=cum_vi,
+                                                               k=count - own_count)]  # fmt: skip
+            else:
+                picks = rng.choices(range(SHARED_WORDS), cum_weights=cum_shared, k=count - own_count)
+            picks += [SHARED_WORDS + VI_WORDS + tenant * OWN_WORDS + i
+                      for i in rng.choices(range(OWN_WORDS), cum_weights=cum_own, k=own_count)]  # fmt: skip
+            rng.shuffle(picks)
+            vector = directions[picks].sum(axis=0)
+            vector /= float(np.linalg.norm(vector)) or 1.0
+            text = " ".join(vocabulary[i] for i in picks)
+            embedding = "[" + ",".join(f"{x:.4f}" for x in vector.tolist()) + "]"
+            buffer.write(f"{group}\t{p // PASSAGES_PER_EPISODE}\t{p % PASSAGES_PER_EPISODE}\t{text}\t"
+                         f"{{{','.join(map(str, picks))}}}\t{embedding}\n")  # fmt: skip
+            if p % 20_000 == 19_999:
+                with conn.cursor().copy("copy public.bench_staging from stdin") as copy:
+                    copy.write(buffer.getvalue())
+                buffer = io.StringIO()
+        with conn.cursor().copy("copy public.bench_staging from stdin") as copy:
+            copy.write(buffer.getvalue())
+        print(f"  staged tenant {tenant}", flush=True)
+
+
+def load_passages(conn: psycopg.Connection, corpus: Corpus) -> None:
+    """Staged passages into vera.chunks: one source a tenant, an episode per four passages."""
+    for group in corpus.groups:
+        source = conn.execute(
+            "insert into vera.sources (group_id, kind, name, trust_tier)"
+            " values (%s, 'bench', 'bench docs', 1) returning source_id",
+            (group,),
+        ).fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            """insert into vera.episodes (group_id, source_id, external_id, content_sha256, observed_at,
+                                          status)
+               select %s, %s, 'doc-' || e, sha256(e::text::bytea), '2026-01-01', 'received'
+                 from (select distinct episode from public.bench_staging where group_id = %s) d(e)""",
+            (group, source, group),
+        )
+        # the fresh episodes' statistics, or the join below walks the staging table once an episode
+        conn.execute("analyze vera.episodes")
+        conn.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text, embedding)
+               select s.group_id, e.episode_id, s.ordinal, s.passage_text, s.embedding
+                 from public.bench_staging s
+                 join vera.episodes e on e.group_id = s.group_id and e.external_id = 'doc-' || s.episode
+                where s.group_id = %s""",
+            (group,),
+        )
+
+
+def build_passages(passages: int, rebuild: bool) -> tuple[Bench, Corpus, float]:
+    """The passages database of this size, built unless a previous run left it (or rebuild)."""
+    bench = start(f"vera_bench_passages_{passages}", fresh=rebuild)
+    with bench.admin() as conn:
+        if conn.execute("select to_regclass('public.bench_corpus')").fetchone() != (None,):
+            rows = conn.execute(
+                "select group_id, api_key from public.bench_corpus order by position"
+            ).fetchall()
+            return bench, Corpus([r[0] for r in rows], [r[1] for r in rows]), 0.0
+    started = time.perf_counter()
+    with bench.admin() as conn:
+        conn.execute("set maintenance_work_mem = '2GB'")
+        conn.execute("set max_parallel_maintenance_workers = 2")
+        corpus = create_tenants(conn)
+        conn.execute(f"create unlogged table public.bench_words (word_id int primary key, v vector({DIM}))")
+        conn.execute(
+            f"insert into public.bench_words select i, (select array_agg(random() - 0.5) "
+            f"from generate_series(1, {DIM}) d where i > -d)::vector from generate_series(0, %s) i",
+            (SHARED_WORDS + VI_WORDS + TENANTS * OWN_WORDS - 1,),
+        )
+        stage_passages(conn, corpus, passages // TENANTS)
+        load_passages(conn, corpus)
+        print(f"loaded {passages:,} passages in {time.perf_counter() - started:.0f} s", flush=True)
+        built = time.perf_counter()
+        for (statements,) in conn.execute("select statements from vera.missing_vector_indexes()").fetchall():
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(
+            f"create index chunks_floor_hnsw_idx on vera.chunks using hnsw ((embedding::vector({DIM})) "
+            f"vector_cosine_ops) where vector_dims(embedding) = {DIM}"
+        )
+        conn.execute("create index chunks_floor_tsv_idx on vera.chunks using gin (tsv)")
+        conn.execute("vacuum analyze vera.chunks")
+        conn.execute("vacuum analyze vera.episodes")
+        print(f"HNSW and GIN indexes built in {time.perf_counter() - built:.0f} s", flush=True)
+    return bench, corpus, time.perf_counter() - started
+
+
+PASSAGE_QUERIES = {
+    "floor_hnsw": (
+        f"select chunk_id from vera.chunks where vector_dims(embedding) = {DIM}"
+        f" order by embedding::vector({DIM}) <=> %s::vector limit %s"
+    ),
+    "floor_fts": (
+        "select chunk_id from vera.chunks where tsv @@ %s::tsquery"
+        " order by ts_rank(tsv, %s::tsquery) desc limit %s"
+    ),
+    "tenant_hnsw": (
+        f"select chunk_id from vera.chunks where vector_dims(embedding) = {DIM} and group_id = %s"
+        f" order by embedding::vector({DIM}) <=> %s::vector limit %s"
+    ),
+    "tenant_fts": (
+        "select chunk_id from vera.chunks where tsv @@ %s::tsquery and group_id = %s"
+        " order by ts_rank(tsv, %s::tsquery) desc limit %s"
+    ),
+    "exact": (
+        f"select chunk_id from vera.chunks c where c.group_id = %s and vector_dims(c.embedding) = {DIM}"
+        " and c.lifecycle = 'published'"
+        f" order by c.embedding::vector({DIM}) <=> %s::vector limit 10"
+    ),
+}
+
+
+def make_passage_queries(bench: Bench, corpus: Corpus, count: int) -> list[tuple[str, str]]:
+    """Query text: 3-8 words of a random passage of tenant 0 (a question's length); its embedding:
+    the normalised sum of those words' directions."""
+    rng = random.Random(11)
+    vocabulary = passage_vocabulary()
+    with bench.admin() as conn:
+        conn.execute("set synchronize_seqscans = off")
+        rows = conn.execute(
+            "select words from public.bench_staging where group_id = %s limit 5000", (corpus.groups[0],)
+        ).fetchall()
+        queries = []
+        for _ in range(count):
+            words = list(dict.fromkeys(rng.choice(rows)[0]))
+            picked = rng.sample(words, min(len(words), rng.randint(3, 8)))
+            vector = conn.execute(
+                "select l2_normalize(sum(v))::text from public.bench_words where word_id = any(%s)", (picked,)
+            ).fetchone()[0]  # type: ignore[index]
+            queries.append((" ".join(vocabulary[p] for p in picked), vector))
+    return queries
+
+
+def passages_main(args: argparse.Namespace) -> None:
+    bench, corpus, build_seconds = build_passages(args.passages, args.rebuild)
+    with bench.admin() as conn:
+        sizes = conn.execute(
+            "select pg_size_pretty(pg_table_size('vera.chunks')), "
+            "pg_size_pretty(pg_relation_size('vera.chunks_group_tsv_idx')), current_setting('shared_buffers')"
+        ).fetchone()
+        assert sizes is not None
+        reference = cpu_reference(conn)
+    queries = make_passage_queries(bench, corpus, args.queries)
+    built = f"built in {build_seconds:.0f} s" if build_seconds else "reused"
+    print(f"{args.passages:,} passages (50-300 words, {VIETNAMESE_SHARE:.0%} Vietnamese) in {TENANTS} "
+          f"tenants, {DIM} dims ({built}); table {sizes[0]}, group GIN {sizes[1]}; "
+          f"shared_buffers {sizes[2]}")  # fmt: skip
+    print(reference)
+    print(f"{len(queries)} queries of 3-8 words as tenant 0's owner (10% of the rows), k = 10")
+    settings = [
+        (int(n), None if ef == "default" else int(ef))
+        for n, ef in (setting.split(":") for setting in args.settings.split(","))
+    ]
+    print("| candidates N | ef_search | vera.search p50 / p95 | lexical half p50 / p95 "
+          "| floor p50 / p95 (HNSW + FTS) | ratio p50 | tenant-filtered floor p50 / p95 "
+          "| recall@10 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    last = None
+    for candidates, ef_search in settings:
+        r = measure(bench, corpus, queries, candidates, ef_search, during=False, sql=PASSAGE_QUERIES)
+        shown = ef_search or f"{max(100, candidates)} (default)"
+        print(
+            f"| {candidates} | {shown} | {r['search_p50']:.1f} / {r['search_p95']:.1f} ms "
+            f"| {r['lexical_p50']:.1f} / {r['lexical_p95']:.1f} ms "
+            f"| {r['floor_p50']:.1f} / {r['floor_p95']:.1f} ms ({r['hnsw_p50']:.1f} + {r['fts_p50']:.1f}) "
+            f"| {r['search_p50'] / r['floor_p50']:.2f}x "
+            f"| {r['tenant_p50']:.1f} / {r['tenant_p95']:.1f} ms | {r['recall']:.3f} |",
+            flush=True,
+        )
+        last = r
+    assert last is not None
+    print(
+        f"passages {args.passages}: vera.search p50 {last['search_p50']:.1f}"
+        f" / p95 {last['search_p95']:.1f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument(
+        "--passages",
+        type=int,
+        help="measure N passages (50-300 words, a share in Vietnamese) instead of facts",
+    )
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the database of this size")
     parser.add_argument(
@@ -441,6 +694,9 @@ def main() -> None:
         help="set shared_buffers (e.g. 6GB, or 'default'), restart the server and prewarm the tenant's data",
     )
     args = parser.parse_args()
+    if args.passages:
+        passages_main(args)
+        return
     bench, corpus, build_seconds = build(args.facts, args.rebuild)
     if args.shared_buffers:
         size_buffers(bench, corpus, args.shared_buffers)

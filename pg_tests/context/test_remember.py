@@ -380,6 +380,32 @@ def test_a_claim_remembered_without_a_vector_is_found_by_its_words_at_once(world
     assert (by_words[0]["kind"], by_words[0]["item_id"]) == ("fact", fact_id)
 
 
+def test_a_fact_without_a_vector_is_judged_by_its_words_when_the_query_has_a_vector(world: World) -> None:
+    """A SQL caller that sends the query's vector too (issue 28): the vector-less fact has no
+    similarity, so its match is read from its words alone, as if the query had no vector, and it
+    is first among thirty embedded memories that share a word or the number; a missing half is
+    not a miss."""
+    key = _fresh_user(world)
+    with caller(world.db, key) as conn:
+        _noise(conn, 30)
+        done = _remember(conn, content="Where my bike is.", source="bike",
+                         claims=[{"subject": "my bike", "predicate": "kept in", "object": "locker 12"}])  # fmt: skip
+        [(fact_id,)] = conn.execute(
+            "select fact_id from vera.facts where group_id = %s and episode_id = %s",
+            (done["group_id"], done["episode_id"]),
+        ).fetchall()
+        question = "kept in locker 12"  # (the hashed words of "locker 12" alone cancel out)
+        hybrid = search(conn, question, embedding=embed(question), k=5)
+        by_words = search(conn, question, k=5)
+    first = hybrid[0]
+    assert (first["kind"], first["item_id"]) == ("fact", fact_id), [
+        (hit["text"], hit["match_confidence"], hit["lexical_match"], hit["similarity"]) for hit in hybrid
+    ]
+    alone = next(hit for hit in by_words if hit["item_id"] == fact_id)
+    assert first["similarity"] is None
+    assert first["match_confidence"] == pytest.approx(alone["match_confidence"])
+
+
 def test_claim_fact_texts_are_the_texts_publish_stores(world: World) -> None:
     claims = [
         {"subject": " billing-api ", "predicate": "runsOn", "object": "cluster green"},

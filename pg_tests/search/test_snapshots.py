@@ -159,10 +159,11 @@ def test_a_snapshot_of_another_search_version_fails_closed(world: World, group: 
     with world.db.admin() as admin:  # as if taken before vera-search/5 gave the candidate pool a floor
         admin.execute("update vera.snapshots set search_version = 'vera-search/4' where name = 'old-code'")
     with world.db.admin() as admin:
-        assert admin.execute("select vera.search_version()").fetchone() == ("vera-search/7",)
+        [(running,)] = admin.execute("select vera.search_version()").fetchall()
+    assert running != "vera-search/4"
     error = _refusal(world, group, "old-code")
     assert error.sqlstate == "VS001"
-    assert "search version vera-search/4, this database runs vera-search/7" in str(error)
+    assert f"search version vera-search/4, this database runs {running}" in str(error)
 
 
 def test_a_snapshot_of_another_embedding_model_fails_closed(world: World, group: str) -> None:
@@ -239,7 +240,8 @@ def test_a_snapshot_pins_the_ontology_the_policy_and_the_assembler(world: World,
         "er.trigram_link": 0.85, "judge.contradiction": False,
     }  # fmt: skip
     # the pins the search already had, in the same object
-    assert pins["search_version"] == "vera-search/7"
+    with world.db.admin() as admin:
+        assert (pins["search_version"],) == admin.execute("select vera.search_version()").fetchone()
     assert pins["embedding"] == {"model": MODEL, "dim": 16}
     assert _listed(world, group, "pinned")["stale_pins"] == []
     assert _pin_changes(world, group, "pinned") == []

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/7' $$;
+as $$ select 'vera-search/9' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 grant execute on function vera.search_version() to vera_app, vera_worker, vera_gateway;
 
@@ -380,13 +380,15 @@ grant execute on function vera.bm25_parameters(vera.item_kind) to vera_searcher;
 -- per round of rare terms, beyond the first term's. For facts (b = 0) also
 -- the most documents a round reads: their scores tie in thousands (one
 -- term, held once), and each row read is a heap page, 10-50 us
--- (docs/benchmarks.md); passages are read exactly, whatever the count.
+-- (docs/benchmarks.md); passages are read exactly, whatever the count
+-- (250 for them too: a word held by more, and by over a fiftieth of them,
+-- generates no candidates; 1,000 read ~2,000 passages a TimeQA question).
 create or replace function vera.lexical_budget(kind vera.item_kind)
 returns bigint
 language sql immutable
-as $$ select case kind when 'fact' then 250 else 1000 end::bigint $$;
+as $$ select 250::bigint $$;
 comment on function vera.lexical_budget(vera.item_kind) is
-    'Postings per round of candidate generation (passages 1000); facts'' rounds read at most that many (250)';
+    'Postings per round of candidate generation (250); facts'' rounds read at most that many';
 -- the candidate stages, which run as vera_searcher, call it
 grant execute on function vera.lexical_budget(vera.item_kind) to vera_searcher;
 

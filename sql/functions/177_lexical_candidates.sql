@@ -29,7 +29,19 @@ set role vera_owner;
 -- than n documents.
 --
 -- Passages (b = 0.75) get the exact top n of the documents holding a
--- generating term. Facts (b = 0) get it up to a bound on the rows read: a
+-- generating term; a generating term of passages is one held by at most a
+-- fiftieth of them (IDF >= ln 50) or by at most the budget. Scoring a
+-- document is cheap beside finding whether it answers (its episode the
+-- latest version, not retracted) and its order key, so a round scores the
+-- documents it reads and checks those two for its best n only (and those
+-- tying with the n-th). Once the list holds n and a document holding the
+-- next term t alone (at most t's bound) could not beat the n-th score, a
+-- round takes t alone and reads only the documents holding t and one of
+-- the later terms left once those with the smallest bounds, as many as fit
+-- beside t's under the n-th score, are set aside (a document holding t and
+-- only those cannot enter); when all of them fit, t's documents are not
+-- read at all. Nothing a brute-force list would hold is lost.
+-- Facts (b = 0) get it up to a bound on the rows read: a
 -- round reads at most the budget of documents (at least n). Without length
 -- normalisation a fact's score depends only on which query terms it holds
 -- and how often (almost always once), so the thousands of facts holding one
@@ -79,6 +91,10 @@ declare
     generating integer;
     earlier integer;
     round_postings bigint;
+    -- the most each term can add to a document's score (see the bound below), in ranked order
+    upper_bounds double precision[];
+    -- a passage round with nothing to read: its term's documents cannot enter the list
+    skip_read boolean;
     -- this step's terms (a document holds one of them, and one of and_terms when set), its
     -- tsquery, the documents it leaves out (scored in another step), its row limit
     matching_terms text[];
@@ -105,38 +121,23 @@ declare
     parts_step integer;
     rows_read bigint;
     part_rows bigint;
-    statement text;
 begin
     if coalesce(cardinality(ranked_terms), 0) = 0 then
         return;
     end if;
-    -- passages (facts: static SQL below): $4 the documents to read, $11 those to leave out, each
-    -- scored on every query term, the n best kept; planned for each round's terms
-    statement := $q$
-            select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-              from (select c.group_id, c.chunk_id as item_id, sc.score,
-                           vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal) as order_key
-                      from vera.chunks c
-                      join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
-                      join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                     cross join lateral vera.bm25_document_score('passage', c.tsv, $1, $2, $3) sc
-                     where c.tsv @@ $4 and c.group_id = any ($5) and not coalesce(c.tsv @@ $11, false)
-                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = $10))
-                       and e.status <> 'retracted' and e.observed_at <= $6
-                       and not exists (select from vera.episodes newer
-                                        where newer.group_id = e.group_id and newer.source_id = e.source_id
-                                          and newer.external_id = e.external_id and newer.version > e.version
-                                          and newer.observed_at <= $6 and newer.status <> 'retracted')
-                     order by 3 desc, 4, array_position($9, c.group_id), 2
-                     limit $8) h$q$;
+
 
     -- the terms that may generate candidates, rarest first: the rarest
     -- always, then each one held by at most a tenth of the documents
     -- searched (IDF >= ln 10) or cheap to read (at most a budget of postings)
     select greatest(1, coalesce(min(t.position) - 1, cardinality(ranked_terms)))::integer into generating
       from unnest(ranked_idfs, ranked_postings) with ordinality as t(idf, postings, position)
-     where t.idf < ln(10) and t.postings > budget;
+     where t.idf < case when b = 0 then ln(10) else ln(50) end and t.postings > budget;
+    upper_bounds := array(select u.idf * (k1 + 1) * u.most_held / (u.most_held + k1 * (1 - b))
+                            from unnest(ranked_idfs, ranked_most_held) with ordinality u(idf, most_held, position)
+                           order by u.position);
     loop
+        skip_read := false;
         if alone_pending then
             -- a bounded round's step 2: its term alone, neither an earlier nor a later term
             alone_pending := false;
@@ -158,6 +159,26 @@ begin
             and_terms := null;
             excluded := vera.any_of(ranked_terms[1:earlier]);
             row_limit := null;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken > earlier + 1
+               and upper_bounds[earlier + 1] < found_scores[n] then
+                -- passages once the list is full: one term a round, and only the documents that hold
+                -- it with enough of the later terms to beat the n-th score (see above)
+                taken := earlier + 1;
+                round_postings := ranked_postings[taken];
+                matching_terms := ranked_terms[taken:taken];
+            end if;
+            if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken = earlier + 1
+               and upper_bounds[taken] < found_scores[n] then
+                -- (a document holding t alone, bounded by t's most, cannot enter either: else every
+                -- document holding t is read)
+                select array_agg(l.term order by l.position) into and_terms
+                  from (select u.term, u.position,
+                               sum(u.bound) over (order by u.bound, u.position) as running
+                          from unnest(ranked_terms[taken + 1:], upper_bounds[taken + 1:])
+                               with ordinality u(term, bound, position)) l
+                 where upper_bounds[taken] + l.running >= found_scores[n];
+                skip_read := and_terms is null;
+            end if;
             if bounded_rounds and round_postings > budget then
                 -- one frequent term (rounds of several hold at most the budget): step 1, with a later term;
                 -- never fewer rows than the list holds
@@ -186,6 +207,7 @@ begin
         parts_read := 0;
         rows_read := 0;
         loop
+            exit when skip_read;
             if row_limit is null or target_kind = 'passage' then
                 parts_step := cardinality(parts);
             elsif parts_read = 0 then
@@ -249,10 +271,41 @@ begin
                 else
                     matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
                 end if;
-                execute statement
-                   into round_groups, round_ids, round_scores, round_keys
-                  using ranked_terms, ranked_idfs, average_length, matching, groups, reference, personal_group,
-                        n, group_order, caller, excluded, row_limit;
+                -- Static: planned once per session and kept (as the facts' statement above); the documents
+                -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
+                -- for visibility and given an order key
+                select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+                  into round_groups, round_ids, round_scores, round_keys
+                  from (select t.group_id, t.item_id, t.score,
+                               vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
+                          from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
+                                  from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
+                                          from vera.chunks c
+                                         cross join lateral vera.bm25_document_score('passage', c.tsv, ranked_terms,
+                                                                                     ranked_idfs, average_length) sc
+                                         where c.tsv @@ matching and c.group_id = any (groups)
+                                           and not coalesce(c.tsv @@ excluded, false)
+                                           and (c.lifecycle = 'published'
+                                                or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                                         order by sc.score desc
+                                        offset 0) r
+                                 cross join lateral (
+                                       select e.external_id, e.version, s.name as source_name
+                                         from vera.episodes e
+                                         join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                                        where e.group_id = r.group_id and e.episode_id = r.episode_id
+                                          and e.status <> 'retracted' and e.observed_at <= reference
+                                          and not exists (select from vera.episodes newer
+                                                           where newer.group_id = e.group_id
+                                                             and newer.source_id = e.source_id
+                                                             and newer.external_id = e.external_id
+                                                             and newer.version > e.version
+                                                             and newer.observed_at <= reference
+                                                             and newer.status <> 'retracted')) v
+                                 order by r.score desc
+                                 fetch first (n) rows with ties) t
+                         order by 3 desc, 4, array_position(group_order, t.group_id), 2
+                         limit n) h;
             end if;
             parts_read := parts_read + parts_step;
             select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)

@@ -16,7 +16,10 @@ set role vera_owner;
 -- own lexical match and similarity, and from them its match confidence
 -- (171_match_confidence.sql), an absolute probability that it answers;
 -- lexical_weight and vector_weight scale each half's part of it (0 leaves a
--- half out; other values than 1 move it off its calibration). k_rrf is
+-- half out; other values than 1 move it off its calibration). A group
+-- whose pinned model does not read the query's language
+-- (vera.model_reads: a Vietnamese query, a model of English) is searched
+-- by the query's words alone, since vera-search/8. k_rrf is
 -- checked but no longer used: since vera-search/7 relevance is the match
 -- confidence, not a fusion of ranks. Stage 2 blends
 -- seven signals with each group's active weights (or the weights given);
@@ -67,6 +70,11 @@ begin
     end if;
     terms := vera.query_terms(query);
     vector_targets := vera.vector_targets(targets, query_embedding, embedding_model);
+    -- a group whose pinned model does not read the query's language is searched by its words
+    -- alone, as the clients search it (172_query_language.sql)
+    vector_targets := array(select g.group_id from vera.groups g
+                             where g.group_id = any (vector_targets)
+                               and vera.model_reads(g.embedding_model, query));
     if weights is not null then
         weight_map := jsonb_build_object('*', vera.checked_weights(weights));
     end if;
@@ -128,7 +136,7 @@ begin
     if as_of is null then
         return;
     end if;
-    -- passages answer from their episode's observed_at, which a source may date back (to 1900)
+    -- passages answer from their episode's observed_at, which a source may date back (as far as 4714 BC: vera.is_world_time)
     select min(e.observed_at) into first_episode from vera.episodes e where e.group_id = any (targets);
     if first_episode <= as_of then
         return;

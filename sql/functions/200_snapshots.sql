@@ -356,7 +356,9 @@ begin
                    vera.match_confidence(c.lexical_match, c.similarity, lexical_weight,
                                          vector_weight))::vera.search_item
           from vera.snapshot_candidates(frozen.group_id, frozen.snapshot_id, vera.query_terms(query),
-                                        case when frozen.embedding_dim is not null then query_embedding end, n) c
+                                        case when frozen.embedding_dim is not null
+                                                   and vera.model_reads(frozen.embedding_model, query)
+                                             then query_embedding end, n) c
           join vera.snapshot_items i
             on i.group_id = frozen.group_id and i.snapshot_id = frozen.snapshot_id
            and i.item_kind = c.kind and i.item_id = c.item_id);

@@ -1,0 +1,142 @@
+"""TimeQA's paragraphs searched by two versions of the passages' lexical rounds in one run.
+
+Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
+(vera_bench_quality on the bench server) and runs every answerable question through vera.search
+(k = 10, full text only and hybrid) with a git revision's sql/functions/177_lexical_candidates.sql
+and vera.lexical_budget (passages 1,000 before issue 31), then with this checkout's, installed in
+turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
+p50 / p95 of vera.search for each, and how many top 10s are the same.
+
+    .venv/bin/python benchmarks/passage_rounds.py [--base main] [--candidates 100] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import bench_server
+from quality import DATABASE, MINILM_MODEL, VectorCache, mrr, read_timeqa
+from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET = (
+    "set role vera_owner; create or replace function vera.lexical_budget(kind vera.item_kind) returns bigint"
+    " language sql immutable as $$ select case kind when 'fact' then 250 else {passages} end::bigint $$;"
+    " reset role;"
+)
+SEARCH = (
+    "select item_id from vera.search(%(query)s, %(embedding)s::vector, 10, groups => %(groups)s,"
+    " candidates => %(candidates)s, embedding_model => %(model)s)"
+)
+BATCH = 65
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--base", default="main", help="the git revision to compare with")
+    parser.add_argument("--base-budget", type=int, default=1000, help="the passages' budget at --base")
+    parser.add_argument("--candidates", type=int, default=100)
+    parser.add_argument("--limit", type=int, help="the first N questions only (a quick run)")
+    parser.add_argument(
+        "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
+    )
+    args = parser.parse_args()
+    lexical = "sql/functions/177_lexical_candidates.sql"
+    base = subprocess.run(  # noqa: S603 (git, a revision the operator names)
+        ["git", "show", f"{args.base}:{lexical}"],  # noqa: S607
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    budget = (ROOT / "sql/functions/170_ranking.sql").read_text()
+    current = budget[budget.index("create or replace function vera.lexical_budget") :]
+    current = current[: current.index("$$;") + 3]
+    versions = {
+        "base": BUDGET.format(passages=args.base_budget) + "\n" + base,
+        "this checkout": "set role vera_owner; " + current + " reset role;\n" + (ROOT / lexical).read_text(),
+    }
+    server = bench_server()
+    with psycopg.connect(server.admin_url(DATABASE), autocommit=True) as admin:
+        row = admin.execute(
+            "select g.group_id, m.principal_id from vera.groups g join vera.memberships m using (group_id)"
+            " where g.name = 'TimeQA (MiniLM)' and m.role = 'owner' limit 1"
+        ).fetchone()
+        if row is None:
+            raise SystemExit(f"no TimeQA group in {DATABASE}: run benchmarks/quality.py --only timeqa first")
+        group, owner = row
+        key = admin.execute(
+            "select api_key from vera.issue_api_key(%s, 'passage rounds', null)", (owner,)
+        ).fetchone()
+        assert key is not None
+        ids = dict(
+            admin.execute(
+                "select c.chunk_id, e.external_id from vera.chunks c join vera.episodes e"
+                " on e.group_id = c.group_id and e.episode_id = c.episode_id where c.group_id = %s",
+                (group,),
+            ).fetchall()
+        )
+        _, questions = read_timeqa(args.eval_dir / "timeqa")
+        questions = questions[: args.limit] if args.limit else questions
+        texts = [q for q, _ in questions]
+        vectors = VectorCache(LocalMiniLMEmbedder()).embed(texts, "questions").vectors
+        legs = ("full text", "hybrid")
+        elapsed: dict[tuple[str, str], list[float]] = {(v, leg): [] for v in versions for leg in legs}
+        ranked: dict[tuple[str, str], dict[int, list[str]]] = {(v, leg): {} for v in versions for leg in legs}
+        for batch, first in enumerate(range(0, len(texts), BATCH)):
+            order = list(versions) if batch % 2 == 0 else list(reversed(versions))
+            for version in order:
+                admin.execute(versions[version])  # type: ignore[call-overload]
+                with psycopg.connect(server.app_url(DATABASE)) as app:
+                    app.execute("select vera.authenticate(%s)", (key[0],))
+                    for i in range(first, min(first + BATCH, len(texts))):
+                        for leg in legs:
+                            hybrid = leg == "hybrid"
+                            params = {
+                                "query": texts[i], "embedding": vectors[i].tolist() if hybrid else None,
+                                "model": MINILM_MODEL if hybrid else None, "groups": [group],
+                                "candidates": args.candidates,
+                            }  # fmt: skip
+                            began = time.perf_counter()
+                            rows = app.execute(SEARCH, params).fetchall()
+                            elapsed[version, leg].append((time.perf_counter() - began) * 1000)
+                            ranked[version, leg][i] = [ids[r[0]] for r in rows]
+                    app.rollback()
+        admin.execute(versions["this checkout"])  # type: ignore[call-overload]
+    report(args.base, args.candidates, questions, elapsed, ranked)
+
+
+def report(
+    base: str,
+    candidates: int,
+    questions: list[tuple[str, set[str]]],
+    elapsed: dict[tuple[str, str], list[float]],
+    ranked: dict[tuple[str, str], dict[int, list[str]]],
+) -> None:
+    legs = ("full text", "hybrid")
+    texts = [q for q, _ in questions]
+    print(f"TimeQA, {len(texts)} questions, k = 10, candidates {candidates}; base {base}")
+    print("| lexical rounds | leg | hit@10 | MRR@10 | vera.search p50 | p95 |")
+    print("|---|---|---|---|---|---|")
+    for (version, leg), values in elapsed.items():
+        values.sort()
+        found = ranked[version, leg]
+        hit = statistics.mean(float(bool(set(found[i][:10]) & e)) for i, (_, e) in enumerate(questions))
+        reciprocal = statistics.mean(mrr(found[i], dict.fromkeys(e, 1)) for i, (_, e) in enumerate(questions))
+        print(f"| {version} | {leg} | {hit:.3f} | {reciprocal:.3f} | {statistics.median(values):.1f} ms "
+              f"| {values[int(0.95 * len(values))]:.1f} ms |")  # fmt: skip
+    same = sum(
+        ranked["base", leg][i] == ranked["this checkout", leg][i] for leg in legs for i in range(len(texts))
+    )
+    print(f"the same top 10: {same} of {len(legs) * len(texts)}")
+
+
+if __name__ == "__main__":
+    main()
