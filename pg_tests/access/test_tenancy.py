@@ -482,6 +482,9 @@ ISOLATION_TESTED = {
     # issue 33: a group's health for its admins (Procrastinate's tables have no RLS: counts of own groups only)
     "group_jobs(text,double precision)": "test_group_health::test_an_owner_counts_its_own_groups_jobs_and_no_other, test_another_tenants_queue_growing_leaves_an_answer_alike",
     "group_graph_checks(text)": "test_group_health::test_graph_checks_are_the_callers_groups_only",
+    # issue 33: per-group model usage (written by the worker only, read by the group's admins)
+    "record_model_usage(text,jsonb)": "test_model_usage::test_only_the_worker_records_usage",
+    "group_model_usage(text,integer)": "test_model_usage::test_another_tenant_never_sees_it",
 }
 
 

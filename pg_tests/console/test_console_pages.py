@@ -161,3 +161,30 @@ def test_the_health_page_shows_the_callers_queue_stalled_jobs_and_drift(
             admin.execute("set search_path = procrastinate, public")
             admin.execute("delete from procrastinate.procrastinate_jobs where id = any(%s)", (ids,))
             admin.execute("delete from vera.graph_checks where group_id = %s", (world.a.organisation,))
+
+
+def test_the_health_page_shows_the_callers_model_usage_and_cost(server: HttpServer, world: World) -> None:
+    """What the worker recorded for A's organisation (vera.record_model_usage, as a job does)
+    is in A's owner's table, never in B's owner's page."""
+    usage = (
+        '[{"provider": "llm", "model": "probe-chat-model", "purpose": "extract", "calls": 3,'
+        ' "failed_calls": 1, "input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.0125}]'
+    )
+    with world.db.connect("vera_worker") as worker:
+        worker.execute("select vera.record_model_usage(%s, %s::jsonb)", (world.a.organisation, usage))
+        worker.commit()
+    try:
+        with logged_in(server, world.a.owner_key) as client:
+            page = client.get("/console/health")
+        assert page.status_code == 200
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.text))
+        assert "Model usage and cost (30 days)" in text
+        assert "Acme extract llm probe-chat-model 3 (1) 1200 300 0.0125" in text
+        assert "About $0.0125 in the last 30 days" in text
+        with logged_in(server, world.b.owner_key) as client:
+            theirs = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", client.get("/console/health").text))
+        assert "Model usage and cost (30 days)" in theirs and "probe-chat-model" not in theirs
+        assert "No hosted model was called for the scopes you administer" in theirs
+    finally:
+        with world.db.admin() as admin:
+            admin.execute("delete from vera.model_usage where group_id = %s", (world.a.organisation,))

@@ -33,6 +33,7 @@ from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
+from vera_client.domain.ports import Embedder
 from vera_worker.adapters.extraction import PassageExtraction
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.folder.run import SourceIngestion
@@ -77,8 +78,8 @@ class DigitBlindEmbedder(DeterministicEmbedder):
 
 
 def _work(world: World, tmp_path: Path, model: ChatModel, *, max_claims: int = 50,
-          embedder: DeterministicEmbedder | None = None) -> None:  # fmt: skip
-    """Drain the queue with a worker that ingests and extracts (deterministic vectors)."""
+          embedder: Embedder | None = None) -> None:  # fmt: skip
+    """Drain the queue with a worker that ingests and extracts (deterministic vectors by default)."""
     embedder = embedder or DeterministicEmbedder(16)
     store = LocalObjectStore(tmp_path / "objects")
     with closing(worker_executor(world.db)) as sql:

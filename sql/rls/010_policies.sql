@@ -19,7 +19,7 @@ begin
     foreach knowledge_table in array array[
         'sources', 'episodes', 'chunks', 'entities', 'entity_aliases', 'predicates',
         'facts', 'feedback', 'ranking_weights', 'snapshots', 'snapshot_items', 'group_settings',
-        'graph_checks', 'source_runs']
+        'graph_checks', 'source_runs', 'model_usage']
     loop
         execute format('alter table vera.%I enable row level security', knowledge_table);
         execute format('alter table vera.%I force row level security', knowledge_table);

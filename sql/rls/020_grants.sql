@@ -65,3 +65,8 @@ reset role;
 -- vera_searcher: the worker's periodic task finds due sources past RLS.
 grant select on vera.source_runs to vera_searcher;
 grant update (scheduled_at) on vera.sources to vera_searcher;
+
+-- Model usage (sql/functions/266_model_usage.sql): the worker adds to it only
+-- through vera.record_model_usage, which belongs to vera_searcher; admins read
+-- it through vera.group_model_usage (under RLS). No role writes the table itself.
+grant select, insert, update on vera.model_usage to vera_searcher;

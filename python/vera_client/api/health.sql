@@ -10,3 +10,8 @@ from vera.group_jobs(%(group)s, %(stalled_after)s);
 -- The last graph check of each group the caller administers (or one), drift first.
 select *
 from vera.group_graph_checks(%(group)s);
+
+-- name: group_model_usage
+-- The model calls, tokens and estimated cost of the groups the caller administers (or one) over the last days.
+select *
+from vera.group_model_usage(%(group)s, %(days)s);

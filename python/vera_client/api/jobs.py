@@ -203,6 +203,13 @@ def record_graph_behind(group: str, facts: int) -> Call[None]:
     return Call("record_graph_behind", {"group": group, "facts": facts}, nothing)
 
 
+def record_model_usage(group: str, usage: Sequence[Mapping[str, Any]]) -> Call[None]:
+    """Adds what one job's model calls for a group used to its totals for today (the worker only):
+    entries {provider, model, purpose, calls, failed_calls, input_tokens, output_tokens, cost_usd,
+    unpriced_calls}, at most 100."""
+    return Call("record_model_usage", {"group": group, "usage": Json(list(usage))}, nothing)
+
+
 def graph_check_results() -> Call[list[GraphCheckResult]]:
     """The last graph check of every group, drift first (worker, operator)."""
     return Call("graph_check_results", {}, records(GraphCheckResult))

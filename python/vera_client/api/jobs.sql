@@ -69,6 +69,10 @@ select vera.record_graph_check(%(group)s, %(backend)s, %(sql_edges)s, %(graph_ed
 -- A worker without a graph left facts of a group unprojected: its graph is behind.
 select vera.record_graph_behind(%(group)s, %(facts)s);
 
+-- name: record_model_usage
+-- Adds what one job's model calls for a group used to its totals for today (the worker only).
+select vera.record_model_usage(%(group)s, %(usage)s);
+
 -- name: graph_check_results
 -- The last graph check of every group, drift first.
 select *

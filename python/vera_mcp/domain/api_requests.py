@@ -188,6 +188,15 @@ class HealthQuery(Strict):
             "seconds (the worker's VERA_WORKER__STALLED_AFTER; default 30)",
         ),
     ] = 30.0
+    usage_days: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=366,
+            description="the model usage covers today (UTC) and the days before it, this many in all "
+            "(default 30)",
+        ),
+    ] = 30
 
 
 class ChangesQuery(PageQuery):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from vera_client.api.access import ApiKeyInfo, NewApiKey
 from vera_client.api.curation import Withdrawal
-from vera_client.api.health import GroupHealth, GroupJobs
+from vera_client.api.health import GroupHealth, GroupJobs, ModelUsage
 from vera_client.api.jobs import GraphCheckResult
 from vera_client.api.sources import Source
 from vera_mcp.domain.knowledge_shapes import (
@@ -136,6 +136,14 @@ class GraphCheckOut(FromClient):
     """The last check of one scope's graph against PostgreSQL; drift null means none."""
 
 
+@mirrors(ModelUsage)
+class ModelUsageOut(FromClient):
+    """What the worker's calls to one model for one scope and purpose used over the period:
+    calls, tokens, and the cost in USD estimated from the worker's configured prices (not an
+    invoice; unpriced_calls: calls of a model without a price, which add nothing to it)."""
+
+
 @mirrors(GroupHealth)
 class HealthOut(FromClient):
-    """The jobs and graph checks of the scopes you administer (or of the one asked about)."""
+    """The jobs, graph checks and model usage (over usage_days days) of the scopes you
+    administer (or of the one asked about)."""

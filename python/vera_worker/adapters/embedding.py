@@ -15,6 +15,7 @@ from vera_client.api import search as search_api
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import ProviderUnavailableError
 from vera_client.domain.ports import Embedder
+from vera_worker.adapters.usage import metered
 from vera_worker.domain.jobs import EmbedJob
 
 logger = logging.getLogger(__name__)
@@ -30,7 +31,12 @@ class FactEmbedding:
         self._embedder_for_model = embedder_for_model
 
     def run(self, job: EmbedJob) -> int:
-        """Embed the job's facts that still lack a vector; how many got one. Idempotent."""
+        """Embed the job's facts that still lack a vector; how many got one. Idempotent. What a
+        hosted embedder's calls used is recorded for the group when it ends."""
+        with metered(self._sql, job.group_id):
+            return self._run(job)
+
+    def _run(self, job: EmbedJob) -> int:
         caller = Principal(job.principal_id)
         # read, embed outside any transaction (a hosted model may take seconds), then write
         with self._sql.transaction(caller) as tx:

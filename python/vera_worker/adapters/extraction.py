@@ -42,6 +42,7 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.ports import Embedder
+from vera_worker.adapters.usage import metered
 from vera_worker.domain.extracted_claims import validate_extraction
 from vera_worker.domain.extraction_estimate import extraction_model_version
 from vera_worker.domain.prompts import (
@@ -149,7 +150,12 @@ class PassageExtraction:
         return self._sql.run(caller, jobs_api.passages_to_extract(group, version, job.redo, BATCH))
 
     def run(self, job: ExtractJob) -> ExtractionReport:
-        """Extract every passage the job covers; idempotent."""
+        """Extract every passage the job covers; idempotent. What its model calls (and the
+        embeddings of its claims) used is recorded for the group when it ends."""
+        with metered(self._sql, job.group_id):
+            return self._run(job)
+
+    def _run(self, job: ExtractJob) -> ExtractionReport:
         report = ExtractionReport(group_id=job.group_id)
         caller = Principal(job.principal_id)
         seen: set[UUID] = set()

@@ -31,6 +31,7 @@ from vera_client.adapters.providers.chat import ChatModel
 from vera_client.api import jobs as jobs_api
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import InvalidArgumentError, ProviderResponseError
+from vera_worker.adapters.usage import metered
 from vera_worker.domain.prompts import (
     CONTRADICTION_INSTRUCTIONS,
     CONTRADICTION_PROMPT_VERSION,
@@ -124,8 +125,9 @@ class Judges:
         """Settles each provisional entity of the job (those settled meanwhile are skipped)."""
         report = JudgeReport()
         session = _Session(self._sql, Principal(job.principal_id), job.group_id)
-        for entity_id in job.ids:
-            self._settle(session, entity_id, report)
+        with metered(self._sql, job.group_id):
+            for entity_id in job.ids:
+                self._settle(session, entity_id, report)
         self._log("equivalence", job, report)
         return report
 
@@ -133,8 +135,9 @@ class Judges:
         """Judges each new value of the job against the current values of its subject and predicate."""
         report = JudgeReport()
         session = _Session(self._sql, Principal(job.principal_id), job.group_id)
-        for fact_id in job.ids:
-            self._contradict(session, fact_id, report)
+        with metered(self._sql, job.group_id):
+            for fact_id in job.ids:
+                self._contradict(session, fact_id, report)
         self._log("contradiction", job, report)
         return report
 

@@ -46,6 +46,7 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.ports import Embedder, ObjectStore
+from vera_worker.adapters.usage import metered
 from vera_worker.connectors.contract import Item, ItemSkipped, Page, Skip, SourceContext
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.registry import Kind
@@ -127,7 +128,12 @@ class ConnectorIngestion:
         self._clock = clock
 
     def run(self, kind: Kind, request: ConnectorRequest, should_stop: Callable[[], bool]) -> IngestReport:
-        """One run; a VeraError that ends it carries no secret."""
+        """One run; a VeraError that ends it carries no secret. What a hosted embedder's calls for
+        its passages used is recorded for the group when it ends."""
+        with metered(self._sql, request.group_id):
+            return self._run(kind, request, should_stop)
+
+    def _run(self, kind: Kind, request: ConnectorRequest, should_stop: Callable[[], bool]) -> IngestReport:
         with self._sql.transaction(Principal(request.principal_id)) as tx:
             source = next(
                 (

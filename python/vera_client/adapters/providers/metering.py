@@ -9,7 +9,9 @@ prices, which change and ignore free tiers, batch discounts and negotiated rates
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 
@@ -92,6 +94,40 @@ class Totals:
         )
 
 
+class Tally:
+    """What the requests recorded inside one `tally()` block used, per key: one job's share of a
+    meter that every job of the process shares (the worker records it per group)."""
+
+    def __init__(self) -> None:
+        self._totals: dict[MeterKey, Totals] = {}
+        self._lock = threading.Lock()
+
+    def add(self, key: MeterKey, entry: Totals) -> None:
+        with self._lock:
+            self._totals[key] = self._totals.get(key, Totals()) + entry
+
+    def totals(self) -> dict[MeterKey, Totals]:
+        """A snapshot of the totals per key."""
+        with self._lock:
+            return dict(self._totals)
+
+
+# the tallies open in this context (thread or task): every meter adds each request to them
+_TALLIES: ContextVar[tuple[Tally, ...]] = ContextVar("vera_meter_tallies", default=())
+
+
+@contextmanager
+def tally() -> Iterator[Tally]:
+    """Count, besides the meters' own totals, the requests this thread (or task) makes inside the
+    block, whichever meter records them; blocks nest (each counts what is inside it)."""
+    opened = Tally()
+    token = _TALLIES.set((*_TALLIES.get(), opened))
+    try:
+        yield opened
+    finally:
+        _TALLIES.reset(token)
+
+
 class Meter:
     """Thread-safe running totals; one meter is usually shared by all adapters of a process."""
 
@@ -110,6 +146,8 @@ class Meter:
         entry = self._entry(model, usage)
         with self._lock:
             self._totals[key] = self._totals.get(key, Totals()) + entry
+        for open_tally in _TALLIES.get():
+            open_tally.add(key, entry)
 
     def totals(self) -> dict[MeterKey, Totals]:
         """A snapshot of the totals per key."""

@@ -1,5 +1,6 @@
-"""The HTTP API's health route: the jobs and graph checks of the scopes the caller administers
-(the client's group_health; sql/functions/265_group_health.sql decides who sees what)."""
+"""The HTTP API's health route: the jobs, graph checks and model usage of the scopes the caller
+administers (the client's group_health; sql/functions/265_group_health.sql decides who sees what,
+266_model_usage.sql for the usage)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from vera_mcp.domain.api_shapes import HealthOut
 async def health(a: ApiCall) -> HealthOut:
     q = a.query_as(HealthQuery)
     group = await a.call.scope(q.scope) if q.scope is not None else None
-    return HealthOut.of(await a.call.vera.group_health(group, q.stalled_after))
+    return HealthOut.of(await a.call.vera.group_health(group, q.stalled_after, q.usage_days))
 
 
 HEALTH_ENDPOINTS = [
@@ -20,7 +21,8 @@ HEALTH_ENDPOINTS = [
         "GET",
         "/v1/health",
         "health",
-        "Jobs queued, running and stalled, and the graph's last drift check, of the scopes you administer",
+        "Jobs queued, running and stalled, the graph's last drift check, and model usage and cost, "
+        "of the scopes you administer",
         "health",
         Scope.READ,
         ToolClass.READ,

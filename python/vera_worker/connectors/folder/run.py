@@ -50,6 +50,7 @@ from vera_client.domain.errors import (
     VeraError,
 )
 from vera_client.domain.ports import Embedder, ObjectStore
+from vera_worker.adapters.usage import metered
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
 from vera_worker.connectors.folder.episodes import modified_at, record_uri
@@ -174,9 +175,11 @@ class SourceIngestion:
         source's name (its id if unknown). should_stop: asked between files too (the job's)."""
         name = str(request.source_id)
         try:
-            source, cursor = self._load_source(request)
-            name = source.name
-            return self._run(request, source, cursor, should_stop)
+            # what a hosted embedder's calls for the passages used is recorded for the group
+            with metered(self._sql, request.group_id):
+                source, cursor = self._load_source(request)
+                name = source.name
+                return self._run(request, source, cursor, should_stop)
         except VeraError as exc:
             if self._on_failure is not None:
                 self._on_failure(request, name, exc)
