@@ -14,7 +14,8 @@ import pytest
 
 from pg_tests.support.api_servers import api_server
 from pg_tests.support.mcp_servers import HttpServer, http_server
-from pg_tests.support.seed import World
+from pg_tests.support.seed import World, caller
+from pg_tests.support.writes import claim, publish, record_episode, register_source
 
 PAGES = (
     "review",
@@ -188,3 +189,23 @@ def test_the_health_page_shows_the_callers_model_usage_and_cost(server: HttpServ
     finally:
         with world.db.admin() as admin:
             admin.execute("delete from vera.model_usage where group_id = %s", (world.a.organisation,))
+
+
+def test_a_claim_stated_as_a_field_names_its_episode_in_the_review_queue(
+    server: HttpServer, world: World
+) -> None:
+    """A claim from a record's field (front matter, a CSV column) cites an episode but no span of
+    text: the queue names that episode instead of saying none was recorded."""
+    org = world.a.organisation
+    record = f"record-{uuid.uuid4().hex[:6]}"  # the fixture's episodes have no title: named by id
+    with caller(world.db, world.a.owner_key) as conn:
+        source = register_source(conn, org, f"forum {uuid.uuid4().hex[:6]}", 3, kind="markdown")
+        episode, _, _ = record_episode(conn, org, source, record, "fieldset-api: cluster ochre")
+        publish(conn, org, episode, [claim("fieldset-api", "runs on", "cluster ochre")])
+        conn.commit()
+    with logged_in(server, world.a.owner_key) as client:
+        page = client.get("/console/review").text
+    item = page[page.index("fieldset-api runs on cluster ochre") :]
+    item = item[: item.index("</li>")]
+    assert "Stated as a field of" in item and record in item, item
+    assert "No episode recorded" not in item

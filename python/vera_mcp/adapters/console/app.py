@@ -279,7 +279,7 @@ class Console:
     async def _with_context(self, item: dict[str, Any], verified: VerifiedCaller) -> dict[str, Any]:
         """A pending item with its evidence span in its episode, and the current value(s) its
         subject and predicate have now (what approving it would replace or contradict)."""
-        item = dict(item, evidence=None, current=[])
+        item = dict(item, evidence=None, episode=None, current=[])
         if item["kind"] != "fact":
             return item
         answers: tuple[Any, Any] = await asyncio.gather(
@@ -296,6 +296,7 @@ class Console:
             raise found
         if isinstance(evidence, dict):
             item["evidence"] = _spans(evidence)
+            item["episode"] = evidence if evidence.get("episode_id") else None
         if isinstance(found, dict):
             item["current"] = [
                 fact
