@@ -4,8 +4,8 @@ present, else generated text) registered as a source, requested with
 vera.request_ingest and worked off by the Procrastinate worker in-process.
 Prints documents/s for a first run without vectors, a first run with the
 local all-MiniLM-L6-v2 (and how much of it was embedding), the same texts
-embedded alone in the model's batches (the rate the embedder allows: the
-pipeline's aim is to be bound by it, issue 31), a second run
+embedded alone in the model's batches (the rate the embedder allows, the
+faster of two: the pipeline's aim is to be bound by it, issue 31), a second run
 with nothing changed (not even read), and a run after every file was
 touched (read and hashed, found unchanged).
 
@@ -101,6 +101,8 @@ def run(
 
 
 def register(bench: Bench, name: str, folder: Path) -> tuple[str, Source]:
+    with bench.admin() as admin:  # as an operator: the organisation's folders (vera tenant roots add)
+        admin.execute("select vera.add_source_root(%s, %s)", (bench.organisation, os.path.realpath(folder)))
     with bench.app() as conn:
         group = conn.execute(
             "select vera.create_group(%s, 'project', %s)", (bench.organisation, name)
@@ -156,9 +158,11 @@ def main() -> None:
             f"({model.texts / model.seconds:.1f} texts/s), "
             f"{100 * model.seconds / seconds_e:.0f}% of the embedded run"
         )
-        started = time.perf_counter()
-        minilm.embed(model.seen)  # the same texts, alone, in the model's batches
-        alone = time.perf_counter() - started
+        alone = float("inf")
+        for _ in range(2):  # the same texts, alone, in the model's batches; the faster of two
+            started = time.perf_counter()
+            minilm.embed(model.seen)
+            alone = min(alone, time.perf_counter() - started)
         docs = options.embedded_docs
         print(
             f"\n| with all-MiniLM-L6-v2 | documents/s |\n|---|---|\n"
