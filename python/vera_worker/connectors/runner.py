@@ -9,7 +9,8 @@ one transaction (writing.py). Once a page's items are committed its position is
 written (one small cursor entry, not one per record: the cursor does not grow
 with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
-lost or written twice. An item that cannot be converted is skipped with a
+lost or written twice. A page's items are hashed and embedded ahead, several
+at once, and written in order (pipeline.py). An item that cannot be converted is skipped with a
 warning that names it and counted; the run goes on.
 
 Pruning: at most once per `prune_interval_s` (source config, default an hour) a

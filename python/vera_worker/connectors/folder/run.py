@@ -16,6 +16,11 @@ limit (reading.py); otherwise it is skipped with a warning naming it. So does a 
 nothing (no passage, no claim) and has warnings: a semicolon export read as one column must
 not count as ingested. A parser's warnings are reported with the file they concern and logged.
 
+Files are read, hashed and parsed ahead and embedded in batches across files
+while earlier ones are written (connectors/pipeline.py); they are written and
+reported in order, so what was prepared ahead and not written when a run ends
+is simply read again by the next.
+
 A run can be asked to stop (`should_stop`, checked between files: the CLI's
 first Ctrl-C): it finishes the file in hand, writes the cursor of what was
 committed and reports itself stopped; the next run reads what is left.
