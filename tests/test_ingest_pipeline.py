@@ -72,8 +72,11 @@ def test_an_error_of_prepare_ends_the_run_in_the_callers_thread() -> None:
 
 
 def test_closing_early_stops_the_threads() -> None:
-    before = threading.active_count()
+    def pipeline_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("vera-ingest-")]
+
     items = embedded(range(10_000), _texts, _Embedder(size=8), depth=2)
     assert next(items)[0] == 0
+    assert len(pipeline_threads()) == 2
     items.close()
-    assert threading.active_count() == before
+    assert pipeline_threads() == []

@@ -77,8 +77,8 @@ def embedded(
     raised), in the items' order. Closing the iterator early stops both threads."""
     stages: _Stages[S, P] = _Stages(items, prepare, embedder, depth)
     threads = [
-        threading.Thread(target=stages.produce, daemon=True),
-        threading.Thread(target=stages.embed, daemon=True),
+        threading.Thread(target=stages.produce, name="vera-ingest-prepare", daemon=True),
+        threading.Thread(target=stages.embed, name="vera-ingest-embed", daemon=True),
     ]
     for thread in threads:
         thread.start()
