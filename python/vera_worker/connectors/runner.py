@@ -9,7 +9,8 @@ one transaction (writing.py). Once a page's items are committed its position is
 written (one small cursor entry, not one per record: the cursor does not grow
 with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
-lost or written twice. An item that cannot be converted is skipped with a
+lost or written twice. A page's items are hashed and embedded ahead, several
+at once, and written in order (pipeline.py). An item that cannot be converted is skipped with a
 warning that names it and counted; the run goes on.
 
 Pruning: at most once per `prune_interval_s` (source config, default an hour) a
@@ -26,6 +27,7 @@ import datetime as dt
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,9 +51,10 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.usage import metered
 from vera_worker.connectors.contract import Item, ItemSkipped, Page, Skip, SourceContext
 from vera_worker.connectors.events import IngestEvent, IngestReport
+from vera_worker.connectors.pipeline import embedded
 from vera_worker.connectors.registry import Kind
 from vera_worker.connectors.secrets import redacted, source_token
-from vera_worker.connectors.writing import RecordVersion, with_vectors, write_version
+from vera_worker.connectors.writing import RecordVersion, Shaped, write_version
 from vera_worker.domain.records import unnamed
 
 logger = logging.getLogger(__name__)
@@ -75,6 +78,39 @@ class ConnectorRequest:
     group_id: str
     source_id: UUID
     principal_id: UUID
+
+
+@dataclass(slots=True)
+class _Ready:
+    """A page's item as the pipeline prepared it: hashed, and shaped unless unchanged or skipped."""
+
+    item: Item | Skip
+    sha256: str = ""
+    unchanged: bool = False
+    shaped: Shaped | None = None
+    error: ItemSkipped | VeraError | None = None  # shaping it failed
+
+
+def _prepare(
+    item: Item | Skip, heads: Mapping[str, Any], embedder: Embedder | None
+) -> tuple[_Ready, list[str]]:
+    """An item hashed and compared with VERA's head of its record; shaped, with the texts to embed,
+    when it changed (in the pipeline's thread: it reports nothing)."""
+    if isinstance(item, Skip):
+        return _Ready(item), []
+    ready = _Ready(item, hashlib.sha256(item.raw).hexdigest())
+    head = heads.get(item.key)
+    if head is not None and head.live and head.content_sha256.hex() == ready.sha256:
+        ready.unchanged = True
+        return ready, []
+    try:
+        ready.shaped = Shaped.of(item.record)
+    except _RUN_STOPPERS:
+        raise
+    except (ItemSkipped, VeraError) as exc:
+        ready.error = exc
+        return ready, []
+    return ready, ready.shaped.texts() if embedder is not None else []
 
 
 @dataclass(slots=True)
@@ -185,39 +221,49 @@ class ConnectorIngestion:
         return report
 
     def _write_page(self, run: _Run, page: Page) -> bool:
-        """Write a page's items, then its position; True when the run was asked to stop."""
+        """Write a page's items, then its position; True when the run was asked to stop. The items
+        are hashed and embedded ahead (pipeline.py) and written here, in order."""
         keys = [item.key for item in page.items if isinstance(item, Item)]
         with self._sql.transaction(run.caller) as tx:
             heads = {
                 h.external_id: h
                 for h in tx.run(sources_api.record_heads(run.request.group_id, run.request.source_id, keys))
             } if keys else {}  # fmt: skip
-        for item in page.items:
-            if run.should_stop():
-                run.report.stopped = True
-                return True  # the page's position is not written: the next run reads it again
-            run.done += 1
-            run.report.scanned += 1
-            if isinstance(item, Skip):
-                self._skip(run, item.key, item.reason)
-                continue
-            sha256 = hashlib.sha256(item.raw).hexdigest()
-            head = heads.get(item.key)
-            if head is not None and head.live and head.content_sha256.hex() == sha256:
-                run.report.unchanged += 1
-                self._emit(IngestEvent("unchanged", run.name, item.key, run.done))
-                continue
-            self._write_item(run, item, sha256)
+        items = embedded(page.items, lambda item: _prepare(item, heads, run.embedder), run.embedder)
+        with closing(items):
+            for ready, found in items:
+                if run.should_stop():
+                    run.report.stopped = True
+                    return True  # the page's position is not written: the next run reads it again
+                run.done += 1
+                run.report.scanned += 1
+                item = ready.item
+                if isinstance(item, Skip):
+                    self._skip(run, item.key, item.reason)
+                    continue
+                if ready.unchanged:
+                    run.report.unchanged += 1
+                    self._emit(IngestEvent("unchanged", run.name, item.key, run.done))
+                    continue
+                self._write_item(run, ready, found)
         with self._sql.transaction(run.caller) as tx:
             position = {POSITION_KEY: dict(page.position)}
             tx.run(sources_api.advance_source_cursor(run.request.group_id, run.request.source_id, position))
         return False
 
-    def _write_item(self, run: _Run, item: Item, sha256: str) -> None:
+    def _write_item(self, run: _Run, ready: _Ready, found: list[list[float]] | VeraError) -> None:
+        item = ready.item
+        assert isinstance(item, Item)  # a Skip is reported before
         try:
-            passages, claims, vectors = with_vectors(item.record, run.embedder)
+            if ready.error is not None:
+                raise ready.error
+            if isinstance(found, VeraError):
+                raise found
+            assert ready.shaped is not None  # _prepare's contract
+            vectors = ready.shaped.attach(found)
+            passages, claims = ready.shaped.passages, ready.shaped.claims
             version = RecordVersion(
-                key=item.key, data=item.raw, sha256=sha256, mime=item.mime,
+                key=item.key, data=item.raw, sha256=ready.sha256, mime=item.mime,
                 observed_at=item.record.dated_at or item.observed_at, title=item.record.title, uri=item.uri,
                 passages=passages, claims=claims,
                 model=run.embedder.model if run.embedder is not None and vectors else None,

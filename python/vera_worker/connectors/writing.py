@@ -14,7 +14,7 @@ from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import curation as curation_api
 from vera_client.api import sources as sources_api
 from vera_client.domain.callers import Principal
-from vera_client.domain.ports import Embedder, ObjectStore
+from vera_client.domain.ports import ObjectStore
 from vera_worker.domain.records import ParsedRecord
 
 
@@ -25,23 +25,33 @@ def object_key(group_id: str, source_id: UUID, record_key: str, sha256: str) -> 
     return f"sources/{group_id}/{source_id}/{record}/{sha256}"
 
 
-def with_vectors(
-    record: ParsedRecord, embedder: Embedder | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """The record in the SQL API's shapes, with one vector per passage and claim when an embedder runs."""
-    passages = record.chunks()
-    claims = [c.as_claim() for c in record.claims]
-    if embedder is None:
-        return passages, claims, 0
-    # subjects' names too: the semantic rung of entity resolution compares them (issue 15)
-    texts = [p["text"] for p in passages] + [c["fact_text"] for c in claims] + [c["subject"] for c in claims]
-    vectors = embedder.embed(texts) if texts else []
-    named = len(passages) + len(claims)
-    for item, vector in zip([*passages, *claims], vectors[:named], strict=True):
-        item["embedding"] = vector
-    for claim, vector in zip(claims, vectors[named:], strict=True):
-        claim["subject_embedding"] = vector
-    return passages, claims, named
+@dataclass(slots=True)
+class Shaped:
+    """A record in the SQL API's shapes, and the texts its vectors are embedded from."""
+
+    passages: list[dict[str, Any]]
+    claims: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, record: ParsedRecord) -> Shaped:
+        return cls(record.chunks(), [c.as_claim() for c in record.claims])
+
+    def texts(self) -> list[str]:
+        """One per passage and claim, then the claims' subjects' names: the semantic rung of
+        entity resolution compares them (issue 15)."""
+        facts = [c["fact_text"] for c in self.claims]
+        return [p["text"] for p in self.passages] + facts + [c["subject"] for c in self.claims]
+
+    def attach(self, vectors: list[list[float]]) -> int:
+        """Puts texts()'s vectors in place; how many passages and claims carry one."""
+        if not vectors:
+            return 0
+        named = len(self.passages) + len(self.claims)
+        for item, vector in zip([*self.passages, *self.claims], vectors[:named], strict=True):
+            item["embedding"] = vector
+        for claim, vector in zip(self.claims, vectors[named:], strict=True):
+            claim["subject_embedding"] = vector
+        return named
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

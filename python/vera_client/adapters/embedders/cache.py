@@ -117,6 +117,12 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def batch_size(self) -> int:
+        """The inner embedder's, 0 when it names none (ingestion batches several items' texts, issue 31)."""
+        size = getattr(self._inner, "batch_size", 0)
+        return size if isinstance(size, int) else 0
+
     def stats(self) -> CacheStats:
         """The counters so far."""
         with self._lock:

@@ -38,6 +38,11 @@ class LocalMiniLMEmbedder:
     def dim(self) -> int:
         return DIM
 
+    @property
+    def batch_size(self) -> int:
+        """Texts a call embeds best: ingestion embeds several items' texts at once (issue 31)."""
+        return self._batch_size
+
     @cached_property
     def _tokenizer(self) -> Tokenizer:
         tokenizers = require("tokenizers", extra="local", needed_for=NEEDED_FOR)

@@ -63,6 +63,11 @@ class OpenAIEmbedder:
         )
 
     @property
+    def batch_size(self) -> int:
+        """Texts a call embeds best: ingestion embeds several items' texts at once (issue 31)."""
+        return self._batch_size
+
+    @property
     def model(self) -> str:
         return self._model
 

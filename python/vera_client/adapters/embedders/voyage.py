@@ -69,6 +69,11 @@ class VoyageEmbedder:
         )
 
     @property
+    def batch_size(self) -> int:
+        """Texts a call embeds best: ingestion embeds several items' texts at once (issue 31)."""
+        return self._batch_size
+
+    @property
     def model(self) -> str:
         return self._model
 

@@ -16,6 +16,11 @@ limit (reading.py); otherwise it is skipped with a warning naming it. So does a 
 nothing (no passage, no claim) and has warnings: a semicolon export read as one column must
 not count as ingested. A parser's warnings are reported with the file they concern and logged.
 
+Files are read, hashed and parsed ahead and embedded in batches across files
+while earlier ones are written (connectors/pipeline.py); they are written and
+reported in order, so what was prepared ahead and not written when a run ends
+is simply read again by the next.
+
 A run can be asked to stop (`should_stop`, checked between files: the CLI's
 first Ctrl-C): it finishes the file in hand, writes the cursor of what was
 committed and reports itself stopped; the next run reads what is left.
@@ -30,6 +35,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +62,8 @@ from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_sc
 from vera_worker.connectors.folder.episodes import modified_at, record_uri
 from vera_worker.connectors.folder.reading import FileSkipped, read_scanned
 from vera_worker.connectors.folder.scan import open_source_root, scan_files, scope_path, source_root
-from vera_worker.connectors.writing import RecordVersion, with_vectors, write_version
+from vera_worker.connectors.pipeline import embedded
+from vera_worker.connectors.writing import RecordVersion, Shaped, write_version
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.records import ParsedRecord, RecordFormatError, unnamed
 from vera_worker.domain.statements import functional_predicates
@@ -99,6 +106,20 @@ class _Source:
     config: dict[str, Any]
     pinned_model: str | None
     roots: list[str]  # the folders its organisation may read (operators': vera tenant roots add)
+
+
+@dataclass(slots=True)
+class _Read:
+    """A file as the pipeline prepared it: skipped, failed, unchanged, or read and parsed."""
+
+    state: FileState
+    skipped: str | None = None
+    failed: str | None = None
+    unchanged: CursorEntry | None = None
+    data: bytes = b""
+    sha256: str = ""
+    record: ParsedRecord | None = None
+    shaped: Shaped | None = None
 
 
 @dataclass(slots=True)
@@ -221,11 +242,16 @@ class SourceIngestion:
         run.total = len(plan.to_read) + len(plan.deleted)
         self._emit(IngestEvent("planned", source.name, total=run.total))
         try:
-            for state in plan.to_read:
-                if self._stopping(run):
-                    break
-                run.done += 1
-                self._ingest_file(run, state, cursor.get(state.key))
+            # read, parsed and hashed ahead while the embedder works; written here, in order
+            prepared = embedded(
+                plan.to_read, lambda state: self._prepare(run, state, cursor.get(state.key)), run.embedder
+            )
+            with closing(prepared):
+                for read, vectors in prepared:
+                    if self._stopping(run):
+                        break
+                    run.done += 1
+                    self._ingest_file(run, read, vectors)
             for key, entry in plan.deleted:
                 if self._stopping(run):
                     break
@@ -279,50 +305,72 @@ class SourceIngestion:
             name=source.name, uri=source.uri, config=dict(source.config), pinned_model=pinned, roots=roots
         ), cursor
 
-    def _read_file(self, run: _Run, state: FileState) -> bytes | None:
-        """The file's bytes; None when it is skipped or cannot be read (reported)."""
+    def _prepare(self, run: _Run, state: FileState, previous: Any) -> tuple[_Read, list[str]]:
+        """A file read, hashed and parsed (in the pipeline's thread: it reports nothing), with the
+        texts to embed."""
+        read = _Read(state)
         try:
-            return read_scanned(run.root_fd, state, self._limits.max_bytes(mime_type(state.key)))
+            read.data = read_scanned(run.root_fd, state, self._limits.max_bytes(mime_type(state.key)))
         except FileSkipped as exc:
-            run.report.skipped.append((state.key, str(exc)))
-            logger.warning("ingest %s: skipped %s", run.source.name, exc)  # the reason names the file
-            self._event(run, "skipped", state.key, message=str(exc))
+            read.skipped = str(exc)
+            return read, []
         except OSError as exc:
-            self._fail(run, state.key, f"cannot read: {exc.strerror}")
-        return None
-
-    def _ingest_file(self, run: _Run, state: FileState, previous: Any) -> None:
-        data = self._read_file(run, state)
-        if data is None:
-            return
-        sha256 = hashlib.sha256(data).hexdigest()
+            read.failed = f"cannot read: {exc.strerror}"
+            return read, []
+        read.sha256 = hashlib.sha256(read.data).hexdigest()
         known = CursorEntry.from_json(previous) if isinstance(previous, dict) else None
-        if known is not None and known.sha256 == sha256:
+        if known is not None and known.sha256 == read.sha256:
             # touched, not changed: remember the new time so the next scan skips it unread
-            run.remember(state.key, CursorEntry(state.mtime_ns, state.size, sha256, known.episode_id))
-            run.report.unchanged += 1
-            self._event(run, "unchanged", state.key)
-            return
+            read.unchanged = CursorEntry(state.mtime_ns, state.size, read.sha256, known.episode_id)
+            return read, []
         try:
             record = parse_record(
-                state.key, data, functional=run.functional, max_csv_rows=self._limits.csv_rows
+                state.key, read.data, functional=run.functional, max_csv_rows=self._limits.csv_rows
             )
-            passages, claims, vectors = with_vectors(record, run.embedder)
+            if record.warnings and not record.passages and not record.claims:
+                # nothing read, and the parser says why: a failure, tried again on the next run
+                read.failed = "nothing read: " + unnamed(state.key, "; ".join(record.warnings))
+                return read, []
+            read.record, read.shaped = record, Shaped.of(record)
         except _RUN_STOPPERS:
             raise
         except (RecordFormatError, VeraError) as exc:
-            self._fail(run, state.key, str(exc))
+            read.failed = str(exc)
+            return read, []
+        return read, read.shaped.texts() if run.embedder is not None else []
+
+    def _ingest_file(self, run: _Run, read: _Read, found: list[list[float]] | VeraError) -> None:
+        """Reports a prepared file, in order, and writes it (with found: its vectors, or why it has none)."""
+        state = read.state
+        if read.skipped is not None:
+            run.report.skipped.append((state.key, read.skipped))
+            # the reason names the file
+            logger.warning("ingest %s: skipped %s", run.source.name, read.skipped)
+            self._event(run, "skipped", state.key, message=read.skipped)
             return
-        if record.warnings and not record.passages and not record.claims:
-            # nothing read, and the parser says why: a failure, tried again on the next run
-            self._fail(run, state.key, "nothing read: " + unnamed(state.key, "; ".join(record.warnings)))
+        if read.failed is not None:
+            self._fail(run, state.key, read.failed)
             return
+        if read.unchanged is not None:
+            run.remember(state.key, read.unchanged)
+            run.report.unchanged += 1
+            self._event(run, "unchanged", state.key)
+            return
+        record, shaped = read.record, read.shaped
+        assert record is not None and shaped is not None  # _prepare's contract
+        if isinstance(found, _RUN_STOPPERS):
+            raise found
+        if isinstance(found, VeraError):
+            self._fail(run, state.key, str(found))
+            return
+        vectors = shaped.attach(found)
+        passages, claims = shaped.passages, shaped.claims
         for warning in record.warnings:
             run.report.warnings.append((state.key, warning))
             logger.warning("ingest %s: %s", run.source.name, warning)  # the warning names its file
             self._event(run, "warned", state.key, message=warning)
         try:
-            created = self._write(run, state=state, data=data, sha256=sha256, record=record,
+            created = self._write(run, state=state, data=read.data, sha256=read.sha256, record=record,
                                   passages=passages, claims=claims, vectors=vectors)  # fmt: skip
         except _RUN_STOPPERS:
             raise

@@ -1,0 +1,103 @@
+"""Ingestion that keeps the embedder busy (issue 31, connectors/pipeline.py): files are
+read and embedded ahead, several files' texts in one call of the embedder's batch
+size, and written in order, one transaction each. A run that dies mid-way (the
+embedder's circuit opens after some batches) resumes with nothing lost or doubled,
+and every vector belongs to its own text."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from pg_tests.support.clients import client_for
+from pg_tests.support.seed import World, caller, create_project
+from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
+from vera_client.adapters.objects.local import LocalObjectStore
+from vera_client.adapters.postgres.executor import Executor
+from vera_client.domain.errors import ProviderUnavailableError
+from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
+
+FILES = 12
+
+
+class _Batched:
+    """The deterministic embedder with a batch size, whose circuit opens after `calls` calls."""
+
+    model, dim, batch_size = "deterministic-hash-16", 16, 8
+
+    def __init__(self, calls: int | None = None) -> None:
+        self.calls = calls
+        self.sizes: list[int] = []
+        self.inner = DeterministicEmbedder(16)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if self.calls is not None and len(self.sizes) >= self.calls:
+            raise ProviderUnavailableError("embedder: the circuit breaker is open")
+        if not self.sizes:
+            time.sleep(0.3)  # a model's first call is slow: the files behind it are read meanwhile
+        self.sizes.append(len(texts))
+        return self.inner.embed(texts)
+
+
+def _folder(root: Path) -> Path:
+    for n in range(FILES):
+        path = root / f"part-{n % 3}" / f"service-{n:02d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"---\nsubject: service-{n}\nruns on: host-{n}\n---\n# Service {n}\n\n"
+            f"Service {n} restarts nightly.\n\nIts owner is team {n % 4}.\n",
+            encoding="utf-8",
+        )
+    return root
+
+
+def test_a_run_that_dies_between_batches_resumes_with_nothing_lost_or_doubled(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
+    group = create_project(world, "ingest-pipeline")
+    folder = _folder(tmp_path / "docs")
+    with client_for(world, world.a.owner_key) as vera:
+        source = vera.register_folder(group, "pipelined docs", folder, tier=2, functional=["runs on"])
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+
+    def ingestion(embedder: _Batched) -> SourceIngestion:
+        return SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+                               embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
+
+    breaking = _Batched(calls=2)
+    with pytest.raises(ProviderUnavailableError):
+        ingestion(breaking).run(request)
+    assert max(breaking.sizes) > 5  # one file has 5 texts: a call embedded several files at once
+    with caller(world.db, world.a.owner_key) as conn:
+        committed = conn.execute(
+            "select count(*) from vera.episodes where group_id = %s", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
+    assert 0 < committed < FILES and len(cursor) == committed  # what was written is known, no more
+
+    resumed = ingestion(_Batched()).run(request)
+    assert (resumed.untouched, resumed.ingested, resumed.failed) == (committed, FILES - committed, [])
+    with caller(world.db, world.a.owner_key) as conn:
+        versions = conn.execute(
+            "select external_id, count(*) from vera.episodes where group_id = %s group by 1 order by 1",
+            (group,),
+        ).fetchall()
+        chunks = conn.execute(
+            "select c.text, c.embedding::text from vera.chunks c join vera.episodes e using (episode_id) "
+            "where e.group_id = %s",
+            (group,),
+        ).fetchall()
+    expected = [(f"part-{n % 3}/service-{n:02d}.md", 1) for n in range(FILES)]
+    assert versions == sorted(expected)  # nothing lost, nothing doubled
+    assert len(chunks) >= FILES
+    reference = DeterministicEmbedder(16)
+    for text, stored in chunks:  # every vector is its own text's: batching mixed nothing up
+        vector = [float(v) for v in stored.strip("[]").split(",")]
+        assert all(
+            math.isclose(a, b, abs_tol=1e-6) for a, b in zip(vector, reference.embed([text])[0], strict=True)
+        )
