@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 @click.option("--group", "groups", multiple=True, help="Search only this group (repeatable).")
 # the stage-1 knobs of vera.search, its defaults; vera.search checks them (one line on a bad value)
 @click.option(
-    "--k-rrf", type=int, default=1, show_default=True, help="RRF constant: weight / (k_rrf + rank)."
+    "--k-rrf",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Kept for old scripts: checked, unused since vera-search/7 (relevance is the match confidence).",
 )
 @click.option(
     "--candidates",
