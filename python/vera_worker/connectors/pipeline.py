@@ -23,6 +23,7 @@ pipeline still runs ahead of the writes.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -76,10 +77,14 @@ def embedded(
     """Each item's payload with the vectors of its texts (or the VeraError that embedding them
     raised), in the items' order. Closing the iterator early stops both threads."""
     stages: _Stages[S, P] = _Stages(items, prepare, embedder, depth)
+    # each thread runs in a copy of the caller's context: the job's meter tally (the worker's
+    # per-group model usage) and anything else bound to it count the threads' calls too
     threads = [
-        threading.Thread(target=stages.produce, name="vera-ingest-prepare", daemon=True),
-        threading.Thread(target=stages.embed, name="vera-ingest-embed", daemon=True),
-    ]
+        threading.Thread(target=contextvars.copy_context().run, args=(stages.produce,),
+                         name="vera-ingest-prepare", daemon=True),
+        threading.Thread(target=contextvars.copy_context().run, args=(stages.embed,),
+                         name="vera-ingest-embed", daemon=True),
+    ]  # fmt: skip
     for thread in threads:
         thread.start()
     try:
