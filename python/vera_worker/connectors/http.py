@@ -62,7 +62,8 @@ class SourceHttp:
         """The JSON answer to GET path?params; SourceAuthError, SourceAnswerError or the chain's
         ProviderError (after its retries), each one line without the secret. A query in path (a
         server's "next" link) is kept: httpx drops it when parameters are passed too, so it is
-        sent as parameters, params winning."""
+        sent as parameters, params winning. Only a link's path is followed, never its host: the
+        token goes to the source's own URL alone."""
         parts = urlsplit(path)
         if parts.query:
             linked = dict(parse_qsl(parts.query, keep_blank_values=True))
