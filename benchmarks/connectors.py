@@ -35,9 +35,8 @@ from tests.saas_standins import (
     JiraStandin,
     SlackStandin,
     jira_time,
-    serving,
 )
-from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb
+from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb, serving
 
 from _harness import Bench, start
 from ingest_throughput import TimedEmbedder, documents, write_folder

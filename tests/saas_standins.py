@@ -33,13 +33,10 @@ import datetime as dt
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from tests.source_standins import SeenRequest
 from tests.standins import Reply
@@ -262,35 +259,3 @@ def _ts(message: dict[str, Any]) -> Decimal | None:
         return Decimal(str(message.get("ts")))
     except ArithmeticError:
         return None
-
-
-@contextmanager
-def serving(standin: _Standin, prefix: str) -> Iterator[None]:
-    """standin on 127.0.0.1 (an ephemeral port); its url is the server's address plus prefix."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            parts = urlsplit(self.path)
-            query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, extra, body = standin.answer(parts.path, query, headers)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in extra.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    standin.url = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        server.shutdown()
-        server.server_close()

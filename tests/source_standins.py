@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from tests.standins import Reply
@@ -100,18 +100,28 @@ def _instant(text: str) -> str:
     return text.replace("+00:00", "Z")
 
 
+class Answering(Protocol):
+    """A stand-in's state: it answers a GET and learns the url it is served at."""
+
+    url: str
+
+    def answer(
+        self, path: str, query: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]: ...
+
+
 @contextmanager
-def running_cmdb(standin: CmdbStandin | None = None) -> Iterator[CmdbStandin]:
-    server_state = standin or CmdbStandin()
+def serving(standin: Answering, prefix: str) -> Iterator[None]:
+    """standin on 127.0.0.1 (an ephemeral port); its url is the server's address plus prefix."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, extra, body = server_state.answer(parts.path, query, headers)
+            status, extra, body = standin.answer(parts.path, query, headers)
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
             for name, value in extra.items():
                 self.send_header(name, value)
@@ -122,11 +132,18 @@ def running_cmdb(standin: CmdbStandin | None = None) -> Iterator[CmdbStandin]:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server_state.url = f"http://127.0.0.1:{server.server_address[1]}/cmdb/v1"
+    standin.url = f"http://127.0.0.1:{server.server_address[1]}{prefix}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield server_state
+        yield
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def running_cmdb(standin: CmdbStandin | None = None) -> Iterator[CmdbStandin]:
+    server_state = standin or CmdbStandin()
+    with serving(server_state, "/cmdb/v1"):
+        yield server_state

@@ -17,8 +17,8 @@ from tests.saas_standins import (
     JiraStandin,
     SlackStandin,
     jira_time,
-    serving,
 )
+from tests.source_standins import serving
 
 from pg_tests.support.cli import run_vera, tenant_key, vera_env
 from pg_tests.support.databases import Database

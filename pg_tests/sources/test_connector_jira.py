@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.saas_standins import JIRA_EMAIL, JIRA_TOKEN, JiraStandin, jira_time, serving
+from tests.saas_standins import JIRA_EMAIL, JIRA_TOKEN, JiraStandin, jira_time
+from tests.source_standins import serving
 from tests.standins import Reply
 
 from pg_tests.support.connector_runs import (
