@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/9' $$;
+as $$ select 'vera-search/10' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 grant execute on function vera.search_version() to vera_app, vera_worker, vera_gateway;
 
@@ -232,24 +232,8 @@ comment on function vera.group_order_key(vera.group_kind, text) is
 -- the candidate stages, which run as vera_searcher, call it
 grant execute on function vera.group_order_key(vera.group_kind, text) to vera_searcher;
 
--- Contract: the words of a query as the lexical half matches them: lower
--- case with diacritics kept (the 'simple' configuration the tsv columns
--- use), each once, in order. No stopword list: BM25 weighs a word by how
--- rare it is in the groups searched, so "the" counts for almost nothing
--- and "IT" in an IT team's notes for what it is worth there; candidate
--- generation skips the postings of words that cannot change the top
--- (vera.lexical_candidates).
-create or replace function vera.query_terms(query text)
-returns text[]
-language sql immutable
-set search_path = vera, pg_temp
-as $$
-    select coalesce(array_agg(t.lexeme order by t.lexeme), '{}')
-      from unnest(to_tsvector('simple'::regconfig, coalesce(query, ''))) t
-$$;
-comment on function vera.query_terms(text) is
-    'The lexical half''s terms of a query: its words (simple configuration), each once, sorted';
-grant execute on function vera.query_terms(text) to vera_app, vera_worker, vera_gateway;
+-- (vera.query_terms, the words of a query, is in 173_lexical_terms.sql with
+-- the stored tsvectors' rule: both sides come from vera.lexical_tsvector.)
 
 -- Internal: the tsquery matching any of these lexemes; null (matching
 -- nothing) for none. Empty and blank words are left out: quoted, '' is no
@@ -341,18 +325,7 @@ comment on function vera.group_lexeme_query(text[], text[], text[], text[]) is
 -- the candidate stages, which run as vera_searcher, call it
 grant execute on function vera.group_lexeme_query(text[], text[], text[], text[]) to vera_searcher;
 
--- Contract: the lexical half's terms as a tsquery, any of them (OR); null
--- when the query has no word. What a text matches; BM25 decides the order.
-create or replace function vera.lexical_query(query text)
-returns tsquery
-language sql immutable
-set search_path = vera, pg_temp
-as $$
-    select vera.any_of(vera.query_terms(query))
-$$;
-comment on function vera.lexical_query(text) is
-    'The lexical half''s tsquery: the query''s words (simple configuration), OR-ed; null if none';
-grant execute on function vera.lexical_query(text) to vera_app, vera_worker, vera_gateway;
+-- (vera.lexical_query, the lexical half's tsquery, is in 173_lexical_terms.sql.)
 
 -- BM25 (Okapi; Robertson and Zaragoza 2009) with the IDF that Lucene uses,
 -- ln(1 + (N - df + 0.5) / (df + 0.5)), which stays positive for a word in

@@ -88,8 +88,10 @@ create table vera.chunks (
     text       text not null constraint chunks_text_length check (char_length(text) between 1 and 20000),
     char_start integer,
     char_end   integer,
-    -- 'simple': no stemming, no stopwords, diacritics kept (Vietnamese matches by exact form)
-    tsv        tsvector generated always as (to_tsvector('simple'::regconfig, coalesce(heading, '') || ' ' || text)) stored,
+    -- vera.lexical_tsvector(coalesce(heading, '') || ' ' || text), set by the trigger chunks_set_tsv
+    -- (sql/functions/173_lexical_terms.sql): 'simple' words (no stemming, no stopwords, diacritics
+    -- kept), and a Vietnamese text's adjacent word pairs
+    tsv        tsvector,
     embedding  vector,
     created_at timestamptz not null default now(),
     -- The contamination guard, as for claims (vera.store_chunks grades by the

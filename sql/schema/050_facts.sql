@@ -12,7 +12,8 @@ create table vera.facts (
                       constraint facts_object_length check (char_length(object_value) between 1 and 2000),
     fact_text         text not null
                       constraint facts_text_length check (char_length(fact_text) between 1 and 4000),
-    tsv               tsvector generated always as (to_tsvector('simple'::regconfig, fact_text)) stored,
+    -- vera.lexical_tsvector(fact_text), set by the trigger facts_set_tsv (173_lexical_terms.sql)
+    tsv               tsvector,
     embedding         vector,
     -- grading: tier of the source, authority derived from it, verification, model confidence
     tier              smallint not null constraint facts_tier_range check (tier between 1 and 4),

@@ -1,0 +1,248 @@
+"""Vietnamese text is indexed and searched by its adjacent word pairs too
+(sql/functions/173_lexical_terms.sql, migration 0016, vera-search/10): a
+Vietnamese phrase matches the text that holds it by its syllable pairs; English
+text and queries get none; the stored tsvectors, the query's terms and the BM25
+statistics agree; and migration 0016 brings rows stored before it to the same
+state, twice run the same as once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from pg_tests.support.databases import ROOT, Database
+from pg_tests.support.searching import search
+from pg_tests.support.seed import World, caller
+from pg_tests.support.writes import claim, project_with_source, publish, record_episode
+from psycopg.types.json import Jsonb
+
+MIGRATION = ROOT / "sql" / "migrations" / "0016_vietnamese_pairs.sql"
+
+VIETNAMESE = "Thành phố Hồ Chí Minh là thành phố lớn nhất Việt Nam"
+ENGLISH = "Ho Chi Minh City, once Sài Gòn, is the largest city of Vietnam"
+
+
+def lexemes(conn: psycopg.Connection, text: str) -> dict[str, list[int]]:
+    rows = conn.execute(
+        "select u.lexeme, u.positions from unnest(vera.lexical_tsvector(%s)) u", (text,)
+    ).fetchall()
+    return {lexeme: list(positions) for lexeme, positions in rows}
+
+
+def pairs(tsv: dict[str, list[int]]) -> set[str]:
+    return {lexeme for lexeme in tsv if "_" in lexeme}
+
+
+def test_vietnamese_text_holds_its_adjacent_syllable_pairs(world: World) -> None:
+    with world.db.admin() as conn:
+        tsv = lexemes(conn, VIETNAMESE)
+        words = conn.execute(
+            "select u.lexeme, u.positions from unnest(to_tsvector('simple', %s)) u", (VIETNAMESE,)
+        ).fetchall()
+    # every word as before, with its positions
+    assert {lexeme: list(positions) for lexeme, positions in words}.items() <= tsv.items()
+    assert pairs(tsv) == {
+        "thành_phố", "phố_hồ", "hồ_chí", "chí_minh", "minh_là", "là_thành",
+        "phố_lớn", "lớn_nhất", "nhất_việt", "việt_nam",
+    }  # fmt: skip
+    # a pair sits at its first word's positions, once per occurrence: its term frequency
+    assert tsv["thành_phố"] == [1, 6]
+    assert tsv["việt_nam"] == [10]
+
+
+def test_english_text_and_queries_get_no_pairs(world: World) -> None:
+    with world.db.admin() as conn:
+        for text in (ENGLISH, "Which cluster does billing-api run on?", "the café of Zoë", ""):
+            tsv = lexemes(conn, text)
+            assert pairs(tsv) == set(), text
+            same = conn.execute(
+                "select vera.lexical_tsvector(%(t)s) = to_tsvector('simple', %(t)s)", {"t": text}
+            ).fetchone()
+            assert same == (True,), text
+        terms = conn.execute("select vera.query_terms(%s)", ("Which city is the largest?",)).fetchone()
+        assert terms == (["city", "is", "largest", "the", "which"],)
+
+
+def test_a_vietnamese_querys_terms_are_its_words_and_pairs(world: World) -> None:
+    with world.db.admin() as conn:
+        terms = conn.execute("select vera.query_terms(%s)", ("Thành phố nào lớn nhất?",)).fetchone()
+    assert terms == (sorted(["thành", "phố", "nào", "lớn", "nhất", "thành_phố", "phố_nào", "nào_lớn", "lớn_nhất"]),)
+
+
+def _texts(hits: list[dict[str, Any]]) -> list[str]:
+    return [hit["text"] for hit in hits]
+
+
+def test_a_vietnamese_phrase_matches_by_its_syllable_pairs(world: World) -> None:
+    """Both facts hold "thành" and "phố" once; the shorter one, which unigram BM25 ranks
+    first, holds them apart: the one holding the phrase comes first by its pair."""
+    apart = "Phố cổ có thành cũ"
+    phrase = "Thành phố có nhiều cây xanh và hồ nước đẹp"
+    with caller(world.db, world.a.owner_key) as conn:
+        group, source = project_with_source(conn, world.a.organisation, "vi-pairs")
+        episode, _, _ = record_episode(conn, group, source, "notes", "v1")
+        publish(conn, group, episode, [
+            claim("phố cổ", "có", "thành cũ", fact_text=apart),
+            claim("thành phố", "có", "cây xanh", fact_text=phrase),
+            claim("Sài Gòn", "is", "a city", fact_text=ENGLISH),
+        ])  # fmt: skip
+        hits = search(conn, "thành phố", groups=[group], k=3)
+        stored = dict(
+            conn.execute(  # type: ignore[arg-type]
+                "select fact_text, tsv_to_array from (select fact_text, tsvector_to_array(tsv) as tsv_to_array"
+                " from vera.facts where group_id = %s) f",
+                (group,),
+            ).fetchall()
+        )
+        conn.rollback()
+    assert _texts(hits)[:2] == [phrase, apart]
+    assert "thành_phố" in stored[phrase]
+    assert "thành_phố" not in stored[apart] and "phố_cổ" in stored[apart]
+    assert [t for t in stored[ENGLISH] if "_" in t] == []
+
+
+def test_passages_hold_the_pairs_of_their_heading_and_text(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, source = project_with_source(conn, world.a.organisation, "vi-passages")
+        episode, _, _ = record_episode(conn, group, source, "page", "v1")
+        conn.execute(
+            "select * from vera.store_chunks(%s, %s, %s)",
+            (group, episode, Jsonb([{"heading": "Lịch sử", "text": "Thành phố được thành lập năm 1698"},
+                                    {"heading": "History", "text": "The city was founded in 1698"}])),
+        )  # fmt: skip
+        rows = conn.execute(
+            "select text, tsvector_to_array(tsv) from vera.chunks where group_id = %s", (group,)
+        ).fetchall()
+        conn.rollback()
+    stored = dict(rows)
+    assert {"lịch_sử", "sử_thành", "thành_phố", "năm_1698"} <= set(stored["Thành phố được thành lập năm 1698"])
+    assert [t for t in stored["The city was founded in 1698"] if "_" in t] == []
+
+
+def test_the_stored_tsvector_follows_the_text_and_is_never_given(world: World) -> None:
+    with caller(world.db, world.a.owner_key) as conn:
+        group, source = project_with_source(conn, world.a.organisation, "vi-derived")
+        episode, _, _ = record_episode(conn, group, source, "notes", "v1")
+        [fact] = publish(conn, group, episode, [claim("hà nội", "là", "thủ đô", fact_text="Hà Nội là thủ đô")])
+        conn.commit()
+    with world.db.admin() as admin:
+        fact_id = fact["fact_id"]
+        admin.execute("update vera.facts set tsv = to_tsvector('simple', 'nonsense') where fact_id = %s", (fact_id,))
+        kept = admin.execute(
+            "select tsv = vera.lexical_tsvector(fact_text), 'hà_nội' = any (tsvector_to_array(tsv))"
+            " from vera.facts where fact_id = %s",
+            (fact_id,),
+        ).fetchone()
+        assert kept == (True, True)
+        admin.execute("update vera.facts set fact_text = 'Hà Nội là thủ đô của Việt Nam' where fact_id = %s", (fact_id,))
+        changed = admin.execute(
+            "select 'việt_nam' = any (tsvector_to_array(tsv)) from vera.facts where fact_id = %s", (fact_id,)
+        ).fetchone()
+        assert changed == (True,)
+
+
+# ---------------------------------------------------------------- migration 0016
+
+STATISTICS = """
+    with docs as (
+        select f.group_id, 'fact'::vera.item_kind as kind, f.tsv from vera.facts f
+         where f.lifecycle in ('published', 'superseded', 'proposal')
+        union all
+        select c.group_id, 'passage', c.tsv from vera.chunks c
+          join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
+         where c.lifecycle in ('published', 'proposal') and e.status <> 'retracted'
+    )
+    select d.group_id, d.kind, u.lexeme, count(*), sum(cardinality(u.positions)) from docs d, unnest(d.tsv) u
+     group by 1, 2, 3
+    union all
+    select d.group_id, d.kind, '', count(*), sum(length(d.tsv)) from docs d group by 1, 2
+"""
+
+
+def recounted(admin: psycopg.Connection, groups: list[str]) -> set[tuple[Any, ...]]:
+    rows = admin.execute(STATISTICS).fetchall()
+    return {tuple(map(str, row)) for row in rows if row[0] in groups}
+
+
+def stored_statistics(admin: psycopg.Connection, groups: list[str]) -> set[tuple[Any, ...]]:
+    rows = admin.execute(
+        "select group_id, kind, term, documents, tokens from vera.term_stats where group_id = any (%s)", (groups,)
+    ).fetchall()
+    return {tuple(map(str, row)) for row in rows}
+
+
+def as_before_0016(admin: psycopg.Connection) -> None:
+    """Every row as vera-search/9 stored it (to_tsvector('simple'), no pairs), the statistics
+    recounted from those: the state migration 0016 starts from."""
+    admin.execute("alter table vera.facts disable trigger facts_set_tsv")
+    admin.execute("alter table vera.chunks disable trigger chunks_set_tsv")
+    admin.execute("update vera.facts set tsv = to_tsvector('simple', fact_text)")
+    admin.execute("update vera.chunks set tsv = to_tsvector('simple', coalesce(heading, '') || ' ' || text)")
+    admin.execute("alter table vera.facts enable trigger facts_set_tsv")
+    admin.execute("alter table vera.chunks enable trigger chunks_set_tsv")
+    admin.execute("delete from vera.term_stats")
+    admin.execute(
+        f"insert into vera.term_stats (group_id, kind, term, documents, tokens) select * from ({STATISTICS}) s"
+    )
+
+
+def migrate_0016(admin: psycopg.Connection) -> None:
+    admin.execute(Path(MIGRATION).read_text())  # type: ignore[arg-type]
+
+
+def test_migration_0016_adds_the_pairs_to_rows_stored_before_it(make_database) -> None:
+    database: Database = make_database()
+    world = _small_world(database)
+    with database.admin(autocommit=False) as admin:
+        as_before_0016(admin)
+        admin.commit()
+        pair_rows = admin.execute(
+            "select count(*) from vera.facts where exists (select from unnest(tsv) u where u.lexeme like '%!_%' escape '!')"
+        ).fetchone()
+        assert pair_rows == (0,)
+        migrate_0016(admin)
+        admin.commit()
+        stale = admin.execute(
+            """select (select count(*) from vera.facts where tsv is distinct from vera.lexical_tsvector(fact_text)),
+                      (select count(*) from vera.chunks
+                        where tsv is distinct from vera.lexical_tsvector(coalesce(heading, '') || ' ' || text)),
+                      (select count(*) from vera.facts
+                        where exists (select from unnest(tsv) u where u.lexeme like '%!_%' escape '!'))"""
+        ).fetchone()
+        assert stale is not None and stale[:2] == (0, 0) and stale[2] > 0
+        assert stored_statistics(admin, world) == recounted(admin, world)
+        snapshot = stored_statistics(admin, world)
+        migrate_0016(admin)  # again: nothing changes, nothing is counted twice
+        admin.commit()
+        assert stored_statistics(admin, world) == snapshot
+        forced = admin.execute(
+            "select bool_and(relforcerowsecurity) from pg_class"
+            " where oid in ('vera.facts'::regclass, 'vera.chunks'::regclass, 'vera.episodes'::regclass)"
+        ).fetchone()
+        assert forced == (True,)
+
+
+def _small_world(database: Database) -> list[str]:
+    """Two tenants' groups with Vietnamese and English facts and passages; their group ids."""
+    from pg_tests.support.seed import seed_world
+
+    world = seed_world(database)
+    groups = []
+    for tenant in (world.a, world.b):
+        with caller(database, tenant.owner_key) as conn:
+            group, source = project_with_source(conn, tenant.organisation, "before-0016")
+            episode, _, _ = record_episode(conn, group, source, "page", "v1")
+            publish(conn, group, episode, [
+                claim("thành phố", "là", "lớn", fact_text=VIETNAMESE),
+                claim("Saigon", "is", "a city", fact_text=ENGLISH),
+            ])  # fmt: skip
+            conn.execute(
+                "select * from vera.store_chunks(%s, %s, %s)",
+                (group, episode, Jsonb([{"heading": "Lịch sử", "text": "Thành phố được thành lập năm 1698"},
+                                        {"text": "The city was founded in 1698"}])),
+            )  # fmt: skip
+            conn.commit()
+            groups.append(group)
+    return groups

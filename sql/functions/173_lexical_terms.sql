@@ -1,0 +1,119 @@
+-- The words the lexical half matches, on both sides: a fact's or passage's
+-- stored tsvector (vera.facts.tsv, vera.chunks.tsv, set by the triggers
+-- below) and a query's terms (vera.query_terms) come from the one function
+-- vera.lexical_tsvector, so that what is indexed and what is asked agree.
+--
+-- Vietnamese syllable pairs (vera-search/10, issue 28): a Vietnamese word
+-- is often two or three syllables ("thành phố", "Việt Nam"), which
+-- unigram BM25 scores apart. A text that vera.query_language reads as
+-- Vietnamese also holds each pair of adjacent words as one term
+-- ("thành_phố"), so that a paragraph holding the phrase outscores one that
+-- holds its syllables apart (XQuAD vi -> vi full text hit@1 0.892 -> see
+-- docs/quality.md). English text gets none: pairs cost English full text
+-- 0.024 hit@1 when applied to all text. The rule is decided per text (a
+-- fact's text, a passage's heading and text, a query), by the same
+-- vera.query_language the read path uses to drop a vector its model cannot
+-- read. The stored tsvectors depend on it: a change to this function or to
+-- vera.query_language needs a migration that recomputes them (as 0016 did).
+set role vera_owner;
+
+-- Contract: the lexemes of a text as the lexical half indexes and matches
+-- them: to_tsvector('simple') (lower case, diacritics kept, no stemming, no
+-- stopwords), and, when vera.query_language(text) is 'vi', each pair of
+-- adjacent words as one more lexeme "<first>_<second>" at the first word's
+-- positions (the parser splits words at "_", so no single word of a text
+-- is ever such a pair). A pair longer than a lexeme may be (2,047 bytes) is
+-- left out. Immutable: it fills stored columns.
+create or replace function vera.lexical_tsvector(content text)
+returns tsvector
+language sql immutable parallel safe
+as $$
+    select case
+               when w.v = ''::tsvector or vera.query_language(content) <> 'vi' then w.v
+               else (w.v::text || coalesce(' ' || (
+                   select pg_catalog.string_agg(
+                              '''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':' || p.positions, ' ')
+                     from (select a.lexeme || '_' || b.lexeme as pair,
+                                  pg_catalog.string_agg(a.position::text, ',' order by a.position) as positions
+                             from (select u.lexeme, x.position
+                                     from pg_catalog.unnest(w.v) u, pg_catalog.unnest(u.positions) x(position)) a
+                             join (select u.lexeme, x.position
+                                     from pg_catalog.unnest(w.v) u, pg_catalog.unnest(u.positions) x(position)) b
+                               on b.position = a.position + 1
+                            where pg_catalog.octet_length(a.lexeme) + pg_catalog.octet_length(b.lexeme) < 2047
+                            group by 1) p), ''))::tsvector
+           end
+      from (select pg_catalog.to_tsvector('simple'::regconfig, coalesce(content, '')) as v) w
+$$;
+comment on function vera.lexical_tsvector(text) is
+    'The lexemes the lexical half indexes and matches: simple words, and for Vietnamese text adjacent word pairs';
+grant execute on function vera.lexical_tsvector(text) to vera_app, vera_worker, vera_gateway, vera_searcher;
+
+-- Contract: the words of a query as the lexical half matches them: the
+-- lexemes of vera.lexical_tsvector (lower case with diacritics kept; a
+-- Vietnamese query's adjacent word pairs too), each once, sorted. No
+-- stopword list: BM25 weighs a word by how rare it is in the groups
+-- searched, so "the" counts for almost nothing and "IT" in an IT team's
+-- notes for what it is worth there; candidate generation skips the
+-- postings of words that cannot change the top (vera.lexical_candidates).
+create or replace function vera.query_terms(query text)
+returns text[]
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select coalesce(array_agg(t.lexeme order by t.lexeme), '{}')
+      from unnest(vera.lexical_tsvector(query)) t
+$$;
+comment on function vera.query_terms(text) is
+    'The lexical half''s terms of a query: its words (simple configuration; Vietnamese: and word pairs), each once, sorted';
+grant execute on function vera.query_terms(text) to vera_app, vera_worker, vera_gateway;
+
+-- Contract: the lexical half's terms as a tsquery, any of them (OR); null
+-- when the query has no word. What a text matches; BM25 decides the order.
+create or replace function vera.lexical_query(query text)
+returns tsquery
+language sql immutable
+set search_path = vera, pg_temp
+as $$
+    select vera.any_of(vera.query_terms(query))
+$$;
+comment on function vera.lexical_query(text) is
+    'The lexical half''s tsquery: the query''s terms (vera.query_terms), OR-ed; null if none';
+grant execute on function vera.lexical_query(text) to vera_app, vera_worker, vera_gateway;
+
+-- Internal: the triggers that keep the stored tsvectors: a fact's from its
+-- text, a passage's from its heading and text. They run before the row is
+-- written, also when a statement sets tsv itself (it is derived, never
+-- given), so the statistics' triggers (165_term_stats.sql) see the value
+-- stored.
+create or replace function vera.set_fact_tsv()
+returns trigger
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    new.tsv := vera.lexical_tsvector(new.fact_text);
+    return new;
+end
+$$;
+comment on function vera.set_fact_tsv() is 'Internal: trigger setting a fact''s tsv (vera.lexical_tsvector of its text)';
+
+create or replace function vera.set_chunk_tsv()
+returns trigger
+language plpgsql volatile security definer
+set search_path = vera, pg_temp
+as $$
+begin
+    new.tsv := vera.lexical_tsvector(coalesce(new.heading, '') || ' ' || new.text);
+    return new;
+end
+$$;
+comment on function vera.set_chunk_tsv() is
+    'Internal: trigger setting a passage''s tsv (vera.lexical_tsvector of its heading and text)';
+
+create or replace trigger facts_set_tsv before insert or update of fact_text, tsv on vera.facts
+    for each row execute function vera.set_fact_tsv();
+create or replace trigger chunks_set_tsv before insert or update of heading, text, tsv on vera.chunks
+    for each row execute function vera.set_chunk_tsv();
+
+reset role;
