@@ -48,8 +48,8 @@ def test_vietnamese_text_holds_its_adjacent_syllable_pairs(world: World) -> None
         "phố_lớn", "lớn_nhất", "nhất_việt", "việt_nam",
     }  # fmt: skip
     # a pair sits at its first word's positions, once per occurrence: its term frequency
-    assert tsv["thành_phố"] == [1, 6]
-    assert tsv["việt_nam"] == [10]
+    assert tsv["thành_phố"] == [1, 7]
+    assert tsv["việt_nam"] == [11]
 
 
 def test_english_text_and_queries_get_no_pairs(world: World) -> None:
@@ -76,27 +76,33 @@ def _texts(hits: list[dict[str, Any]]) -> list[str]:
 
 
 def test_a_vietnamese_phrase_matches_by_its_syllable_pairs(world: World) -> None:
-    """Both facts hold "thành" and "phố" once; the shorter one, which unigram BM25 ranks
-    first, holds them apart: the one holding the phrase comes first by its pair."""
-    apart = "Phố cổ có thành cũ"
-    phrase = "Thành phố có nhiều cây xanh và hồ nước đẹp"
+    """Both facts hold the query's three words; the one holding them apart holds "phố"
+    twice, so unigram BM25 ranks it first (facts are not length-normalised): the one
+    holding the phrase comes first by its pairs, thành_phố and phố_được."""
+    apart = "Phố cổ được xây trong thành cũ, phố nhỏ"
+    phrase = "Thành phố được xây bên sông"
     with caller(world.db, world.a.owner_key) as conn:
         group, source = project_with_source(conn, world.a.organisation, "vi-pairs")
         episode, _, _ = record_episode(conn, group, source, "notes", "v1")
         publish(conn, group, episode, [
-            claim("phố cổ", "có", "thành cũ", fact_text=apart),
-            claim("thành phố", "có", "cây xanh", fact_text=phrase),
+            claim("phố cổ", "has", "thành cũ", fact_text=apart),
+            claim("thành phố", "has", "sông", fact_text=phrase),
             claim("Sài Gòn", "is", "a city", fact_text=ENGLISH),
         ])  # fmt: skip
-        hits = search(conn, "thành phố", groups=[group], k=3)
+        hits = search(conn, "thành phố được", groups=[group], k=3)
         stored = dict(
-            conn.execute(  # type: ignore[arg-type]
-                "select fact_text, tsv_to_array from (select fact_text, tsvector_to_array(tsv) as tsv_to_array"
-                " from vera.facts where group_id = %s) f",
-                (group,),
+            conn.execute(
+                "select fact_text, tsvector_to_array(tsv) from vera.facts where group_id = %s", (group,)
             ).fetchall()
         )
         conn.rollback()
+    with world.db.admin() as admin:
+        words_only = admin.execute(
+            "select vera.bm25_score('fact', to_tsvector('simple', t), array['thành', 'phố', 'được'],"
+            " array[1.0, 1.0, 1.0], 1) from unnest(array[%s, %s]) t",
+            (apart, phrase),
+        ).fetchall()
+    assert words_only[0][0] > words_only[1][0]  # by the words alone, the one holding them apart
     assert _texts(hits)[:2] == [phrase, apart]
     assert "thành_phố" in stored[phrase]
     assert "thành_phố" not in stored[apart] and "phố_cổ" in stored[apart]
@@ -125,7 +131,7 @@ def test_the_stored_tsvector_follows_the_text_and_is_never_given(world: World) -
     with caller(world.db, world.a.owner_key) as conn:
         group, source = project_with_source(conn, world.a.organisation, "vi-derived")
         episode, _, _ = record_episode(conn, group, source, "notes", "v1")
-        [fact] = publish(conn, group, episode, [claim("hà nội", "là", "thủ đô", fact_text="Hà Nội là thủ đô")])
+        [fact] = publish(conn, group, episode, [claim("hà nội", "is", "thủ đô", fact_text="Hà Nội là thủ đô")])
         conn.commit()
     with world.db.admin() as admin:
         fact_id = fact["fact_id"]
@@ -235,7 +241,7 @@ def _small_world(database: Database) -> list[str]:
             group, source = project_with_source(conn, tenant.organisation, "before-0016")
             episode, _, _ = record_episode(conn, group, source, "page", "v1")
             publish(conn, group, episode, [
-                claim("thành phố", "là", "lớn", fact_text=VIETNAMESE),
+                claim("thành phố", "is", "lớn", fact_text=VIETNAMESE),
                 claim("Saigon", "is", "a city", fact_text=ENGLISH),
             ])  # fmt: skip
             conn.execute(
