@@ -407,6 +407,7 @@ ISOLATION_TESTED = {
     "model_languages(text)": "test_query_language (a constant: reads no tenant's rows)",
     "model_reads(text,text)": "test_query_language (pure)",
     "lexical_query(text)": "test_search (pure)",
+    "lexical_tsvector(text)": "test_vietnamese_pairs (pure)",
     "query_terms(text)": "test_search (pure)",
     "any_of(text[])": "test_search (pure)",
     "shown(text,integer)": "test_bad_input (pure)",

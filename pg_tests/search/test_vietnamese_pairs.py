@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from pg_tests.support.databases import ROOT, Database
 from pg_tests.support.searching import search
-from pg_tests.support.seed import World, caller
+from pg_tests.support.seed import World, caller, seed_world
 from pg_tests.support.writes import claim, project_with_source, publish, record_episode
-from psycopg.types.json import Jsonb
 
 MIGRATION = ROOT / "sql" / "migrations" / "0016_vietnamese_pairs.sql"
 
@@ -68,7 +68,9 @@ def test_english_text_and_queries_get_no_pairs(world: World) -> None:
 def test_a_vietnamese_querys_terms_are_its_words_and_pairs(world: World) -> None:
     with world.db.admin() as conn:
         terms = conn.execute("select vera.query_terms(%s)", ("Thành phố nào lớn nhất?",)).fetchone()
-    assert terms == (sorted(["thành", "phố", "nào", "lớn", "nhất", "thành_phố", "phố_nào", "nào_lớn", "lớn_nhất"]),)
+    assert terms == (
+        sorted(["thành", "phố", "nào", "lớn", "nhất", "thành_phố", "phố_nào", "nào_lớn", "lớn_nhất"]),
+    )
 
 
 def _texts(hits: list[dict[str, Any]]) -> list[str]:
@@ -123,7 +125,9 @@ def test_passages_hold_the_pairs_of_their_heading_and_text(world: World) -> None
         ).fetchall()
         conn.rollback()
     stored = dict(rows)
-    assert {"lịch_sử", "sử_thành", "thành_phố", "năm_1698"} <= set(stored["Thành phố được thành lập năm 1698"])
+    assert {"lịch_sử", "sử_thành", "thành_phố", "năm_1698"} <= set(
+        stored["Thành phố được thành lập năm 1698"]
+    )
     assert [t for t in stored["The city was founded in 1698"] if "_" in t] == []
 
 
@@ -131,18 +135,24 @@ def test_the_stored_tsvector_follows_the_text_and_is_never_given(world: World) -
     with caller(world.db, world.a.owner_key) as conn:
         group, source = project_with_source(conn, world.a.organisation, "vi-derived")
         episode, _, _ = record_episode(conn, group, source, "notes", "v1")
-        [fact] = publish(conn, group, episode, [claim("hà nội", "is", "thủ đô", fact_text="Hà Nội là thủ đô")])
+        [fact] = publish(
+            conn, group, episode, [claim("hà nội", "is", "thủ đô", fact_text="Hà Nội là thủ đô")]
+        )
         conn.commit()
     with world.db.admin() as admin:
         fact_id = fact["fact_id"]
-        admin.execute("update vera.facts set tsv = to_tsvector('simple', 'nonsense') where fact_id = %s", (fact_id,))
+        admin.execute(
+            "update vera.facts set tsv = to_tsvector('simple', 'nonsense') where fact_id = %s", (fact_id,)
+        )
         kept = admin.execute(
             "select tsv = vera.lexical_tsvector(fact_text), 'hà_nội' = any (tsvector_to_array(tsv))"
             " from vera.facts where fact_id = %s",
             (fact_id,),
         ).fetchone()
         assert kept == (True, True)
-        admin.execute("update vera.facts set fact_text = 'Hà Nội là thủ đô của Việt Nam' where fact_id = %s", (fact_id,))
+        admin.execute(
+            "update vera.facts set fact_text = 'Hà Nội là thủ đô của Việt Nam' where fact_id = %s", (fact_id,)
+        )
         changed = admin.execute(
             "select 'việt_nam' = any (tsvector_to_array(tsv)) from vera.facts where fact_id = %s", (fact_id,)
         ).fetchone()
@@ -174,7 +184,8 @@ def recounted(admin: psycopg.Connection, groups: list[str]) -> set[tuple[Any, ..
 
 def stored_statistics(admin: psycopg.Connection, groups: list[str]) -> set[tuple[Any, ...]]:
     rows = admin.execute(
-        "select group_id, kind, term, documents, tokens from vera.term_stats where group_id = any (%s)", (groups,)
+        "select group_id, kind, term, documents, tokens from vera.term_stats where group_id = any (%s)",
+        (groups,),
     ).fetchall()
     return {tuple(map(str, row)) for row in rows}
 
@@ -232,8 +243,6 @@ def test_migration_0016_adds_the_pairs_to_rows_stored_before_it(make_database) -
 
 def _small_world(database: Database) -> list[str]:
     """Two tenants' groups with Vietnamese and English facts and passages; their group ids."""
-    from pg_tests.support.seed import seed_world
-
     world = seed_world(database)
     groups = []
     for tenant in (world.a, world.b):

@@ -15,55 +15,13 @@
 -- statistics count (165_term_stats.sql). English and other rows keep
 -- their tsvector, which the rule leaves as it was. Migrations run before
 -- sql/functions, so the rule (vera.query_language and
--- vera.lexical_tsvector as of this migration) is spelled out in two
--- temporary functions. Running it again changes nothing: a row already
+-- vera.lexical_tsvector as of this migration) is spelled out in the
+-- statements, in built-in functions only (as 0005 spelled out its index
+-- expression). Running it again changes nothing: a row already
 -- holding its pairs is not updated, so nothing is counted twice.
 -- Snapshots keep the tsvectors and statistics they were taken with.
 --
 -- Unreleased until sql/migrations/RELEASED lists it; from then on frozen.
-
--- The rule as of this migration, spelled out: created by the migrating role
--- (the database's owner or a superuser; vera_owner may not create temporary
--- objects), called as vera_owner below.
-create function pg_temp.vera_0016_language(query text)
-returns text
-language sql immutable
-as $$
-    with word as (
-        select w, regexp_replace(w, '[[:ascii:]]', '', 'g') ~ '[[:alpha:]]' as foreign_word
-          from regexp_split_to_table(coalesce(query, ''), '\s+') w
-         where w ~ '[[:alpha:]]'
-    ), share as (
-        select count(*) as words, count(*) filter (where foreign_word) as foreign_words,
-               string_agg(w, ' ') filter (where foreign_word) as foreign_text
-          from word
-    )
-    select case when s.words = 0 or s.foreign_words::float8 / s.words < 0.3 then 'en'
-                when normalize(s.foreign_text, nfd) ~ '[\u0309\u0323\u031b\u0306\u0111\u0110]' then 'vi'
-                when s.foreign_words::float8 / s.words >= 0.5 then 'other'
-                else 'en' end
-      from share s
-$$;
-
-create function pg_temp.vera_0016_tsvector(content text)
-returns tsvector
-language sql immutable
-as $$
-    select case
-               when w.v = ''::tsvector or pg_temp.vera_0016_language(content) <> 'vi' then w.v
-               else (w.v::text || coalesce(' ' || (
-                   select string_agg('''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':' || p.positions,
-                                     ' ')
-                     from (select a.lexeme || '_' || b.lexeme as pair,
-                                  string_agg(a.position::text, ',' order by a.position) as positions
-                             from (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) a
-                             join (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) b
-                               on b.position = a.position + 1
-                            where octet_length(a.lexeme) + octet_length(b.lexeme) < 2047
-                            group by 1) p), ''))::tsvector
-           end
-      from (select to_tsvector('simple'::regconfig, coalesce(content, '')) as v) w
-$$;
 
 set role vera_owner;
 
@@ -76,11 +34,40 @@ alter table vera.facts no force row level security;
 alter table vera.chunks no force row level security;
 alter table vera.episodes no force row level security;
 
-with changed as (
+with computed as (
+    select f.group_id, f.fact_id, n.tsv
+      from vera.facts f
+     cross join lateral (
+           -- vera.query_language: the share of words holding a letter outside ASCII, and a mark
+           -- only Vietnamese uses among Latin scripts
+           select case when s.words = 0 or s.foreign_words::float8 / s.words < 0.3 then 'en'
+                       when normalize(s.foreign_text, nfd) ~ '[\u0309\u0323\u031b\u0306\u0111\u0110]' then 'vi'
+                       when s.foreign_words::float8 / s.words >= 0.5 then 'other'
+                       else 'en' end as language
+             from (select count(*) as words, count(*) filter (where x.foreign_word) as foreign_words,
+                          string_agg(x.w, ' ') filter (where x.foreign_word) as foreign_text
+                     from (select w, regexp_replace(w, '[[:ascii:]]', '', 'g') ~ '[[:alpha:]]' as foreign_word
+                             from regexp_split_to_table(f.fact_text, '\s+') w
+                            where w ~ '[[:alpha:]]') x) s) l
+     cross join lateral (select to_tsvector('simple'::regconfig, f.fact_text) as v) w
+     cross join lateral (
+           -- vera.lexical_tsvector: the words, and each pair of adjacent words at the first's positions
+           select (w.v::text || coalesce(' ' || (
+                      select string_agg('''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':'
+                                        || p.positions, ' ')
+                        from (select a.lexeme || '_' || b.lexeme as pair,
+                                     string_agg(a.position::text, ',' order by a.position) as positions
+                                from (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) a
+                                join (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) b
+                                  on b.position = a.position + 1
+                               where octet_length(a.lexeme) + octet_length(b.lexeme) < 2047
+                               group by 1) p), ''))::tsvector as tsv) n
+     where l.language = 'vi' and w.v <> ''::tsvector and f.tsv is distinct from n.tsv
+), changed as (
     update vera.facts f
-       set tsv = pg_temp.vera_0016_tsvector(f.fact_text)
-     where pg_temp.vera_0016_language(f.fact_text) = 'vi'
-       and f.tsv is distinct from pg_temp.vera_0016_tsvector(f.fact_text)
+       set tsv = c.tsv
+      from computed c
+     where f.group_id = c.group_id and f.fact_id = c.fact_id
     returning f.group_id, f.lifecycle, old.tsv as old_tsv, new.tsv as new_tsv
 ), counted as (
     select c.* from changed c where c.lifecycle in ('published', 'superseded', 'proposal')
@@ -100,11 +87,40 @@ select d.group_id, 'fact', d.term, d.documents, d.tokens from delta d order by d
     on conflict (group_id, kind, term) do update
    set documents = s.documents + excluded.documents, tokens = s.tokens + excluded.tokens;
 
-with changed as (
+with computed as (
+    select c.group_id, c.chunk_id, n.tsv
+      from vera.chunks c
+     cross join lateral (
+           -- vera.query_language: the share of words holding a letter outside ASCII, and a mark
+           -- only Vietnamese uses among Latin scripts
+           select case when s.words = 0 or s.foreign_words::float8 / s.words < 0.3 then 'en'
+                       when normalize(s.foreign_text, nfd) ~ '[\u0309\u0323\u031b\u0306\u0111\u0110]' then 'vi'
+                       when s.foreign_words::float8 / s.words >= 0.5 then 'other'
+                       else 'en' end as language
+             from (select count(*) as words, count(*) filter (where x.foreign_word) as foreign_words,
+                          string_agg(x.w, ' ') filter (where x.foreign_word) as foreign_text
+                     from (select w, regexp_replace(w, '[[:ascii:]]', '', 'g') ~ '[[:alpha:]]' as foreign_word
+                             from regexp_split_to_table(coalesce(c.heading, '') || ' ' || c.text, '\s+') w
+                            where w ~ '[[:alpha:]]') x) s) l
+     cross join lateral (select to_tsvector('simple'::regconfig, coalesce(c.heading, '') || ' ' || c.text) as v) w
+     cross join lateral (
+           -- vera.lexical_tsvector: the words, and each pair of adjacent words at the first's positions
+           select (w.v::text || coalesce(' ' || (
+                      select string_agg('''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':'
+                                        || p.positions, ' ')
+                        from (select a.lexeme || '_' || b.lexeme as pair,
+                                     string_agg(a.position::text, ',' order by a.position) as positions
+                                from (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) a
+                                join (select u.lexeme, x.position from unnest(w.v) u, unnest(u.positions) x(position)) b
+                                  on b.position = a.position + 1
+                               where octet_length(a.lexeme) + octet_length(b.lexeme) < 2047
+                               group by 1) p), ''))::tsvector as tsv) n
+     where l.language = 'vi' and w.v <> ''::tsvector and c.tsv is distinct from n.tsv
+), changed as (
     update vera.chunks c
-       set tsv = pg_temp.vera_0016_tsvector(coalesce(c.heading, '') || ' ' || c.text)
-     where pg_temp.vera_0016_language(coalesce(c.heading, '') || ' ' || c.text) = 'vi'
-       and c.tsv is distinct from pg_temp.vera_0016_tsvector(coalesce(c.heading, '') || ' ' || c.text)
+       set tsv = m.tsv
+      from computed m
+     where c.group_id = m.group_id and c.chunk_id = m.chunk_id
     returning c.group_id, c.episode_id, c.lifecycle, old.tsv as old_tsv, new.tsv as new_tsv
 ), counted as (
     select c.* from changed c
@@ -131,6 +147,3 @@ alter table vera.chunks force row level security;
 alter table vera.episodes force row level security;
 
 reset role;
-
-drop function pg_temp.vera_0016_tsvector(text);
-drop function pg_temp.vera_0016_language(text);
