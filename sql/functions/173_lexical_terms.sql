@@ -29,7 +29,8 @@ returns tsvector
 language sql immutable parallel safe
 as $$
     select case
-               when w.v = ''::tsvector or vera.query_language(content) <> 'vi' then w.v
+               -- text all in ASCII is never Vietnamese: spares vera.query_language's word split (~0.2 ms)
+               when w.v = ''::tsvector or content !~ '[^[:ascii:]]' or vera.query_language(content) <> 'vi' then w.v
                else (w.v::text || coalesce(' ' || (
                    select pg_catalog.string_agg(
                               '''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':' || p.positions, ' ')
