@@ -243,15 +243,6 @@ def passage_search(conn: psycopg.Connection, shared: Shared, subjects: int) -> N
             shared.passage_hits += 1
 
 
-def passage_review(conn: psycopg.Connection, group: str) -> None:
-    rows = conn.execute("select chunk_id from vera.pending_passages(%s) limit 20", (group,)).fetchall()
-    if rows:
-        (chunk_id,) = random.choice(rows)
-        decision = random.choice(["approve", "approve", "reject"])
-        conn.execute("select * from vera.review_passage(%s, %s, %s)", (group, chunk_id, decision))
-    conn.commit()
-
-
 def search(conn: psycopg.Connection, subjects: int) -> list[UUID]:
     query = f"service-{random.randrange(subjects)} runs on"
     rows = conn.execute("select kind, item_id from vera.search(%s, null, 10)", (query,)).fetchall()
@@ -271,12 +262,26 @@ def feedback(conn: psycopg.Connection, subjects: int) -> None:
     conn.commit()
 
 
-def review(conn: psycopg.Connection, group: str) -> None:
-    rows = conn.execute("select fact_id from vera.pending_reviews(%s) limit 20", (group,)).fetchall()
+# what a review lists and decides with: a claim's functions, a passage's
+REVIEWS = {
+    "review": (
+        "select fact_id from vera.pending_reviews(%s) limit 20",
+        "select * from vera.review_claim(%s, %s, %s)",
+    ),
+    "passage review": (
+        "select chunk_id from vera.pending_passages(%s) limit 20",
+        "select * from vera.review_passage(%s, %s, %s)",
+    ),
+}
+
+
+def review(conn: psycopg.Connection, group: str, operation: str) -> None:
+    """Approves (2 in 3) or rejects one of 20 items waiting for review."""
+    pending, decide = REVIEWS[operation]
+    rows = conn.execute(pending, (group,)).fetchall()
     if rows:
-        (fact_id,) = random.choice(rows)
-        decision = random.choice(["approve", "approve", "reject"])
-        conn.execute("select * from vera.review_claim(%s, %s, %s)", (group, fact_id, decision))
+        (item,) = random.choice(rows)
+        conn.execute(decide, (group, item, random.choice(["approve", "approve", "reject"])))
     conn.commit()
 
 
@@ -311,14 +316,12 @@ def client(
                     ingest(conn, shared, group, source, args.subjects, claims=random.random() < 0.5)
                 elif operation == "passage search":
                     passage_search(conn, shared, args.subjects)
-                elif operation == "passage review":
-                    passage_review(conn, group)
                 elif operation == "search":
                     search(conn, args.subjects)
                 elif operation == "feedback":
                     feedback(conn, args.subjects)
-                elif operation == "review":
-                    review(conn, group)
+                elif operation in REVIEWS:
+                    review(conn, group, operation)
                 else:
                     retract(conn, shared, group)
             except psycopg.Error as error:
