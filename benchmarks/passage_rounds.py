@@ -2,8 +2,9 @@
 
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
-(k = 10, full text only and hybrid) with a git revision's sql/functions/177_lexical_candidates.sql
-and vera.lexical_budget (passages 1,000 before issue 31), then with this checkout's, installed in
+(k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
+the match confidence and stage 2's candidate signals) and vera.lexical_budget (passages 1,000 before
+issue 31), then with this checkout's, installed in
 turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
 p50 / p95 of vera.search for each, and how many top 10s are the same.
 
@@ -37,6 +38,13 @@ SEARCH = (
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
+# the search path's files compared: the lexical rounds, the match confidence (inlined since issue 31)
+# and stage 2's candidate signals
+FILES = (
+    "sql/functions/171_match_confidence.sql",
+    "sql/functions/177_lexical_candidates.sql",
+    "sql/functions/178_blend.sql",
+)
 
 
 def main() -> None:
@@ -51,17 +59,22 @@ def main() -> None:
         "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
     )
     args = parser.parse_args()
-    lexical = "sql/functions/177_lexical_candidates.sql"
-    base = subprocess.run(  # noqa: S603 (git, a revision the operator names)
-        ["git", "show", f"{args.base}:{lexical}"],  # noqa: S607
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    ).stdout  # fmt: skip
+    base = "\n".join(
+        subprocess.run(  # noqa: S603 (git, a revision the operator names)
+            ["git", "show", f"{args.base}:{path}"],  # noqa: S607
+            capture_output=True, text=True, check=True, cwd=ROOT,
+        ).stdout
+        for path in FILES
+    )  # fmt: skip
     budget = (ROOT / "sql/functions/170_ranking.sql").read_text()
     current = budget[budget.index("create or replace function vera.lexical_budget") :]
     current = current[: current.index("$$;") + 3]
     versions = {
         "base": BUDGET.format(passages=args.base_budget) + "\n" + base,
-        "this checkout": "set role vera_owner; " + current + " reset role;\n" + (ROOT / lexical).read_text(),
+        "this checkout": "set role vera_owner; "
+        + current
+        + " reset role;\n"
+        + "\n".join((ROOT / path).read_text() for path in FILES),
     }
     server = bench_server()
     with psycopg.connect(server.admin_url(DATABASE), autocommit=True) as admin:
