@@ -155,7 +155,8 @@ def test_the_folder_yields_only_files_whose_signature_changed_and_lists_every_pa
     known = {"a.md": f"{stat_a.st_mtime_ns}:{stat_a.st_size}", "b.md": f"1:{stat_b.st_size}"}
     asked: list[list[str]] = []
     connector = FolderConnector(_folder_context(tmp_path.resolve(), known, asked))
-    [page] = list(connector.poll(None))
+    pages = connector.poll(None)
+    page = next(pages)  # the files are read while their page is in hand (the root stays open)
     assert (page.untouched, page.planned) == (1, 3)
     assert asked == [["a.md", "b.md", "new.md", "sub/old.md"]]  # one lookup, no body read for it
     assert all(isinstance(item, Pending) for item in page.items)
@@ -164,6 +165,7 @@ def test_the_folder_yields_only_files_whose_signature_changed_and_lists_every_pa
     assert isinstance(pending, Pending) and pending.signature == f"{10**18}:{stat_b.st_size}"
     assert pending.read() == b"# T\n\nText.\n"
     assert pending.convert(b"# T\n\nText.\n").uri == (tmp_path.resolve() / "b.md").as_uri()
+    assert list(pages) == []
     assert sorted(connector.slim()) == ["a.md", "b.md", "new.md", "sub/old.md"]
     scoped = FolderConnector(_folder_context(tmp_path.resolve(), known, [], scope="sub"))
     assert [item.key for page in scoped.poll(None) for item in page.items] == ["sub/old.md"]

@@ -268,11 +268,16 @@ class ConnectorIngestion:
 
     def _poll(self, run: _Run, connector: Connector, position: Any) -> None:
         """The connector's pages, each written in turn, until the last or a stop."""
-        with closing(connector.poll(position if isinstance(position, dict) else None)) as pages:
+        pages = connector.poll(position if isinstance(position, dict) else None)
+        try:
             for page in pages:
                 self._plan(run, page.planned)
                 if self._write_page(run, page):
                     break
+        finally:
+            close = getattr(pages, "close", None)  # a generator: what it holds open (a folder) is closed
+            if close is not None:
+                close()
         self._plan(run, None)
 
     def _plan(self, run: _Run, planned: int | None) -> None:
