@@ -432,9 +432,10 @@ class ConnectorIngestion:
             self._emit(IngestEvent("retracted", run.name, record.external_id))
 
     def _skip(self, run: _Run, key: str, reason: str) -> None:
-        reason = redacted(unnamed(key, reason), run.token)
+        # named once, as the progress line and the summary show it alone ("notes.md: a symbolic link ...")
+        reason = f"{key}: {redacted(unnamed(key, reason), run.token)}"
         run.report.skipped.append((key, reason))
-        logger.warning("ingest %s: skipped %s: %s", run.name, key, reason)
+        logger.warning("ingest %s: skipped %s", run.name, reason)
         self._emit(IngestEvent("skipped", run.name, key, run.done, run.total, message=reason))
 
     def _fail(self, run: _Run, key: str, message: str) -> None:
