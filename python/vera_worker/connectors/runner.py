@@ -163,6 +163,7 @@ class _Run:
     done: int = 0
     total: int = 0
     planned: bool = False  # the "planned" event was sent
+    counted: bool = False  # the connector said how many items it will yield: they count as scanned
     # signatures of the page in hand's committed items, stored with its position (or when the
     # run ends mid-page)
     noted: list[sources_api.NotedSignature] = field(default_factory=list)
@@ -284,6 +285,9 @@ class ConnectorIngestion:
         """The "planned" event, once, with the first page's count when the connector knows it."""
         if not run.planned:
             run.planned, run.total = True, planned or 0
+            if planned is not None:  # what the connector found, read or not (a folder's scan)
+                run.counted = True
+                run.report.scanned += planned
             self._emit(IngestEvent("planned", run.name, total=run.total))
 
     def _signatures(self, run: _Run, keys: Sequence[str]) -> dict[str, str]:
@@ -318,7 +322,7 @@ class ConnectorIngestion:
                         self._note(run, None)
                         return True  # the page's position is not written: the next run reads it again
                     run.done += 1
-                    run.report.scanned += 1
+                    run.report.scanned += 0 if run.counted else 1
                     if ready.skipped is not None:
                         self._skip(run, ready.key, ready.skipped)
                     elif ready.unchanged:
