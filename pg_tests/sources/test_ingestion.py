@@ -31,6 +31,7 @@ from vera_client.domain.errors import (
 )
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.dispatch import IngestRequest, SourceRuns
+from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.writing import object_key
 
 
@@ -568,3 +569,46 @@ def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_i
             " from procrastinate.procrastinate_jobs where task_name = 'vera.ingest_source'"
             " and args ->> 'group_id' = any (%s)", ([outage, gone],)).fetchall())  # fmt: skip
     assert states == {outage: "todo/1/true", gone: "failed/1/now"}
+
+
+def test_migration_0014_turns_a_folders_per_file_cursor_into_signatures(
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
+) -> None:
+    """A folder source of before 0014 kept an entry per file in its cursor; the migration's
+    statements make each matching entry its version's signature and clear the entries, so the
+    first run after the upgrade reads no file (one whose entry does not match is read once)."""
+    group = create_project(world, "ingest-upgrade")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+
+    def run() -> IngestReport:
+        return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+                           embedder_for_model=lambda _: None).run(request)  # fmt: skip
+
+    assert run().ingested == 3
+    with world.db.admin() as admin:  # as a database of before 0014 held it
+        episodes = dict(admin.execute(
+            "select external_id, episode_id::text from vera.episodes where group_id = %s", (group,)).fetchall())  # fmt: skip
+        admin.execute("update vera.episodes set signature = null where group_id = %s", (group,))
+        old = {}
+        for key, episode in episodes.items():
+            found = (folder / key).stat()
+            digest = __import__("hashlib").sha256((folder / key).read_bytes()).hexdigest()
+            old[key] = {"mtime_ns": found.st_mtime_ns, "size": found.st_size, "episode_id": episode,
+                        "sha256": digest if key != "notes.txt" else "00" * 32}  # fmt: skip
+        admin.execute("update vera.sources set cursor = %s where group_id = %s and source_id = %s",
+                      (Jsonb({**old, "@position": {}}), group, source.source_id))  # fmt: skip
+        migration = (Path(__file__).parents[2] / "sql/migrations/0014_record_signatures.sql").read_text()
+        for statement in migration.split(";\n"):
+            body = "\n".join(line for line in statement.splitlines() if not line.startswith("--")).strip()
+            if body.startswith("update "):
+                admin.execute(body)
+        cursor = admin.execute("select cursor from vera.sources where source_id = %s", (source.source_id,))
+        assert cursor.fetchone() == ({"@position": {}},)
+    assert _signed(world, group, source.source_id) == ["cmdb.csv", "runbooks/billing.md"]
+    after = run()
+    assert (after.untouched, after.unchanged, after.ingested) == (2, 1, 0)  # notes.txt's entry did not match
+    final = run()
+    assert (final.untouched, final.ingested) == (3, 0)
