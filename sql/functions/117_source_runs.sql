@@ -104,7 +104,7 @@ grant execute on function vera.source_run_settings(text, uuid) to vera_worker;
 -- of it without reading it, vera.note_record_signatures; null when none).
 -- Ids it never saw are not returned. Members.
 drop function if exists vera.record_heads(text, uuid, text[]);
-create function vera.record_heads(group_id text, source_id uuid, external_ids text[])
+create or replace function vera.record_heads(group_id text, source_id uuid, external_ids text[])
 returns table (external_id text, content_sha256 bytea, episode_id uuid, live boolean, signature text)
 language plpgsql stable security definer
 set search_path = vera, pg_temp
