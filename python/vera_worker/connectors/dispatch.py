@@ -14,10 +14,10 @@ from uuid import UUID
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import sources as sources_api
 from vera_client.domain.callers import Principal
-from vera_client.domain.errors import DatabaseUnavailableError, NotFoundError, VeraError
+from vera_client.domain.errors import DatabaseUnavailableError, VeraError
 from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.registry import connector_kind
-from vera_worker.connectors.runner import ConnectorIngestion, ConnectorRequest
+from vera_worker.connectors.runner import ConnectorIngestion, ConnectorRequest, source_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +63,7 @@ class SourceRuns:
         caller = Principal(request.principal_id)
         try:
             with self._sql.transaction(caller) as tx:
-                source = next(
-                    (
-                        s
-                        for s in tx.run(sources_api.list_sources(request.group_id))
-                        if s.source_id == request.source_id
-                    ),
-                    None,
-                )
-                if source is None:
-                    raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
+                source = source_of(tx, request.group_id, request.source_id)
                 run_id = tx.run(sources_api.begin_source_run(request.group_id, request.source_id))
         except VeraError as exc:
             if self._on_failure is not None:

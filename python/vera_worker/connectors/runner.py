@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres.executor import Executor
+from vera_client.adapters.postgres.executor import Executor, Transaction
 from vera_client.api import curation as curation_api
 from vera_client.api import search as search_api
 from vera_client.api import sources as sources_api
@@ -173,6 +173,14 @@ class _Run:
         return Principal(self.request.principal_id)
 
 
+def source_of(tx: Transaction, group_id: str, source_id: UUID) -> sources_api.Source:
+    """The source a run reads, or NotFoundError."""
+    found = next((s for s in tx.run(sources_api.list_sources(group_id)) if s.source_id == source_id), None)
+    if found is None:
+        raise NotFoundError(f"unknown source {source_id} in group {group_id}")
+    return found
+
+
 class ConnectorIngestion:
     """Runs a connector kind's source through the worker's executor (role vera_worker)."""
 
@@ -218,16 +226,7 @@ class ConnectorIngestion:
 
     def _run(self, kind: Kind, request: ConnectorRequest, should_stop: Callable[[], bool]) -> IngestReport:
         with self._sql.transaction(Principal(request.principal_id)) as tx:
-            source = next(
-                (
-                    s
-                    for s in tx.run(sources_api.list_sources(request.group_id))
-                    if s.source_id == request.source_id
-                ),
-                None,
-            )
-            if source is None:
-                raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
+            source = source_of(tx, request.group_id, request.source_id)
             if source.retracted_at is not None:
                 raise NotFoundError(f"source {source.name!r} was retracted")
             settings = tx.run(sources_api.source_run_settings(request.group_id, request.source_id))
