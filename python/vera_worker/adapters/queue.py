@@ -297,10 +297,13 @@ def worker_options(stalled_after: float) -> dict[str, Any]:
     return {**POLL, "update_heartbeat_interval": stalled_after / 3, "stalled_worker_timeout": stalled_after}
 
 
-def drain(app: procrastinate.App, *, stalled_after: float = 30.0) -> None:
-    """Run every due job of the served queues in this process, then return (one-shot runs)."""
+def drain(
+    app: procrastinate.App, *, stalled_after: float = 30.0, queues: Sequence[str] = SERVED_QUEUES
+) -> None:
+    """Run every due job of the queues (default: all served) in this process, then return
+    (one-shot runs)."""
     app.run_worker(
-        queues=list(SERVED_QUEUES),
+        queues=list(queues),
         wait=False,
         concurrency=1,
         install_signal_handlers=False,
