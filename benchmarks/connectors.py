@@ -48,8 +48,8 @@ from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
+from vera_worker.domain.jobs import JobName
 
 TOKEN_ENV = "BENCH_CMDB_TOKEN"  # noqa: S105 (the name of a variable, not a secret)
 # the names of variables, not secrets
@@ -69,14 +69,14 @@ def run(
     worker_dsn = bench.server.worker_url(bench.database)
     store = LocalObjectStore(objects)
     with closing(Executor.connect(worker_dsn, check=True)) as sql:
-        folder = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                 on_report=reports.append, allowed_roots=[objects.parent])  # fmt: skip
         connectors = ConnectorIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                         environ=ENVIRON, allowed_roots=(objects.parent,),
                                         cache_dir=objects.parent / "cache")  # fmt: skip
-        ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
+        ingestion = SourceRuns(sql, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
-        drain(build_app(worker_dsn, objects=store, ingestion=ingestion))
+        # the ingest job alone: the facts it publishes queue embed and graph jobs that a run
+        # without an embedder or a graph would only fail and retry (not the connector's time)
+        drain(build_app(worker_dsn, objects=store, ingestion=ingestion), queues=[JobName.INGEST_SOURCE.queue])
         return reports[0], time.perf_counter() - started
 
 

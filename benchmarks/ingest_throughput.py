@@ -35,8 +35,9 @@ from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import SourceIngestion
+from vera_worker.connectors.runner import ConnectorIngestion
 
 SCIFACT = (
     Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "beir_test" / "corpus.jsonl.gz"
@@ -88,13 +89,10 @@ def run(
     reports: list[IngestReport] = []
     worker_dsn = bench.server.worker_url(bench.database)
     with closing(Executor.connect(worker_dsn, check=True)) as sql:  # the worker's pool
-        ingestion = SourceIngestion(
-            sql,
-            objects=LocalObjectStore(objects),
-            embedder_for_model=lambda _pinned: embedder,
-            on_report=reports.append,
-            allowed_roots=[objects.parent],
-        )
+        connectors = ConnectorIngestion(sql, objects=LocalObjectStore(objects),
+                                        embedder_for_model=lambda _pinned: embedder, environ={},
+                                        allowed_roots=(objects.parent,))  # fmt: skip
+        ingestion = SourceRuns(sql, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
         drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
         return reports[0], time.perf_counter() - started
