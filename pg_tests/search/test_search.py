@@ -365,7 +365,8 @@ def test_maintenance_refuses_a_nonsense_threshold(world: World) -> None:
 
 
 def test_the_lexical_query_keeps_every_word_with_its_diacritics(world: World) -> None:
-    """No stopword list: BM25 weighs "the" by how common it is (nearly nothing)."""
+    """No stopword list: BM25 weighs "the" by how common it is (nearly nothing). A Vietnamese
+    query also holds its adjacent word pairs (vera-search/10)."""
     with world.db.admin() as conn:
         rows = conn.execute(
             "select vera.lexical_query(q)::text from unnest(array["
@@ -374,7 +375,7 @@ def test_the_lexical_query_keeps_every_word_with_its_diacritics(world: World) ->
         defaults = conn.execute("select vera.default_weights()").fetchone()[0]  # type: ignore[index]
     assert [row[0] for row in rows] == [
         "'api' | 'billing' | 'billing-api' | 'does' | 'run' | 'the' | 'where'",
-        "'của' | 'dịch' | 'tôi' | 'vụ'",
+        "'của' | 'của_tôi' | 'dịch' | 'dịch_vụ' | 'tôi' | 'vụ' | 'vụ_của'",
         "'and' | 'of' | 'the'",
         "'it'",
         None,
