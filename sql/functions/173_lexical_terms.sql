@@ -8,7 +8,7 @@
 -- unigram BM25 scores apart. A text that vera.query_language reads as
 -- Vietnamese also holds each pair of adjacent words as one term
 -- ("thành_phố"), so that a paragraph holding the phrase outscores one that
--- holds its syllables apart (XQuAD vi -> vi full text hit@1 0.892 -> see
+-- holds its syllables apart (XQuAD vi -> vi full text hit@1 0.892 -> 0.913,
 -- docs/quality.md). English text gets none: pairs cost English full text
 -- 0.024 hit@1 when applied to all text. The rule is decided per text (a
 -- fact's text, a passage's heading and text, a query), by the same
