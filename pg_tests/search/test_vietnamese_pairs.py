@@ -1,8 +1,8 @@
 """Vietnamese text is indexed and searched by its adjacent word pairs too
-(sql/functions/173_lexical_terms.sql, migration 0016, vera-search/10): a
+(sql/functions/173_lexical_terms.sql, migration 0015, vera-search/10): a
 Vietnamese phrase matches the text that holds it by its syllable pairs; English
 text and queries get none; the stored tsvectors, the query's terms and the BM25
-statistics agree; and migration 0016 brings rows stored before it to the same
+statistics agree; and migration 0015 brings rows stored before it to the same
 state, twice run the same as once."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pg_tests.support.searching import search
 from pg_tests.support.seed import World, caller, seed_world
 from pg_tests.support.writes import claim, project_with_source, publish, record_episode
 
-MIGRATION = ROOT / "sql" / "migrations" / "0016_vietnamese_pairs.sql"
+MIGRATION = ROOT / "sql" / "migrations" / "0015_vietnamese_pairs.sql"
 
 VIETNAMESE = "Thành phố Hồ Chí Minh là thành phố lớn nhất Việt Nam"
 ENGLISH = "Ho Chi Minh City, once Sài Gòn, is the largest city of Vietnam"
@@ -159,7 +159,7 @@ def test_the_stored_tsvector_follows_the_text_and_is_never_given(world: World) -
         assert changed == (True,)
 
 
-# ---------------------------------------------------------------- migration 0016
+# ---------------------------------------------------------------- migration 0015
 
 STATISTICS = """
     with docs as (
@@ -190,9 +190,9 @@ def stored_statistics(admin: psycopg.Connection, groups: list[str]) -> set[tuple
     return {tuple(map(str, row)) for row in rows}
 
 
-def as_before_0016(admin: psycopg.Connection) -> None:
+def as_before_0015(admin: psycopg.Connection) -> None:
     """Every row as vera-search/9 stored it (to_tsvector('simple'), no pairs), the statistics
-    recounted from those: the state migration 0016 starts from."""
+    recounted from those: the state migration 0015 starts from."""
     admin.execute("alter table vera.facts disable trigger facts_set_tsv")
     admin.execute("alter table vera.chunks disable trigger chunks_set_tsv")
     admin.execute("update vera.facts set tsv = to_tsvector('simple', fact_text)")
@@ -205,21 +205,21 @@ def as_before_0016(admin: psycopg.Connection) -> None:
     )
 
 
-def migrate_0016(admin: psycopg.Connection) -> None:
+def migrate_0015(admin: psycopg.Connection) -> None:
     admin.execute(Path(MIGRATION).read_text())  # type: ignore[arg-type]
 
 
-def test_migration_0016_adds_the_pairs_to_rows_stored_before_it(make_database) -> None:
+def test_migration_0015_adds_the_pairs_to_rows_stored_before_it(make_database) -> None:
     database: Database = make_database()
     world = _small_world(database)
     with database.admin(autocommit=False) as admin:
-        as_before_0016(admin)
+        as_before_0015(admin)
         admin.commit()
         pair_rows = admin.execute(
             "select count(*) from vera.facts where exists (select from unnest(tsv) u where u.lexeme like '%!_%' escape '!')"
         ).fetchone()
         assert pair_rows == (0,)
-        migrate_0016(admin)
+        migrate_0015(admin)
         admin.commit()
         stale = admin.execute(
             """select (select count(*) from vera.facts where tsv is distinct from vera.lexical_tsvector(fact_text)),
@@ -231,7 +231,7 @@ def test_migration_0016_adds_the_pairs_to_rows_stored_before_it(make_database) -
         assert stale is not None and stale[:2] == (0, 0) and stale[2] > 0
         assert stored_statistics(admin, world) == recounted(admin, world)
         snapshot = stored_statistics(admin, world)
-        migrate_0016(admin)  # again: nothing changes, nothing is counted twice
+        migrate_0015(admin)  # again: nothing changes, nothing is counted twice
         admin.commit()
         assert stored_statistics(admin, world) == snapshot
         forced = admin.execute(
@@ -247,7 +247,7 @@ def _small_world(database: Database) -> list[str]:
     groups = []
     for tenant in (world.a, world.b):
         with caller(database, tenant.owner_key) as conn:
-            group, source = project_with_source(conn, tenant.organisation, "before-0016")
+            group, source = project_with_source(conn, tenant.organisation, "before-0015")
             episode, _, _ = record_episode(conn, group, source, "page", "v1")
             publish(conn, group, episode, [
                 claim("thành phố", "is", "lớn", fact_text=VIETNAMESE),

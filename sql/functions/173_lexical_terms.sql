@@ -14,7 +14,7 @@
 -- fact's text, a passage's heading and text, a query), by the same
 -- vera.query_language the read path uses to drop a vector its model cannot
 -- read. The stored tsvectors depend on it: a change to this function or to
--- vera.query_language needs a migration that recomputes them (as 0016 did).
+-- vera.query_language needs a migration that recomputes them (as 0015 did).
 set role vera_owner;
 
 -- Contract: the lexemes of a text as the lexical half indexes and matches

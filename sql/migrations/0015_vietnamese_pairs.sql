@@ -1,4 +1,4 @@
--- 0016_vietnamese_pairs: Vietnamese text is also indexed by its adjacent
+-- 0015_vietnamese_pairs: Vietnamese text is also indexed by its adjacent
 -- word pairs (issue 28, vera-search/10). The stored tsvectors of facts and
 -- passages were generated columns, to_tsvector('simple') of the text; they
 -- become plain columns that the triggers facts_set_tsv and chunks_set_tsv
