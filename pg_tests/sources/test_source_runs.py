@@ -44,6 +44,11 @@ CALLS: dict[str, Callable[[sources_api.Source], Call[Any]]] = {
     "end_source_run": lambda s: sources_api.end_source_run(s.group_id, UUID(int=1), "done", {}),
     "source_run_settings": lambda s: sources_api.source_run_settings(s.group_id, s.source_id),
     "record_heads": lambda s: sources_api.record_heads(s.group_id, s.source_id, ["ci-1"]),
+    "note_record_signatures": lambda s: sources_api.note_record_signatures(
+        s.group_id,
+        s.source_id,
+        [sources_api.NotedSignature(external_id="ci-1", sha256="0" * 64, signature="1:2")],
+    ),
     "live_records": lambda s: sources_api.live_records(s.group_id, s.source_id),
     "set_source_interval": lambda s: sources_api.set_source_interval(s.group_id, s.source_id, 60),
     "source_status": lambda s: sources_api.source_status(s.group_id),

@@ -60,11 +60,6 @@ comment on function vera.logistic(double precision) is 'Internal: the logistic f
 -- vera.match_confidence, which callers may run, calls it (as they do)
 grant execute on function vera.logistic(double precision) to vera_app, vera_worker, vera_gateway;
 
--- Internal: the match model's log-odds for an item's two measures (null
--- where a half was not searched, or the item has no vector), each half's
--- term scaled by the search's weight of that half (1 by default: a weight
--- other than 1 moves the confidence off its calibration; 0 leaves the half
--- out). Null when neither measure is there.
 -- Internal: a coefficient of the match model (intercept, lexical or
 -- similarity) for the kind of search an item's measures make (hybrid,
 -- lexical or vector), as vera.match_logit reads it.
@@ -89,6 +84,11 @@ grant execute on function vera.match_coefficient(text, double precision, double 
                                                  double precision)
     to vera_app, vera_worker, vera_gateway;
 
+-- Internal: the match model's log-odds for an item's two measures (null
+-- where a half was not searched, or the item has no vector), each half's
+-- term scaled by the search's weight of that half (1 by default: a weight
+-- other than 1 moves the confidence off its calibration; 0 leaves the half
+-- out). Null when neither measure is there.
 create or replace function vera.match_logit(lexical_match double precision, similarity double precision,
                                             lexical_weight double precision default 1,
                                             vector_weight double precision default 1)
