@@ -12,7 +12,11 @@ Slack GET /api/conversations.history?channel=C&oldest=TS&limit=N&cursor=C
       GET /api/conversations.replies?channel=C&ts=THREAD_TS&limit=N&cursor=C
       -> {"ok": true, "messages": [...], "has_more": bool,
           "response_metadata": {"next_cursor": C or ""}}, history newest first,
-      oldest exclusive. Auth: Bearer token; any other is HTTP 200 with
+      oldest exclusive; a thread parent carries reply_count and latest_reply,
+      computed from its replies as Slack does.
+      GET /api/users.info?user=U -> {"ok": true, "user": {"id", "name", "real_name",
+          "profile": {"display_name", "real_name"}}}, or {"ok": false, "error": "user_not_found"}.
+      Auth: Bearer token; any other is HTTP 200 with
       {"ok": false, "error": "invalid_auth"}; a rate limit is a 429 with
       Retry-After and {"ok": false, "error": "ratelimited"}.
 
@@ -166,10 +170,15 @@ class SlackStandin(_Standin):
     token: str = SLACK_TOKEN
     channels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     replies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # thread_ts -> replies
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> users.info's "user"
 
     def normal(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Answer:
         if headers.get("authorization") != f"Bearer {self.token}":
             return _json(200, {"ok": False, "error": "invalid_auth"})
+        if path == "/api/users.info":
+            user = self.users.get(query.get("user", ""))
+            found = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+            return _json(200, found)
         channel = query.get("channel", "")
         if channel not in self.channels:
             return _json(200, {"ok": False, "error": "channel_not_found"})
@@ -192,7 +201,7 @@ class SlackStandin(_Standin):
             if query.get("cursor")
             else 0
         )
-        page = found[start : start + limit]
+        page = [self._with_thread_state(m) for m in found[start : start + limit]]
         following = (
             base64.b64encode(f"next_ts:{start + limit}".encode()).decode()
             if start + limit < len(found)
@@ -200,6 +209,14 @@ class SlackStandin(_Standin):
         )
         return _json(200, {"ok": True, "messages": page, "has_more": bool(following), "pin_count": 0,
                            "response_metadata": {"next_cursor": following}})  # fmt: skip
+
+    def _with_thread_state(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A thread parent as Slack serves it: its replies' count and the newest one's ts."""
+        replies = self.replies.get(str(message.get("ts")))
+        if not replies:
+            return message
+        latest = max(replies, key=lambda m: _ts(m) or Decimal(0))["ts"]
+        return {**message, "thread_ts": message["ts"], "reply_count": len(replies), "latest_reply": latest}
 
 
 @dataclass
