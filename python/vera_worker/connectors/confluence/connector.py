@@ -16,8 +16,8 @@ the site: https://SITE.atlassian.net; config "space_id", the space's numeric id)
         -> {"results": [{"id", "title", ...}], "_links": {"next"}}: the pages with a label
 
 with, given config "email", `Authorization: Basic base64(email:token)` (an
-Atlassian API token), else `Bearer TOKEN`. The token bucket allows config "requests_per_second" (default the
-worker's, 10).
+Atlassian API token), else `Bearer TOKEN`. The token bucket allows config
+"requests_per_second" (default: the worker's, 10).
 
 Labels: the v2 listings of pages carry none (`include-labels` is a parameter of
 one page's GET only), so a page's labels cost a request of their own. A run
