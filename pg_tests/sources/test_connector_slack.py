@@ -206,6 +206,20 @@ def test_an_edit_and_a_late_reply_within_the_look_back_window_are_seen(
     assert "The freeze is lifted." not in search_texts(world, group, "freeze lifted")
 
 
+def test_a_token_that_may_not_read_users_keeps_the_ids(
+    world: World, slack: SlackStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "slack-no-users")
+    _register(world, group, slack)
+    slack.script(
+        "/api/users.info", Reply(body=b'{"ok": false, "error": "missing_scope", "needed": "users:read"}')
+    )
+    [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (report.ingested, report.failed) == (6, [])
+    assert [r.path for r in slack.requests].count("/api/users.info") == 1  # asked once, then no more
+    assert "Ask @U0LINH about the ledger runbook." in search_texts(world, group, "ledger runbook")
+
+
 def test_a_look_back_window_out_of_range_is_refused(
     world: World, slack: SlackStandin, tmp_path: Path
 ) -> None:

@@ -220,6 +220,8 @@ class SlackConnector:
             return user
         if user not in self._names:
             answer = self._answer("users.info", {"user": user}, tolerated=_UNKNOWN_USER)
+            if answer.get("error") in ("missing_scope", "no_permission"):
+                self._resolve_users = False  # the token may not read users: no more asking this run
             found = answer.get("user") if answer.get("ok") is True else None
             found = found if isinstance(found, Mapping) else {}
             profile = found.get("profile")
