@@ -12,7 +12,11 @@ Slack GET /api/conversations.history?channel=C&oldest=TS&limit=N&cursor=C
       GET /api/conversations.replies?channel=C&ts=THREAD_TS&limit=N&cursor=C
       -> {"ok": true, "messages": [...], "has_more": bool,
           "response_metadata": {"next_cursor": C or ""}}, history newest first,
-      oldest exclusive. Auth: Bearer token; any other is HTTP 200 with
+      oldest exclusive; a thread parent carries reply_count and latest_reply,
+      computed from its replies as Slack does.
+      GET /api/users.info?user=U -> {"ok": true, "user": {"id", "name", "real_name",
+          "profile": {"display_name", "real_name"}}}, or {"ok": false, "error": "user_not_found"}.
+      Auth: Bearer token; any other is HTTP 200 with
       {"ok": false, "error": "invalid_auth"}; a rate limit is a 429 with
       Retry-After and {"ok": false, "error": "ratelimited"}.
 
@@ -20,6 +24,10 @@ Confluence GET /wiki/api/v2/spaces/{id}/pages?sort=-modified-date|id&limit=N&bod
       -> {"results": [...], "_links": {"next": "/wiki/api/v2/...?cursor=...", "base": ".../wiki"}}
       (the next link in the `Link` header too; the body only with body-format=storage)
       GET /wiki/api/v2/pages/{id}/labels -> {"results": [{"id", "name", "prefix"}], "_links": {}}
+      GET /wiki/api/v2/spaces/{id}/content/labels -> the same shape, the labels of the space's pages
+      GET /wiki/api/v2/labels/{label_id}/pages?space-id=S&limit=N&cursor=C -> the pages with
+          the label (sorted by id, without bodies), as the pages listing pages them
+      (a label's id is the same in every answer; limits: 250)
       Auth: Basic base64(email:token) or Bearer token; else a 401 with
       {"errors": [{"status": 401, "code": "UNAUTHORIZED", "title": "Unauthorized"}]}.
 
@@ -166,10 +174,15 @@ class SlackStandin(_Standin):
     token: str = SLACK_TOKEN
     channels: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     replies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # thread_ts -> replies
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # user id -> users.info's "user"
 
     def normal(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Answer:
         if headers.get("authorization") != f"Bearer {self.token}":
             return _json(200, {"ok": False, "error": "invalid_auth"})
+        if path == "/api/users.info":
+            user = self.users.get(query.get("user", ""))
+            found = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+            return _json(200, found)
         channel = query.get("channel", "")
         if channel not in self.channels:
             return _json(200, {"ok": False, "error": "channel_not_found"})
@@ -192,7 +205,7 @@ class SlackStandin(_Standin):
             if query.get("cursor")
             else 0
         )
-        page = found[start : start + limit]
+        page = [self._with_thread_state(m) for m in found[start : start + limit]]
         following = (
             base64.b64encode(f"next_ts:{start + limit}".encode()).decode()
             if start + limit < len(found)
@@ -200,6 +213,14 @@ class SlackStandin(_Standin):
         )
         return _json(200, {"ok": True, "messages": page, "has_more": bool(following), "pin_count": 0,
                            "response_metadata": {"next_cursor": following}})  # fmt: skip
+
+    def _with_thread_state(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A thread parent as Slack serves it: its replies' count and the newest one's ts."""
+        replies = self.replies.get(str(message.get("ts")))
+        if not replies:
+            return message
+        latest = max(replies, key=lambda m: _ts(m) or Decimal(0))["ts"]
+        return {**message, "thread_ts": message["ts"], "reply_count": len(replies), "latest_reply": latest}
 
 
 @dataclass
@@ -210,6 +231,11 @@ class ConfluenceStandin(_Standin):
     email: str = JIRA_EMAIL
     space_id: str = "98304"
     pages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    label_ids: dict[str, str] = field(default_factory=dict)  # name -> id, given when first served
+
+    def _label(self, name: str) -> dict[str, str]:
+        label_id = self.label_ids.setdefault(name, str(9000 + len(self.label_ids)))
+        return {"id": label_id, "name": name, "prefix": "global"}
 
     def normal(self, path: str, query: dict[str, str], headers: dict[str, str]) -> Answer:
         basic = base64.b64encode(f"{self.email}:{self.token}".encode()).decode()
@@ -218,14 +244,8 @@ class ConfluenceStandin(_Standin):
                                            "detail": None}]})  # fmt: skip
         start = int(base64.b64decode(query["cursor"]).decode()) if query.get("cursor") else 0
         limit = max(1, min(int(query.get("limit", "25")), 250))
-        labels = re.fullmatch(r"/wiki/api/v2/pages/([0-9]+)/labels", path)
-        if labels is not None:
-            page = self.pages.get(labels[1])
-            if page is None:
-                return _json(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
-            names = page.get("labels", [])
-            found = [{"id": str(n), "name": name, "prefix": "global"} for n, name in enumerate(names)]
-            return self._page_of(path, query, found, start, limit)
+        if (labels := self._labels(path, query, start, limit)) is not None:
+            return labels
         if path != f"/wiki/api/v2/spaces/{self.space_id}/pages":
             return _json(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
         if query.get("sort") == "-modified-date":
@@ -241,6 +261,32 @@ class ConfluenceStandin(_Standin):
                 one["body"] = page.get("body", {})
             shaped.append(one)
         return self._page_of(path, query, shaped, start, limit)
+
+    def _labels(self, path: str, query: dict[str, str], start: int, limit: int) -> Answer | None:
+        """The label routes' answers; None for another path."""
+        not_found = _json(404, {"errors": [{"status": 404, "code": "NOT_FOUND", "title": "Not Found"}]})
+        labels = re.fullmatch(r"/wiki/api/v2/pages/([0-9]+)/labels", path)
+        if labels is not None:
+            page = self.pages.get(labels[1])
+            if page is None:
+                return not_found
+            found = [self._label(name) for name in page.get("labels", [])]
+            return self._page_of(path, query, found, start, limit)
+        if path == f"/wiki/api/v2/spaces/{self.space_id}/content/labels":
+            names = sorted({name for page in self.pages.values() for name in page.get("labels", [])})
+            return self._page_of(path, query, [self._label(name) for name in names], start, limit)
+        labelled = re.fullmatch(r"/wiki/api/v2/labels/([0-9]+)/pages", path)
+        if labelled is not None:
+            name = next((n for n, i in self.label_ids.items() if i == labelled[1]), None)
+            if name is None:
+                return not_found
+            found = [
+                {k: v for k, v in page.items() if k not in ("labels", "body")}
+                for page in sorted(self.pages.values(), key=lambda p: int(p["id"]))
+                if name in page.get("labels", []) and query.get("space-id", self.space_id) == self.space_id
+            ]
+            return self._page_of(path, query, found, start, limit)
+        return None
 
     def _page_of(self, path: str, query: dict[str, str], found: list[Any], start: int, limit: int) -> Answer:
         links: dict[str, str] = {"base": f"{self.url}/wiki"}

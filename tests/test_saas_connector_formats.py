@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
+from vera_client.config import ResilienceSettings
+from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.confluence.storage import storage_markdown
 from vera_worker.connectors.contract import ItemSkipped
+from vera_worker.connectors.http import rate_limited
 from vera_worker.connectors.jira.adf import MAX_DEPTH, AdfError, adf_text
 from vera_worker.connectors.jira.mapping import issue_record
 from vera_worker.connectors.slack.connector import _plain
@@ -100,3 +103,26 @@ def test_slack_links_and_mentions_read_as_text() -> None:
     assert _plain(
         "ask <@U0LINH> in <#C01|ops> about <https://x.example/a|the runbook> &amp; <https://y.example>"
     ) == ("ask @U0LINH in ops about the runbook & https://y.example")
+
+
+def test_slack_mentions_read_as_names_when_a_resolver_is_given() -> None:
+    names = {"U0LINH": "Linh Tran"}
+    assert _plain("ask <@U0LINH> and <@U0GONE>", lambda user: names.get(user, user)) == (
+        "ask @Linh Tran and @U0GONE"
+    )
+
+
+@pytest.mark.parametrize("rate", [0, 0.05, 1001, -2, True, "10", None])
+def test_a_request_rate_out_of_range_is_refused_in_one_line(rate: object) -> None:
+    with pytest.raises(InvalidArgumentError) as refused:
+        rate_limited("wiki", {"requests_per_second": rate}, ResilienceSettings())
+    assert str(refused.value).startswith(
+        "source 'wiki': config \"requests_per_second\" must be a number from 0.1 to 1,000, not "
+    )
+
+
+def test_a_request_rate_sets_the_token_buckets_and_none_keeps_the_workers() -> None:
+    worker = ResilienceSettings(rate_per_second=7, burst=3)
+    assert rate_limited("wiki", {"requests_per_second": 2}, worker).rate_per_second == 2.0
+    assert rate_limited("wiki", {"requests_per_second": 2}, worker).burst == 3
+    assert rate_limited("wiki", {}, worker) is worker

@@ -99,11 +99,14 @@ def test_a_confluence_source_is_added_ingested_and_listed(make_database, tmp_pat
             "_links": {"webui": "/spaces/OPS/pages/7"}, "labels": ["runbook"]}  # fmt: skip
     confluence = ConfluenceStandin(pages={"7": page})
     with serving(confluence, ""):
-        added = run_vera(
-            ["source", "add", "confluence", "ops wiki", confluence.url, "--space-id", confluence.space_id,
-             "--email", JIRA_EMAIL, "--token-env", "OPS_WIKI_TOKEN"],
-            env,
-        )  # fmt: skip
+        add = ["source", "add", "confluence", "ops wiki", confluence.url, "--space-id", confluence.space_id,
+               "--email", JIRA_EMAIL, "--token-env", "OPS_WIKI_TOKEN", "--requests-per-second"]  # fmt: skip
+        refused = run_vera([*add, "0"], env)
+        assert refused.exit_code == 2
+        assert "Invalid value for '--requests-per-second': 0.0 is not in the range 0.1<=x<=1000." in (
+            refused.output + refused.stderr
+        )
+        added = run_vera([*add, "5"], env)
         assert added.exit_code == 0, added.output
         assert "confluence, tier 2, space 98304, token from $OPS_WIKI_TOKEN" in added.output
         ingested = run_vera(["ingest", "ops wiki"], env | {"OPS_WIKI_TOKEN": CONFLUENCE_TOKEN})

@@ -5,13 +5,15 @@ Bearer auth, the v2 error shape): a first run in pages with storage format made
 Markdown, a re-run with nothing changed that reads no body, an incremental run
 by version, deletion found by the prune, a 429 with Retry-After, an expired
 token (one clear line), a run that dies mid-way and the next resuming (nothing
-lost or doubled), bad pages skipped by name and counted, and the secret in no
-log, job row or error."""
+lost or doubled), bad pages skipped by name and counted, labels read by label
+past a run's first pages, the request rate per source (refused out of range),
+and the secret in no log, job row or error."""
 
 from __future__ import annotations
 
 import base64
 import logging
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +37,7 @@ from pg_tests.support.connector_runs import (
 from pg_tests.support.ingesting import run_worker
 from pg_tests.support.seed import World, create_project
 from vera_client.api import sources as sources_api
+from vera_client.domain.errors import InvalidArgumentError
 
 TOKEN_ENV = "VERA_TEST_CONFLUENCE_TOKEN"
 ENVIRON = {TOKEN_ENV: CONFLUENCE_TOKEN}
@@ -241,3 +244,69 @@ def test_the_secret_is_in_no_log_job_row_run_row_or_error(
     assert all(CONFLUENCE_TOKEN not in str(r.query) for r in confluence.requests)
     assert any(r.headers.get("authorization") == f"Basic {basic}" for r in confluence.requests)
     assert_nowhere(world, caplog.text, CONFLUENCE_TOKEN, basic)
+
+
+def _requests(confluence: ConfluenceStandin, pattern: str) -> int:
+    return sum(1 for r in confluence.requests if re.fullmatch(pattern, r.path))
+
+
+def test_labels_are_read_by_label_past_a_runs_first_pages(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-labels")
+    confluence.pages = {
+        str(n): _page(n, f"Service {n}", number=1, at=f"2026-01-01T10:{n:02d}:00.000Z",
+                      labels=[name for name, every in (("billing", 2), ("search", 3), ("tier-1", 5)) if n % every == 0])
+        for n in range(1, 41)
+    }  # fmt: skip
+    source = _register(world, group, confluence, page_size=10)
+    [first] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert first.ingested == 40
+    # the newest 20 pages: their labels one page at a time; past 25 pages, the space's three
+    # labels are fewer than the pages asked: each label's pages, and no more one by one
+    assert _requests(confluence, r"/wiki/api/v2/pages/[0-9]+/labels") == 20
+    assert _requests(confluence, r"/wiki/api/v2/spaces/98304/content/labels") == 1
+    assert _requests(confluence, r"/wiki/api/v2/labels/[0-9]+/pages") == 3
+    # the same labels either way: page 30 (asked one by one), page 10 (from the labels' pages)
+    with world.db.admin() as admin:
+        facts = {
+            row[0] for row in admin.execute(
+                "select f.fact_text from vera.facts f where f.group_id = %s and f.predicate = 'HAS_LABEL'",
+                (group,),
+            )
+        }  # fmt: skip
+    assert {f for f in facts if f.startswith("Service 30 ")} == {
+        "Service 30 has label billing", "Service 30 has label search", "Service 30 has label tier-1"
+    }  # fmt: skip
+    assert {f for f in facts if f.startswith("Service 10 ")} == {
+        "Service 10 has label billing", "Service 10 has label tier-1"
+    }  # fmt: skip
+    assert len(facts) == 20 + 13 + 8
+
+    # a small incremental run: the changed page's labels by one request
+    confluence.pages["7"] = _page(7, "Service 7", number=2, at="2026-02-01T10:00:00.000Z", labels=["search"])
+    confluence.requests.clear()
+    ingest_again(world, source)
+    [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (second.ingested, second.claims) == (1, 2)  # HAS_LABEL search, LAST_MODIFIED_BY
+    assert [r.path for r in confluence.requests if "label" in r.path] == ["/wiki/api/v2/pages/7/labels"]
+
+
+def test_the_request_rate_is_a_setting_of_the_source(
+    world: World, confluence: ConfluenceStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "confluence-rate")
+    for bad in (0, -1, 5000, "fast", True):
+        with pytest.raises(
+            InvalidArgumentError, match=r"config requests_per_second must be a number from 0\.1 to 1,000"
+        ):
+            _register(world, group, confluence, requests_per_second=bad)
+    _register(world, group, confluence, requests_per_second=2.5)
+    started = time.monotonic()
+    [report] = run_worker(
+        world.db, tmp_path, environ=ENVIRON, resilience=FAST.model_copy(update={"burst": 1})
+    )
+    # a bucket of one refilled 2.5 times a second: 3 listings and 5 label requests (one by one)
+    # after the first take at least 7 / 2.5 s
+    assert report.ingested == 5
+    assert time.monotonic() - started >= 2.8

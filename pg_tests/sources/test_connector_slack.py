@@ -1,8 +1,10 @@
 """The Slack connector through the real worker against the local Slack Web API
 stand-in (tests/saas_standins.py: conversations.history newest first from an
 exclusive `oldest`, conversations.replies, response_metadata.next_cursor,
-Bearer auth, `ok: false` bodies): a first run in pages with a thread's
-replies, an incremental run from the newest ts, deletion found by the prune, a
+Bearer auth, `ok: false` bodies, users.info): a first run in pages with a
+thread's replies and the authors' names, an incremental run from the newest ts
+less the look-back window (an edit of an old message and a late reply to an
+old thread seen, nothing unchanged written), deletion found by the prune, a
 429 with Retry-After, an invalid token (one clear line), a run that dies
 mid-way and the next resuming (nothing lost or doubled), bad messages skipped
 by name and counted, the default tier 4, and the secret in no log, job row or
@@ -78,6 +80,12 @@ def slack() -> Iterator[SlackStandin]:
             _message("1767258150.000300", "Even hotfixes?", thread_ts="1767258060.000200"),
             _message("1767258200.000400", "Hotfixes need the release manager.", thread_ts="1767258060.000200"),
         ]},
+        users={
+            "U0MAI": {"id": "U0MAI", "name": "mai", "real_name": "Mai Nguyen",
+                      "profile": {"display_name": "Mai", "real_name": "Mai Nguyen"}},
+            "U0LINH": {"id": "U0LINH", "name": "linh", "real_name": "Linh Tran",
+                       "profile": {"display_name": "", "real_name": "Linh Tran"}},
+        },
     )  # fmt: skip
     with serving(standin, "/api"):
         yield standin
@@ -112,7 +120,16 @@ def test_first_run_threads_incremental_run_and_prune(
         ("1767258060.000200", "999", False),
     ]
     assert "Hotfixes need the release manager." in search_texts(world, group, "hotfixes release manager")
-    assert "Ask @U0LINH about the ledger runbook." in search_texts(world, group, "ledger runbook")
+    assert "Ask @Linh Tran about the ledger runbook." in search_texts(world, group, "ledger runbook")
+    # each author's name asked once for the run (U0NEW joined: not a message of people)
+    users = sorted(r.query["user"] for r in slack.requests if r.path == "/api/users.info")
+    assert users == ["U0LINH", "U0MAI"]
+    with world.db.admin() as admin:
+        [(title,)] = admin.execute(
+            "select title from vera.episodes where group_id = %s and external_id = %s",
+            (group, f"{CHANNEL}/1767258000.000100"),
+        ).fetchall()
+    assert title.startswith("#incidents: Mai at 2026-01-01")
     with world.db.admin() as admin:
         tier, uri = admin.execute(
             "select s.trust_tier, e.uri from vera.sources s join vera.episodes e using (source_id) "
@@ -121,18 +138,19 @@ def test_first_run_threads_incremental_run_and_prune(
     assert (tier, uri) == (4, f"slack://channel?id={CHANNEL}&message=1767258000.000100")
     assert source_status(world, group).cursor_position == {"oldest": "1767258400.000600"}
 
-    # nothing changed: asked from the newest ts (exclusive), nothing read
+    # nothing changed: asked from the newest ts less the look-back window (a day); what the window
+    # holds is read again and found unchanged by its hash: nothing written
     slack.requests.clear()
     ingest_again(world, source)
     [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    assert (second.scanned, second.ingested) == (0, 0)
-    assert _history(slack)[0]["oldest"] == "1767258400.000600"
+    assert (second.scanned, second.unchanged, second.ingested) == (6, 6, 0)
+    assert _history(slack)[0]["oldest"] == "1767172000.000600"
 
-    # a new message: only it is read
+    # a new message: only it is written
     slack.channels[CHANNEL].append(_message("1767259000.000700", "The mailer now runs on k8s-saigon-1."))
     ingest_again(world, source)
     [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    assert (third.scanned, third.ingested) == (1, 1)
+    assert (third.scanned, third.ingested) == (7, 1)
 
     # deleted at the source: the prune retracts it
     slack.channels[CHANNEL] = [m for m in slack.channels[CHANNEL] if m["ts"] != "1767258400.000600"]
@@ -143,6 +161,74 @@ def test_first_run_threads_incremental_run_and_prune(
         world, group, "search API owner Discovery"
     )
     assert "Hotfixes need the release manager." in search_texts(world, group, "hotfixes release manager")
+
+
+def test_an_edit_and_a_late_reply_within_the_look_back_window_are_seen(
+    world: World, slack: SlackStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "slack-edits")
+    source = _register(world, group, slack, lookback_s=3600)
+    [first] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert first.ingested == 6
+    versions = dict(episode_versions(world, group))
+
+    # older than the position: an edit of the first message, a reply to the thread
+    [old] = [m for m in slack.channels[CHANNEL] if m["ts"] == "1767258000.000100"]
+    old.update(text="The billing API moved to k8s-hanoi-3 this morning.",
+               edited={"user": "U0MAI", "ts": "1767259500.000000"})  # fmt: skip
+    slack.replies["1767258060.000200"].append(
+        _message("1767259600.000900", "The freeze is lifted.", thread_ts="1767258060.000200")
+    )
+    slack.requests.clear()
+    ingest_again(world, source)
+    [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (second.ingested, second.failed, second.retracted) == (2, [], 0)
+    assert _history(slack)[0]["oldest"] == "1767254800.000600"  # the position less an hour
+    after = dict(episode_versions(world, group))
+    assert after[f"{CHANNEL}/1767258000.000100"] == 2  # the edit: a new version
+    assert after[f"{CHANNEL}/1767259600.000900"] == 1  # the late reply
+    # the thread's parent is not a new version for a new reply (its reply count is not content)
+    assert after[f"{CHANNEL}/1767258060.000200"] == versions[f"{CHANNEL}/1767258060.000200"] == 1
+    assert "The billing API moved to k8s-hanoi-3 this morning." in search_texts(world, group, "billing k8s")
+    assert "The freeze is lifted." in search_texts(world, group, "freeze lifted")
+
+    # nothing changed since: the window is read again, nothing written
+    ingest_again(world, source)
+    [third] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (third.ingested, third.unchanged) == (0, third.scanned)
+    assert dict(episode_versions(world, group)) == after
+
+    # a reply deleted at the source: the prune retracts it, as before
+    slack.replies["1767258060.000200"].pop()
+    ingest_again(world, source)
+    [fourth] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (fourth.ingested, fourth.retracted) == (0, 1)
+    assert "The freeze is lifted." not in search_texts(world, group, "freeze lifted")
+
+
+def test_a_token_that_may_not_read_users_keeps_the_ids(
+    world: World, slack: SlackStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "slack-no-users")
+    _register(world, group, slack)
+    slack.script(
+        "/api/users.info", Reply(body=b'{"ok": false, "error": "missing_scope", "needed": "users:read"}')
+    )
+    [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
+    assert (report.ingested, report.failed) == (6, [])
+    assert [r.path for r in slack.requests].count("/api/users.info") == 1  # asked once, then no more
+    assert "Ask @U0LINH about the ledger runbook." in search_texts(world, group, "ledger runbook")
+
+
+def test_a_look_back_window_out_of_range_is_refused(
+    world: World, slack: SlackStandin, tmp_path: Path
+) -> None:
+    group = create_project(world, "slack-lookback")
+    _register(world, group, slack, lookback_s=-1)
+    assert run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST) == []
+    assert source_status(world, group).error == (
+        "source 'slack incidents': config \"lookback_s\" must be 0 to 7776000 s (90 days)"
+    )
 
 
 def test_a_429_is_waited_out_as_retry_after_asks(world: World, slack: SlackStandin, tmp_path: Path) -> None:

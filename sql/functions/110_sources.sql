@@ -5,7 +5,9 @@ set role vera_owner;
 -- administers: its trust tier decides how its claims are published, so only
 -- admins set it. A config with a "root" (a folder source) must name an
 -- absolute path at or below one of the organisation's source roots, which
--- operators set (vera.add_source_root; VR001 otherwise). Returns the source id.
+-- operators set (vera.add_source_root; VR001 otherwise). A config's
+-- "requests_per_second" (a connector's request rate) is a number from 0.1 to
+-- 1,000 (22023 otherwise). Returns the source id.
 create or replace function vera.register_source(
     group_id text, kind text, name text, trust_tier integer,
     token_env text default null, config jsonb default '{}', uri text default null
@@ -40,6 +42,13 @@ begin
     -- a connector's settings, not a place for data (it is read on every run)
     if pg_catalog.octet_length(register_source.config::text) > 65536 then
         raise exception 'config is over 65,536 bytes' using errcode = '22001';
+    end if;
+    -- a connector's token bucket (requests_per_second): a rate its worker can keep
+    if register_source.config ? 'requests_per_second'
+       and (jsonb_typeof(register_source.config -> 'requests_per_second') <> 'number'
+            or (register_source.config ->> 'requests_per_second')::numeric not between 0.1 and 1000) then
+        raise exception 'config requests_per_second must be a number from 0.1 to 1,000 (requests a second), not %',
+            vera.shown((register_source.config -> 'requests_per_second')::text, 40) using errcode = '22023';
     end if;
     -- a folder source's root lies within its organisation's folders (VR001)
     perform vera.check_source_root(register_source.group_id, register_source.config);

@@ -95,7 +95,11 @@ def source_add_cmdb(  # noqa: PLR0917 (one parameter per option: click passes th
 @click.option("--token-env", required=True,
               help="The environment variable holding the API token (never the token itself).")  # fmt: skip
 @click.option("--email", help="The Atlassian account's email: Basic auth with the token (else Bearer).")
-@click.option("--no-labels", is_flag=True, help="Do not ask for each changed page's labels.")
+@click.option("--no-labels", is_flag=True, help="Do not ask for the changed pages' labels.")
+@click.option(
+    "--requests-per-second", "rate", type=click.FloatRange(0.1, 1000),
+    help="The most requests a second it sends to the site (default: the worker's, 10).",
+)  # fmt: skip
 @click.option("--tier", type=click.IntRange(1, 4), default=2, show_default=True, help="Trust tier.")
 @click.option("--group", help="Group to register in (default: the organisation you administer).")
 @interval_option
@@ -108,6 +112,7 @@ def source_add_confluence(  # noqa: PLR0917 (one parameter per option: click pas
     token_env: str,
     email: str | None,
     no_labels: bool,
+    rate: float | None,
     tier: int,
     group: str | None,
     interval_s: int | None,
@@ -119,6 +124,8 @@ def source_add_confluence(  # noqa: PLR0917 (one parameter per option: click pas
         config["email"] = email
     if no_labels:
         config["labels"] = False
+    if rate is not None:
+        config["requests_per_second"] = rate
     _add_connector(name, "confluence", tier, token_env, config, url, group, interval_s, api_key,
                    f"space {space_id}")  # fmt: skip
 

@@ -18,7 +18,7 @@ import httpx
 
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import ResilienceSettings
-from vera_client.domain.errors import ProviderError, SourceUnavailableError
+from vera_client.domain.errors import InvalidArgumentError, ProviderError, SourceUnavailableError
 from vera_worker.connectors.secrets import redacted
 
 
@@ -28,6 +28,25 @@ class SourceAuthError(SourceUnavailableError):
 
 class SourceAnswerError(SourceUnavailableError):
     """The source's server answered with something the connector cannot use."""
+
+
+RATE_KEY = "requests_per_second"
+MIN_RATE, MAX_RATE = 0.1, 1000.0
+
+
+def rate_limited(name: str, config: Mapping[str, Any], settings: ResilienceSettings) -> ResilienceSettings:
+    """settings with the token bucket's rate that the source's config asks for (config
+    "requests_per_second", 0.1 to 1,000; the worker's when it names none); InvalidArgumentError,
+    one line, for anything else. The same range is checked when the source is registered."""
+    if RATE_KEY not in config:
+        return settings
+    rate = config[RATE_KEY]
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not MIN_RATE <= rate <= MAX_RATE:
+        raise InvalidArgumentError(
+            f'source {name!r}: config "{RATE_KEY}" must be a number from {MIN_RATE:g} to {MAX_RATE:,.0f}, '
+            f"not {str(rate)[:40]}"
+        )
+    return settings.model_copy(update={"rate_per_second": float(rate)})
 
 
 class SourceHttp:

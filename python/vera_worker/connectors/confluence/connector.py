@@ -9,10 +9,23 @@ the site: https://SITE.atlassian.net; config "space_id", the space's numeric id)
             "_links": {"next": "/wiki/api/v2/spaces/.../pages?cursor=...", "base": ...}}
         (the same next link is in the `Link` header; the connector follows
         `_links.next`, which must be a path on the same site)
-    GET {url}/wiki/api/v2/pages/{id}/labels -> {"results": [{"name", "prefix"}], "_links": {...}}
+    GET {url}/wiki/api/v2/pages/{id}/labels -> {"results": [{"id", "name", "prefix"}], "_links": {...}}
+    GET {url}/wiki/api/v2/spaces/{space_id}/content/labels -> the same shape: the labels of
+        the space's content
+    GET {url}/wiki/api/v2/labels/{label_id}/pages?space-id={space_id}&limit=250
+        -> {"results": [{"id", "title", ...}], "_links": {"next"}}: the pages with a label
 
 with, given config "email", `Authorization: Basic base64(email:token)` (an
-Atlassian API token), else `Bearer TOKEN`.
+Atlassian API token), else `Bearer TOKEN`. The token bucket allows config
+"requests_per_second" (default: the worker's, 10).
+
+Labels: the v2 listings of pages carry none (`include-labels` is a parameter of
+one page's GET only), so a page's labels cost a request of their own. A run
+asks them page by page for its first 25 changed pages (a small incremental
+run); past that it lists the space's labels once (one request per 250), and
+when they are fewer than the pages it has asked labels for, it reads each
+label's pages instead (about one request per label) and asks no more page by
+page. A space without labels costs that one request. Label names are sorted.
 
 Incremental by version: the position is the newest version time read
 ({"since"}). A run first asks for the one most recently modified page without
@@ -34,7 +47,7 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.mapping import canonical_bytes
 from vera_worker.connectors.confluence.storage import storage_markdown
 from vera_worker.connectors.contract import Item, Page, Position, Skip, SourceContext
-from vera_worker.connectors.http import SourceAnswerError
+from vera_worker.connectors.http import SourceAnswerError, rate_limited
 from vera_worker.connectors.jira.connector import atlassian_http, site_url
 from vera_worker.connectors.jira.mapping import utc_instant
 from vera_worker.domain.markdown import parse_markdown
@@ -42,6 +55,8 @@ from vera_worker.domain.records import Claim, ParsedRecord
 from vera_worker.domain.statements import MAX_OBJECT_CHARS, looks_like_entity
 
 DEFAULT_PAGE_SIZE = 25
+DIRECT_LABEL_LOOKUPS = 25  # a run's first pages ask their labels one by one (a small run's cheapest)
+_LABEL_ID = re.compile(r"[0-9]{1,30}")
 MAX_ITEM_BYTES = 1_000_000  # one page with its body; a larger one is skipped, named
 _SPACE = re.compile(r"[0-9]{1,30}")
 
@@ -60,8 +75,13 @@ class ConfluenceConnector:
         self._labels = config.get("labels", True) is not False
         self._name = context.name
         self._url = url
+        self._space = space
         self._pages = f"/wiki/api/v2/spaces/{space}/pages"
-        self._http = atlassian_http(context, url)
+        self._http = atlassian_http(context, url, rate_limited(context.name, config, context.resilience))
+        # this run's labels: page by page, then (past DIRECT_LABEL_LOOKUPS) by label
+        self._asked_one_by_one = 0
+        self._space_labels: list[tuple[str, str]] | None = None  # (label id, name)
+        self._labels_by_page: dict[str, list[str]] | None = None
 
     def poll(self, position: Position | None) -> Iterator[Page]:
         since = _text(position, "since")
@@ -79,16 +99,18 @@ class ConfluenceConnector:
         while path:
             results, path = self._listing(path, params)
             params = {}
-            items: list[Item | Skip] = []
+            changed: list[Any] = []
             reached = False
             for raw in results:
                 version = _version_time(raw)
                 if since and version is not None and version <= since:
                     reached = True  # older than the position: read by an earlier run
                     break
-                items.append(self._convert(raw))
+                changed.append(raw)
                 if version and (high is None or version > high):
                     high = version
+            labels = self._labels_of([_page_id(raw) for raw in changed]) if self._labels else {}
+            items = [self._convert(raw, labels) for raw in changed]
             if path and not reached:
                 resume = {"since": since, "next": path, "high": high}
                 yield Page(items=tuple(items), position={k: v for k, v in resume.items() if v is not None})
@@ -126,7 +148,57 @@ class ConfluenceConnector:
             )
         return answer["results"], following
 
-    def _convert(self, raw: Any) -> Item | Skip:
+    def _labels_of(self, page_ids: list[str | None]) -> dict[str, list[str]]:
+        """The labels of these pages (sorted names), at the fewest requests this run can tell."""
+        wanted = [page for page in page_ids if page is not None]
+        if not wanted:
+            return {}
+        if self._labels_by_page is None and self._asked_one_by_one + len(wanted) > DIRECT_LABEL_LOOKUPS:
+            if self._space_labels is None:
+                self._space_labels = self._listed_labels(f"/wiki/api/v2/spaces/{self._space}/content/labels")
+            if len(self._space_labels) <= self._asked_one_by_one + len(wanted):
+                self._labels_by_page = self._label_index(self._space_labels)
+        if self._labels_by_page is not None:
+            return {page: self._labels_by_page.get(page, []) for page in wanted}
+        self._asked_one_by_one += len(wanted)
+        return {
+            page: sorted({name for _id, name in self._listed_labels(f"/wiki/api/v2/pages/{page}/labels")})
+            for page in wanted
+        }
+
+    def _label_index(self, labels: list[tuple[str, str]]) -> dict[str, list[str]]:
+        """Every labelled page of the space and its labels: each label's pages, without bodies."""
+        found: dict[str, set[str]] = {}
+        for label_id, name in labels:
+            path: str | None = f"/wiki/api/v2/labels/{label_id}/pages"
+            params: dict[str, Any] = {"space-id": self._space, "limit": 250}
+            while path:
+                results, path = self._listing(path, params)
+                params = {}
+                for page in results:
+                    if (page_id := _page_id(page)) is not None:
+                        found.setdefault(page_id, set()).add(name)
+        return {page: sorted(names) for page, names in found.items()}
+
+    def _listed_labels(self, path: str | None) -> list[tuple[str, str]]:
+        """(id, name) of a listing of labels, every page of it (the space's: each with an id, as
+        it goes in a path)."""
+        path_of_space = path is not None and path.endswith("/content/labels")
+        found: list[tuple[str, str]] = []
+        params: dict[str, Any] = {"limit": 250}
+        while path:
+            results, path = self._listing(path, params)
+            params = {}
+            for label in results:
+                if not isinstance(label, Mapping) or not isinstance(label.get("name"), str):
+                    continue
+                label_id = str(label.get("id"))
+                if not _LABEL_ID.fullmatch(label_id) and path_of_space:
+                    raise SourceAnswerError(f"source {self._name!r}: Confluence named a label without an id")
+                found.append((label_id, label["name"]))
+        return found
+
+    def _convert(self, raw: Any, labelled: Mapping[str, list[str]]) -> Item | Skip:
         if not isinstance(raw, Mapping) or raw.get("id") is None:
             return Skip(key="(a page)", reason="a page without an id")
         key = str(raw["id"])
@@ -136,7 +208,7 @@ class ConfluenceConnector:
         xhtml = storage.get("value") if isinstance(storage, Mapping) else None
         if not isinstance(xhtml, str):
             return Skip(key=key, reason="no storage-format body")
-        labels = self._page_labels(key) if self._labels else []
+        labels = list(labelled.get(key, []))
         data = canonical_bytes({**raw, "labels": labels})
         if len(data) > MAX_ITEM_BYTES:
             return Skip(key=key, reason=f"{len(data):,} bytes, over the {MAX_ITEM_BYTES:,} of one page")
@@ -158,16 +230,6 @@ class ConfluenceConnector:
         number = None if version.get("number") is None else str(version.get("number"))
         return Item(key=key, raw=data, mime="application/json", record=record, uri=uri,
                     observed_at=record.observed_at, version=number)  # fmt: skip
-
-    def _page_labels(self, page_id: str) -> list[str]:
-        names: list[str] = []
-        path: str | None = f"/wiki/api/v2/pages/{page_id}/labels"
-        params: dict[str, Any] = {"limit": 250}
-        while path:
-            results, path = self._listing(path, params)
-            params = {}
-            names.extend(str(r["name"]) for r in results if isinstance(r, Mapping) and r.get("name"))
-        return names
 
 
 def _metadata_claims(
@@ -195,6 +257,12 @@ def _metadata_claims(
         for predicate, phrase, value, functional in found
         if len(title) <= 500
     ]
+
+
+def _page_id(raw: Any) -> str | None:
+    """A page's id, when it is one (digits: it goes in a path)."""
+    value = raw.get("id") if isinstance(raw, Mapping) else None
+    return str(value) if value is not None and _SPACE.fullmatch(str(value)) else None
 
 
 def _version_time(raw: Any) -> str | None:

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from vera_client.config import ResilienceSettings
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.mapping import canonical_bytes
 from vera_worker.connectors.contract import Item, ItemSkipped, Page, Position, Skip, SourceContext
@@ -137,9 +138,12 @@ def site_url(context: SourceContext) -> str:
     return url.rstrip("/")
 
 
-def atlassian_http(context: SourceContext, url: str) -> SourceHttp:
+def atlassian_http(
+    context: SourceContext, url: str, settings: ResilienceSettings | None = None
+) -> SourceHttp:
     """The client of an Atlassian Cloud site (Jira, Confluence): with config "email", Basic auth of
-    email:token (an Atlassian API token), else the token as Bearer (a personal access token)."""
+    email:token (an Atlassian API token), else the token as Bearer (a personal access token).
+    settings: the resilience chain's (default: the worker's)."""
     email = context.config.get("email")
     token, scheme = context.token, "Bearer"
     if isinstance(email, str) and email and token is not None:
@@ -147,7 +151,7 @@ def atlassian_http(context: SourceContext, url: str) -> SourceHttp:
         token, scheme = base64.b64encode(f"{email}:{token}".encode()).decode(), "Basic"
     return SourceHttp(
         context.name, base_url=url, token=token, token_env=context.token_env, auth_scheme=scheme,
-        settings=context.resilience, transport=context.transport,
+        settings=settings or context.resilience, transport=context.transport,
     )  # fmt: skip
 
 

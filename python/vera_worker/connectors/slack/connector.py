@@ -15,18 +15,32 @@ one line naming the variable; a rate limit is HTTP 429 with Retry-After
 (error "ratelimited"), waited out by the resilience chain.
 
 Each message is one item (external id CHANNEL/TS): its text one passage, under
-a heading naming the channel, the author's id and the time; a thread parent's
-replies are read with it, each its own item. The position is the newest ts
-read ({"oldest"}: `oldest` is exclusive, so nothing is read twice); while a run
-is under way the next page's cursor too ({"oldest", "next", "high"}). The slim
-listing is the whole history with the replies of its threads (Slack has no
+a heading naming the channel, the author (by name: `users.info`, once per user
+and run; the id when the token may not read users) and the time; a thread
+parent's replies are read with it, each its own item. The raw bytes hashed
+are the message without its thread bookkeeping (reply_count, latest_reply,
+reply_users...), so a new reply does not make a new version of its parent.
+
+The position is the newest ts read ({"oldest"}). `conversations.history`
+from `oldest` sees only new top-level messages, not an edit of an older one
+nor a reply added to an older thread, so an incremental run asks from
+`oldest - lookback_s` (config, default a day): the messages of the window are
+read again (found unchanged by their hash unless edited), and a thread parent
+of the window whose `latest_reply` is newer than the window's start has its
+replies read again. While a run is under way the position holds the next
+page's cursor too ({"oldest", "next", "high"}). The slim listing is the whole
+history with the replies of its threads (Slack has no listing of ids without
+the texts).
+
+    GET {url}/users.info?user=U -> {"ok": true, "user": {"id", "name", "real_name",
+                                    "profile": {"display_name", "real_name"}}}
 listing of ids without the texts)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -40,12 +54,19 @@ from vera_worker.domain.records import ParsedRecord
 
 DEFAULT_URL = "https://slack.com/api"
 DEFAULT_PAGE_SIZE = 200
+DEFAULT_LOOKBACK_S = 86_400  # a day: edits and late replies within it are seen
+MAX_LOOKBACK_S = 90 * 86_400
 MAX_ITEM_BYTES = 1_000_000  # one message; Slack's own cap on a text is 40,000 characters
 _CHANNEL = re.compile(r"[A-Z0-9]{1,40}")
 _REFUSED = frozenset({"invalid_auth", "not_authed", "token_expired", "token_revoked", "account_inactive",
                       "missing_scope", "no_permission", "not_allowed_token_type"})  # fmt: skip
 _NOISE = frozenset({"channel_join", "channel_leave", "group_join", "group_leave", "channel_purpose",
                     "channel_topic", "channel_name", "bot_add", "bot_remove", "pinned_item"})  # fmt: skip
+# a thread parent's bookkeeping, which every new reply changes: not part of the hashed message
+_THREAD_STATE = frozenset({"reply_count", "reply_users_count", "latest_reply", "reply_users", "last_read",
+                           "unread_count", "subscribed", "is_locked"})  # fmt: skip
+_UNKNOWN_USER = frozenset({"user_not_found", "user_not_visible", "missing_scope", "no_permission"})
+_USER = re.compile(r"[UWB][A-Z0-9]{1,40}")
 _LINK = re.compile(r"<([^<>|]+)\|([^<>]+)>")
 _BARE = re.compile(r"<([@#!]?)([^<>|]+)>")
 
@@ -63,6 +84,14 @@ class SlackConnector:
             )
         size = config.get("page_size", DEFAULT_PAGE_SIZE)
         self._page_size = size if isinstance(size, int) and 1 <= size <= 999 else DEFAULT_PAGE_SIZE
+        lookback = config.get("lookback_s", DEFAULT_LOOKBACK_S)
+        if isinstance(lookback, bool) or not isinstance(lookback, int) or not 0 <= lookback <= MAX_LOOKBACK_S:
+            raise InvalidArgumentError(
+                f'source {context.name!r}: config "lookback_s" must be 0 to {MAX_LOOKBACK_S} s (90 days)'
+            )
+        self._lookback = Decimal(lookback)
+        self._resolve_users = config.get("user_names", True) is not False
+        self._names: dict[str, str] = {}  # user id -> name, for this run
         self._name = context.name
         self._token_env = context.token_env
         self._token = context.token
@@ -80,16 +109,17 @@ class SlackConnector:
         oldest = _text(position, "oldest")
         cursor = _text(position, "next")
         high = _text(position, "high") or oldest
+        start = self._window_start(oldest)
         while True:
             params: dict[str, Any] = {"channel": self._channel, "limit": self._page_size}
-            if oldest:
-                params["oldest"] = oldest
+            if start is not None:
+                params["oldest"] = _ts_text(start)
             if cursor:
                 params["cursor"] = cursor
             messages, cursor = self._call("conversations.history", params)
             items: list[Item | Skip] = []
             for message in messages:
-                items.extend(self._with_replies(message))
+                items.extend(self._with_replies(message, start))
                 ts = message.get("ts") if isinstance(message, Mapping) else None
                 if isinstance(ts, str) and _later(ts, high):
                     high = ts
@@ -99,6 +129,14 @@ class SlackConnector:
             else:
                 yield Page(items=tuple(items), position={"oldest": high} if high else {})
                 return
+
+    def _window_start(self, oldest: str | None) -> Decimal | None:
+        """Where an incremental run reads history from: the position less the look-back window
+        (None: a first run, everything)."""
+        position = _number(oldest) if oldest else None
+        if position is None:
+            return None
+        return max(position - self._lookback, Decimal(0))
 
     def slim(self) -> Iterator[str]:
         cursor: str | None = None
@@ -118,11 +156,13 @@ class SlackConnector:
             if not cursor:
                 return
 
-    def _with_replies(self, message: Any) -> list[Item | Skip]:
+    def _with_replies(self, message: Any, start: Decimal | None) -> list[Item | Skip]:
+        """The message, and a thread parent's replies when the thread may have changed: on a first
+        run always, else when its latest reply is newer than the window's start."""
         found: list[Item | Skip] = []
         if (converted := self._convert(message)) is not None:
             found.append(converted)
-        if isinstance(message, Mapping) and _is_parent(message):
+        if isinstance(message, Mapping) and _is_parent(message) and _active(message, start):
             for reply in self._replies(message["ts"]):
                 is_reply = isinstance(reply, Mapping) and reply.get("ts") != message["ts"]
                 if is_reply and (converted := self._convert(reply)) is not None:
@@ -145,24 +185,52 @@ class SlackConnector:
                 return
 
     def _call(self, method: str, params: Mapping[str, Any]) -> tuple[list[Any], str | None]:
-        answer = self._http.get_json(f"/{method}", params)
-        if not isinstance(answer, Mapping):
-            raise SourceAnswerError(f"source {self._name!r}: Slack answered {method} with no JSON object")
-        if answer.get("ok") is not True:
-            # redacted before it is cut: a cut could leave a piece of an echoed token unmatched
-            error = redacted(str(answer.get("error") or "an unnamed error"), self._token)[:100]
-            if error in _REFUSED:
-                who = f"the token in ${self._token_env}" if self._token_env else "a request without a token"
-                raise SourceAuthError(
-                    f"source {self._name!r}: Slack refused {who} ({error}): renew it or check its permissions"
-                )
-            raise SourceAnswerError(f"source {self._name!r}: Slack answered {method}: {error}")
+        answer = self._answer(method, params)
         messages = answer.get("messages")
         if not isinstance(messages, list):
             raise SourceAnswerError(f"source {self._name!r}: Slack answered {method} without 'messages'")
         metadata = answer.get("response_metadata")
         cursor = metadata.get("next_cursor") if isinstance(metadata, Mapping) else None
         return messages, cursor if isinstance(cursor, str) and cursor else None
+
+    def _answer(
+        self, method: str, params: Mapping[str, Any], *, tolerated: frozenset[str] = frozenset()
+    ) -> Any:
+        """Slack's answer to a method, `ok: true`; an error in tolerated comes back as the answer."""
+        answer = self._http.get_json(f"/{method}", params)
+        if not isinstance(answer, Mapping):
+            raise SourceAnswerError(f"source {self._name!r}: Slack answered {method} with no JSON object")
+        if answer.get("ok") is not True:
+            # redacted before it is cut: a cut could leave a piece of an echoed token unmatched
+            error = redacted(str(answer.get("error") or "an unnamed error"), self._token)[:100]
+            if error in tolerated:
+                return answer
+            if error in _REFUSED:
+                who = f"the token in ${self._token_env}" if self._token_env else "a request without a token"
+                raise SourceAuthError(
+                    f"source {self._name!r}: Slack refused {who} ({error}): renew it or check its permissions"
+                )
+            raise SourceAnswerError(f"source {self._name!r}: Slack answered {method}: {error}")
+        return answer
+
+    def _user_name(self, user: str) -> str:
+        """A user id's name (profile display name, else real name, else the handle), asked once per
+        run; the id itself when Slack will not say (an unknown user, a token without users:read)."""
+        if not self._resolve_users or not _USER.fullmatch(user):
+            return user
+        if user not in self._names:
+            answer = self._answer("users.info", {"user": user}, tolerated=_UNKNOWN_USER)
+            if answer.get("error") in ("missing_scope", "no_permission"):
+                self._resolve_users = False  # the token may not read users: no more asking this run
+            found = answer.get("user") if answer.get("ok") is True else None
+            found = found if isinstance(found, Mapping) else {}
+            profile = found.get("profile")
+            profile = profile if isinstance(profile, Mapping) else {}
+            names = [profile.get("display_name"), profile.get("real_name"), found.get("real_name"),
+                     found.get("name")]  # fmt: skip
+            name = next((n.strip() for n in names if isinstance(n, str) and n.strip()), None)
+            self._names[user] = name[:200] if name else user
+        return self._names[user]
 
     def _convert(self, message: Any) -> Item | Skip | None:
         """The message as an item; None for what is not a message of people (a join, a topic)."""
@@ -172,7 +240,7 @@ class SlackConnector:
         if not isinstance(ts, str) or _number(ts) is None:
             return Skip(key="(a message)", reason="a message without a usable 'ts'")
         key = f"{self._channel}/{ts}"
-        data = canonical_bytes(message)
+        data = canonical_bytes({k: v for k, v in message.items() if k not in _THREAD_STATE})
         text = message.get("text")
         reason = (
             f"{len(data):,} bytes, over the {MAX_ITEM_BYTES:,} of one message" if len(data) > MAX_ITEM_BYTES
@@ -189,12 +257,16 @@ class SlackConnector:
             return Skip(key=key, reason=str(exc))
 
     def _item(self, message: Mapping[str, Any], key: str, ts: str, text: str, data: bytes) -> Item:
-        author = next((str(message[f]) for f in ("user", "username", "bot_id") if message.get(f)), "someone")
+        user = message.get("user")
+        author = (
+            self._user_name(user) if isinstance(user, str) and user
+            else next((str(message[f]) for f in ("username", "bot_id") if message.get(f)), "someone")
+        )  # fmt: skip
         when = _iso(ts)
         thread = message.get("thread_ts")
         place = f"{self._label}, thread {thread}" if isinstance(thread, str) and thread != ts else self._label
         heading = f"{place}: {author} at {when}"
-        passages = passages_of([(heading, _plain(text))], what="its text")
+        passages = passages_of([(heading, _plain(text, self._user_name))], what="its text")
         record = ParsedRecord(title=heading[:500], passages=passages, observed_at=when)
         uri = (f"{self._workspace}/archives/{self._channel}/p{ts.replace('.', '')}" if self._workspace
                else f"slack://channel?id={self._channel}&message={ts}")  # fmt: skip
@@ -209,10 +281,28 @@ def _is_parent(message: Mapping[str, Any]) -> bool:
     return message.get("thread_ts") == message.get("ts") and isinstance(count, int) and count > 0
 
 
-def _plain(text: str) -> str:
-    """Slack's mrkdwn links and mentions as text: <url|label> reads label, <@U1> reads @U1."""
+def _active(parent: Mapping[str, Any], start: Decimal | None) -> bool:
+    """Whether a thread's replies are read: always on a first run, else when its latest reply is
+    newer than the window's start (or Slack does not say when it was)."""
+    if start is None:
+        return True
+    latest = parent.get("latest_reply")
+    value = _number(latest) if isinstance(latest, str) else None
+    return value is None or value > start
+
+
+def _plain(text: str, name: Callable[[str], str] | None = None) -> str:
+    """Slack's mrkdwn links and mentions as text: <url|label> reads label, <@U1> reads @ and the
+    user's name (name(U1); the id without it)."""
+
+    def bare(found: re.Match[str]) -> str:
+        sign, target = found.group(1), found.group(2)
+        if sign == "@" and name is not None:
+            return "@" + name(target)
+        return sign + target if sign in ("@", "#") else target
+
     text = _LINK.sub(lambda m: m.group(2), text)
-    text = _BARE.sub(lambda m: m.group(1) + m.group(2) if m.group(1) in ("@", "#") else m.group(2), text)
+    text = _BARE.sub(bare, text)
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
@@ -227,6 +317,10 @@ def _number(ts: str) -> Decimal | None:
 def _later(ts: str, than: str | None) -> bool:
     value = _number(ts)
     return value is not None and (than is None or (_number(than) or Decimal(0)) < value)
+
+
+def _ts_text(value: Decimal) -> str:
+    return f"{value:.6f}"
 
 
 def _iso(ts: str) -> str:
