@@ -38,6 +38,9 @@ P = TypeVar("P")
 # items prepared ahead of the embedder, and embedded ahead of the writer: bounds memory (each
 # holds one file's bytes, at most a kind's read limit) and what a crash throws away
 DEPTH = 64
+# texts a call of the embedder gets, in its batches: enough to sort them by length into batches
+# of similar lengths (a claim's text or a subject's name is far shorter than a passage)
+CALL_BATCHES = 4
 _POLL_S = 0.1  # how often a blocked thread looks whether the run has ended
 
 Vectors = list[list[float]]
@@ -108,7 +111,7 @@ class _Stages(Generic[S, P]):
         self, items: Iterable[S], prepare: Callable[[S], tuple[P, Sequence[str]]], embedder: Embedder | None,
         depth: int,
     ) -> None:  # fmt: skip
-        self.items, self.prepare, self.embedder = items, prepare, embedder
+        self.items, self.prepare, self.embedder, self.depth = items, prepare, embedder, depth
         self.ended = threading.Event()  # the caller is done: the threads stop
         self.prepared: queue.Queue[object] = queue.Queue(maxsize=depth)
         self.done: queue.Queue[object] = queue.Queue(maxsize=depth)
@@ -151,8 +154,11 @@ class _Stages(Generic[S, P]):
             self.put(self.done, _Raised(exc))
 
     def _batch(self, first: object) -> tuple[list[_Prepared[P]], object | None]:
-        """Items from first on until their texts fill a batch or none is ready (waiting for more
-        would starve the writer); and the end, when it came."""
+        """Items from first on until their texts fill a call (CALL_BATCHES of the embedder's
+        batches, so it can sort them by length against padding), or the items end; and the end,
+        when it came; at most `depth` items. With fewer texts than one batch it waits for the next
+        item: reading and parsing are far quicker than the model, and a batch of one wastes its
+        call."""
         size = batch_size(self.embedder)
         batch: list[_Prepared[P]] = []
         texts = 0
@@ -160,13 +166,27 @@ class _Stages(Generic[S, P]):
         while isinstance(last, _Prepared):
             batch.append(last)
             texts += len(last.texts)
-            if texts >= size:
+            if texts >= size * CALL_BATCHES or len(batch) >= self.depth:
                 return batch, None
             try:
                 last = self.prepared.get_nowait()
             except queue.Empty:
-                return batch, None
+                if not 0 < texts < size:  # a full batch (or nothing to embed): no waiting
+                    return batch, None
+                got = self._next()
+                if got is None:  # the caller is done
+                    return batch, None
+                last = got
         return batch, last
+
+    def _next(self) -> object | None:
+        """The next prepared item, waiting for it; None when the caller is done."""
+        while not self.ended.is_set():
+            try:
+                return self.prepared.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+        return None
 
 
 def _vectors(embedder: Embedder | None, batch: list[_Prepared[P]]) -> list[Vectors | VeraError]:
