@@ -20,7 +20,7 @@ favour a quiet moment). Also printed: the run's calls (how many texts each)
 and the seconds inside them, against the same texts alone: what the model
 lost to the writer and PostgreSQL running beside it.
 
-    .venv/bin/python benchmarks/ingest_throughput.py [--docs 400] [--embedded-docs 150]
+    .venv/bin/python benchmarks/ingest_throughput.py [--docs 400] [--embedded-docs 150] [--threads N]
 """
 
 from __future__ import annotations
@@ -146,6 +146,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=400, help="documents for the runs without vectors")
     parser.add_argument("--embedded-docs", type=int, default=150, help="documents for the run with MiniLM")
+    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime's intra-op threads")
     options = parser.parse_args()
     bench = start("vera_bench_ingest")
     with tempfile.TemporaryDirectory(prefix="vera-ingest-bench-") as scratch:
@@ -163,7 +164,7 @@ def main() -> None:
         group, source = register(bench, "plain", plain)
         report, seconds = run(bench, group, source, objects, None)
         line("first run, no vectors", report, seconds, options.docs)
-        minilm = LocalMiniLMEmbedder()
+        minilm = LocalMiniLMEmbedder(threads=options.threads)
         minilm.embed(["loads the model"])  # not timed: the first call loads the model
         model = TimedEmbedder(minilm)
         group_e, source_e = register(bench, "embedded", embedded)
