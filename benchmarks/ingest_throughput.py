@@ -18,7 +18,10 @@ pipeline starved) pays for it; the alone figure does not. It is measured
 twice and the mean used (the machine is shared: the faster of two would
 favour a quiet moment). Also printed: the run's calls (how many texts each)
 and the seconds inside them, against the same texts alone: what the model
-lost to the writer and PostgreSQL running beside it.
+lost to the writer and PostgreSQL running beside it; and the CPU seconds of
+the run (this process, every thread; the benchmark's PostgreSQL, backends
+included) against the model's alone: the model's share of the run's CPU is
+the most the ratio can reach when the model alone can use every core.
 
     .venv/bin/python benchmarks/ingest_throughput.py [--docs 400] [--embedded-docs 150] [--threads N]
 """
@@ -26,6 +29,7 @@ lost to the writer and PostgreSQL running beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -36,6 +40,8 @@ import time
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start
@@ -75,12 +81,31 @@ class TimedEmbedder:
         return vectors
 
 
-def alone(embedder: Embedder, texts: list[str], call: int) -> float:
-    """Seconds to embed the texts in calls of `call` texts, in their order."""
-    started = time.perf_counter()
+def alone(embedder: Embedder, texts: list[str], call: int) -> tuple[float, float]:
+    """Seconds (wall, this process's CPU) to embed the texts in calls of `call` texts, in order."""
+    started, cpu = time.perf_counter(), process_cpu()
     for first in range(0, len(texts), call):
         embedder.embed(texts[first : first + call])
-    return time.perf_counter() - started
+    return time.perf_counter() - started, process_cpu() - cpu
+
+
+def process_cpu() -> float:
+    """CPU seconds of this process, every thread (ONNX Runtime's too)."""
+    times = psutil.Process().cpu_times()
+    return float(times.user + times.system)
+
+
+def server_cpu(bench: Bench) -> float:
+    """CPU seconds of the benchmark's PostgreSQL: the postmaster, its live backends and the ones
+    that ended (reaped by it)."""
+    postmaster = psutil.Process(bench.server.status().pid)
+    times = postmaster.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in postmaster.children():
+        with contextlib.suppress(psutil.Error):  # ended meanwhile: counted as reaped
+            child_times = child.cpu_times()
+            total += child_times.user + child_times.system
+    return float(total)
 
 
 def documents(count: int) -> list[tuple[str, str]]:
@@ -105,6 +130,14 @@ def write_folder(root: Path, docs: list[tuple[str, str]]) -> None:
 def run(
     bench: Bench, group: str, source: Source, objects: Path, embedder: Embedder | None
 ) -> tuple[IngestReport, float]:
+    report, seconds, _ = run_measured(bench, group, source, objects, embedder)
+    return report, seconds
+
+
+def run_measured(
+    bench: Bench, group: str, source: Source, objects: Path, embedder: Embedder | None
+) -> tuple[IngestReport, float, tuple[float, float]]:
+    """A run's report, its seconds and the CPU seconds (this process, PostgreSQL) it took."""
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         vera.request_ingest(source.group_id, source.source_id)
     reports: list[IngestReport] = []
@@ -117,9 +150,10 @@ def run(
             on_report=reports.append,
             allowed_roots=[objects.parent],
         )
-        started = time.perf_counter()
+        started, cpu, server = time.perf_counter(), process_cpu(), server_cpu(bench)
         drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
-        return reports[0], time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        return reports[0], seconds, (process_cpu() - cpu, server_cpu(bench) - server)
 
 
 def register(bench: Bench, name: str, folder: Path) -> tuple[str, Source]:
@@ -168,7 +202,7 @@ def main() -> None:
         minilm.embed(["loads the model"])  # not timed: the first call loads the model
         model = TimedEmbedder(minilm)
         group_e, source_e = register(bench, "embedded", embedded)
-        report_e, seconds_e = run(bench, group_e, source_e, objects, model)
+        report_e, seconds_e, (cpu_e, server_e) = run_measured(bench, group_e, source_e, objects, model)
         line("first run, all-MiniLM-L6-v2 vectors", report_e, seconds_e, options.embedded_docs)
         report, seconds = run(bench, group, source, objects, None)
         line("second run, nothing changed", report, seconds, options.docs)
@@ -183,13 +217,20 @@ def main() -> None:
         )
         call = max(1, batch_size(minilm) * CALL_BATCHES)
         tries = [alone(minilm, model.seen, call) for _ in range(2)]
-        mean = sum(tries) / len(tries)
+        mean = sum(wall for wall, _ in tries) / len(tries)
+        model_cpu = sum(cpu for _, cpu in tries) / len(tries)
         docs = options.embedded_docs
         print(
             f"the run's embedder calls: {len(model.calls)}, texts per call min {min(model.calls)} / "
             f"mean {model.texts / len(model.calls):.1f} / max {max(model.calls)}; "
             f"{model.seconds:.1f} s inside them, the same texts alone {mean:.1f} s "
-            f"(tries {', '.join(f'{t:.1f}' for t in tries)} s, calls of {call})"
+            f"(tries {', '.join(f'{wall:.1f}' for wall, _ in tries)} s, calls of {call})"
+        )
+        share = 100 * model_cpu / (cpu_e + server_e)
+        print(
+            f"CPU seconds of the run: this process {cpu_e:.1f} (the model alone on the same texts "
+            f"{model_cpu:.1f}), PostgreSQL {server_e:.1f}; the model's share {share:.0f}%"
+            " (the ratio's bound when the model alone can use every core)"
         )
         print(
             f"\n| with all-MiniLM-L6-v2 | documents/s |\n|---|---|\n"
