@@ -56,6 +56,18 @@ def test_calls_wait_for_a_full_batch_when_items_trickle_in() -> None:
     assert all(len(call) >= 8 for call in embedder.calls)  # 40 texts: no call short of a batch
 
 
+def test_a_text_repeated_in_a_call_is_embedded_once_and_given_to_each_item() -> None:
+    def prepare(n: int) -> tuple[int, list[str]]:
+        return n, [f"passage {n}", "billing-api"]  # every item names the same subject
+
+    embedder = _Embedder(size=16)
+    got = list(embedded(range(6), prepare, embedder))
+    reference = DeterministicEmbedder(8)
+    assert [vectors for _, vectors in got] == [reference.embed(prepare(n)[1]) for n in range(6)]
+    sent = [text for call in embedder.calls for text in call]
+    assert sent.count("billing-api") == len(embedder.calls) and len(sent) == 6 + len(embedder.calls)
+
+
 def test_an_embedder_without_a_batch_size_is_called_once_per_item() -> None:
     embedder = _Embedder()
     assert batch_size(embedder) == 0 and batch_size(None) == 0

@@ -17,6 +17,10 @@ with a VeraError is tried again item by item, so each item gets its own error
 (a bad text fails its item, not its batch): the error is handed back in place of
 its vectors, and the caller decides whether it ends the run.
 
+An embedder that names a `batch_size` gets calls of CALL_BATCHES such batches
+(whole items; a text repeated among them once), so it can sort a call's texts
+by length and pad each batch to similar lengths; with fewer texts ready than
+one batch the embedding thread waits for more rather than call short.
 An embedder that names no `batch_size` is called once per item, as before; the
 pipeline still runs ahead of the writes.
 """
@@ -193,21 +197,17 @@ def _vectors(embedder: Embedder | None, batch: list[_Prepared[P]]) -> list[Vecto
     """Each item's vectors, from one call for the whole batch; item by item when that call fails."""
     if embedder is None:
         return [[] for _ in batch]
-    texts = [text for item in batch for text in item.texts]
+    # a text repeated in the batch (a subject's name in several claims) is embedded once
+    texts = list(dict.fromkeys(text for item in batch for text in item.texts))
     if not texts:
         return [[] for _ in batch]
     try:
-        vectors = embedder.embed(texts)
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
     except VeraError as exc:
         if len(batch) == 1:
             return [exc]
         return [_alone(embedder, item.texts) for item in batch]
-    found: list[Vectors | VeraError] = []
-    start = 0
-    for item in batch:
-        found.append(vectors[start : start + len(item.texts)])
-        start += len(item.texts)
-    return found
+    return [[vectors[text] for text in item.texts] for item in batch]
 
 
 def _alone(embedder: Embedder, texts: list[str]) -> Vectors | VeraError:
