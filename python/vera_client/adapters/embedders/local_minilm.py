@@ -61,7 +61,7 @@ class LocalMiniLMEmbedder:
             options.intra_op_num_threads = self._threads
         # idle intra-op threads sleep rather than spin: on a few shared cores a spinning thread
         # burns the CPU that the ingestion's writer and PostgreSQL need beside the model (issue
-        # 31: the same texts took 20-50% more CPU seconds with spinning, and no less wall time)
+        # 31: the same texts took 18-43% more CPU seconds with spinning, and no less wall time)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return onnxruntime.InferenceSession(
             str(model.model_path()), options, providers=["CPUExecutionProvider"]
