@@ -70,11 +70,14 @@ class TimedEmbedder:
         self.batch_size = getattr(inner, "batch_size", 0)
         self.seen: list[str] = []
         self.calls: list[int] = []  # texts per call
+        self.first_call = self.last_return = 0.0  # perf_counter: the first call's start, the last's end
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         started = time.perf_counter()
+        self.first_call = self.first_call or started
         vectors = self.inner.embed(texts)
-        self.seconds += time.perf_counter() - started
+        self.last_return = time.perf_counter()
+        self.seconds += self.last_return - started
         self.texts += len(texts)
         self.seen.extend(texts)
         self.calls.append(len(texts))
@@ -141,18 +144,31 @@ def run_measured(
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         vera.request_ingest(source.group_id, source.source_id)
     reports: list[IngestReport] = []
+    reported: list[float] = []  # when the ingestion reported: the worker runs follow-up jobs after
+
+    def on_report(report: IngestReport) -> None:
+        reports.append(report)
+        reported.append(time.perf_counter())
+
     worker_dsn = bench.server.worker_url(bench.database)
     with closing(Executor.connect(worker_dsn, check=True)) as sql:  # the worker's pool
         ingestion = SourceIngestion(
             sql,
             objects=LocalObjectStore(objects),
             embedder_for_model=lambda _pinned: embedder,
-            on_report=reports.append,
+            on_report=on_report,
             allowed_roots=[objects.parent],
         )
         started, cpu, server = time.perf_counter(), process_cpu(), server_cpu(bench)
         drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
-        seconds = time.perf_counter() - started
+        ended = time.perf_counter()
+        seconds = ended - started
+        if isinstance(embedder, TimedEmbedder) and embedder.calls:
+            print(
+                f"({embedder.first_call - started:.1f} s before the first embedder call, "
+                f"{reported[0] - embedder.last_return:.1f} s from the last to the ingestion's report, "
+                f"{ended - reported[0]:.1f} s of follow-up jobs and the worker's end)"
+            )
         return reports[0], seconds, (process_cpu() - cpu, server_cpu(bench) - server)
 
 
