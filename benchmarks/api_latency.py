@@ -1,11 +1,11 @@
 """The HTTP API's `/v1/search` beside the direct client call, on the same data.
 
-Seeds (once; reused on later runs) a tenant with published facts (mcp_latency.seed), starts
+Seeds (once; reused on later runs) a tenant with published facts (_latency.seed), starts
 `vera api serve` as a subprocess on 127.0.0.1 (the server a deployment runs, its own pool as
 vera_gateway), and measures the same queries (k = 10, by words: no model runs, so what is
 measured is the HTTP layer: routing, the bearer token, the parameters' model, JSON) through:
 
-- direct: AsyncVeraClient.search as the tenant's API key, in this process (mcp_latency.direct_path);
+- direct: AsyncVeraClient.search as the tenant's API key, in this process (_latency.direct_path);
 - HTTP: GET /v1/search?q=...&k=10 with httpx on a kept-alive connection;
 
 with one client (the two paths taking turns in a random order per query) and with 16 concurrent
@@ -18,8 +18,6 @@ clients (one path at a time), and prints p50/p95 and the overhead over the direc
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import random
 import subprocess
 import sys
@@ -31,37 +29,21 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Bench, start, start_server
-from mcp_latency import (
-    EMBEDDER,
-    Call,
-    Paths,
-    concurrent,
-    direct_path,
-    free_port,
-    interleaved,
-    percentile,
-    seed,
-)
+from _latency import Call, Paths, compare, direct_path, free_port, seed, server_env
 
 DATABASE = "vera_bench_api_latency"
 CONCURRENT = 16
 
 
 def serve(bench: Bench, port: int) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "VERA_DB__DATA_DIR": str(bench.server.data_dir),
-        "VERA_DB__PORT": str(bench.server.port),
-        "VERA_DB__DATABASE": bench.database,
-        "VERA_DB__DSN": "",
-        "VERA_DB__ADMIN_DSN": "",
-        "VERA_EMBEDDER__PROVIDER": EMBEDDER,
-        "VERA_MCP_API_PORT": str(port),
-        "VERA_MCP_API_KEY_CACHE_S": "30",
-        "VERA_MCP_QUOTAS__READ": "1000000/min",
-        "VERA_MCP_QUOTAS__ORGANISATION__READ": "1000000/min",
-        "VERA_MCP_LOG_LEVEL": "warning",
-    }
+    env = server_env(
+        bench,
+        {
+            "VERA_MCP_API_PORT": str(port),
+            "VERA_MCP_QUOTAS__READ": "1000000/min",
+            "VERA_MCP_QUOTAS__ORGANISATION__READ": "1000000/min",
+        },
+    )
     return start_server(["api", "serve"], env, port, "API server")
 
 
@@ -96,30 +78,8 @@ def main() -> None:
     sample = [random.choice(queries) for _ in range(args.calls)]
     port = free_port()
     server = serve(bench, port)
-    url = f"http://127.0.0.1:{port}"
-    load_before = os.getloadavg()[0]
-    try:
-        rows = [
-            (1, asyncio.run(interleaved(bench, url, sample, PATHS))),
-            (CONCURRENT, asyncio.run(concurrent(bench, url, sample, CONCURRENT, PATHS))),
-        ]
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
-    print(
-        f"\n/v1/search, k = 10, {args.facts} facts, {args.calls} calls per path and row"
-        f" (one client: the paths interleaved); load average {load_before:.2f} -> {os.getloadavg()[0]:.2f}"
-    )
-    print("| clients | path | p50 / p95 ms | overhead over direct at p50, ms |")
-    print("|---|---|---|---|")
-    for clients, latencies in rows:
-        base = percentile(latencies["direct"], 50)
-        for name, values in latencies.items():
-            p50 = percentile(values, 50)
-            extra = "" if name == "direct" else f"{(p50 - base) * 1000:.2f}"
-            print(
-                f"| {clients} | {name} | {p50 * 1000:.2f} / {percentile(values, 95) * 1000:.2f} | {extra} |"
-            )
+    compare(bench, server, f"http://127.0.0.1:{port}", queries=sample, paths=PATHS, clients=CONCURRENT,
+            what=f"/v1/search, k = 10, {args.facts} facts")  # fmt: skip
 
 
 if __name__ == "__main__":

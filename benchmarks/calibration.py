@@ -56,7 +56,7 @@ from _harness import Bench, cpu_reference, start
 from quality import Passage, create_tenant, ndcg, passage_ids, read_scifact
 from vera_client.adapters.postgres.executor import begin, prepare
 from vera_client.api import sources as sources_api
-from vera_client.api.search import SIGNAL_NAMES
+from vera_client.api.hits import SIGNAL_NAMES
 from vera_client.client import VeraClient
 from vera_client.domain.callers import ApiKey
 from vera_client.domain.time_scopes import EXTRACTION_VERSION, time_scope

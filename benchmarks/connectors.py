@@ -48,7 +48,6 @@ from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
 
 TOKEN_ENV = "BENCH_CMDB_TOKEN"  # noqa: S105 (the name of a variable, not a secret)
@@ -69,12 +68,10 @@ def run(
     worker_dsn = bench.server.worker_url(bench.database)
     store = LocalObjectStore(objects)
     with closing(Executor.connect(worker_dsn, check=True)) as sql:
-        folder = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                 on_report=reports.append, allowed_roots=[objects.parent])  # fmt: skip
         connectors = ConnectorIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
                                         environ=ENVIRON, allowed_roots=(objects.parent,),
                                         cache_dir=objects.parent / "cache")  # fmt: skip
-        ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
+        ingestion = SourceRuns(sql, connectors=connectors, on_report=reports.append)
         started = time.perf_counter()
         drain(build_app(worker_dsn, objects=store, ingestion=ingestion))
         return reports[0], time.perf_counter() - started

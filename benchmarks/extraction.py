@@ -48,8 +48,9 @@ from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.folder.manifest import register_manifest, request_all
-from vera_worker.connectors.folder.run import SourceIngestion
+from vera_worker.connectors.runner import ConnectorIngestion
 from vera_worker.domain.extracted_claims import upper_snake
 from vera_worker.domain.prompts import EQUIVALENCE_INSTRUCTIONS, EQUIVALENCE_SCHEMA, judge_input
 
@@ -149,8 +150,16 @@ def quality(bench: Bench, model: ChatModel, label: str) -> None:
     worker = bench.server.worker_url(bench.database)
     with tempfile.TemporaryDirectory() as objects, closing(Executor.connect(worker, check=True)) as sql:
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                    allowed_roots=(example_dir(),))  # fmt: skip
+        ingestion = SourceRuns(
+            sql,
+            connectors=ConnectorIngestion(
+                sql,
+                objects=store,
+                embedder_for_model=lambda _p: embedder,
+                environ={},
+                allowed_roots=(example_dir(),),
+            ),
+        )
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)
         started = time.perf_counter()
         drain(build_app(worker, objects=store, ingestion=ingestion, extraction=extraction))
@@ -205,8 +214,16 @@ def throughput(bench: Bench, standin: StandinServer, passages: int) -> None:
             vera.request_ingest(group, source.source_id)
             principal = vera.whoami()[0].principal_id
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _p: embedder,
-                                    allowed_roots=(Path(folder),))  # fmt: skip
+        ingestion = SourceRuns(
+            sql,
+            connectors=ConnectorIngestion(
+                sql,
+                objects=store,
+                embedder_for_model=lambda _p: embedder,
+                environ={},
+                allowed_roots=(Path(folder),),
+            ),
+        )
         drain(build_app(worker, objects=store, ingestion=ingestion))  # passages stored, nothing extracted yet
         model = _chat(f"{standin.url}/openai/v1", "instant", API_KEY)
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)

@@ -52,9 +52,10 @@ from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.queue import build_app, drain
+from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.pipeline import CALL_BATCHES, batch_size
+from vera_worker.connectors.runner import ConnectorIngestion
 
 SCIFACT = (
     Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact" / "beir_test" / "corpus.jsonl.gz"
@@ -152,13 +153,10 @@ def run_measured(
 
     worker_dsn = bench.server.worker_url(bench.database)
     with closing(Executor.connect(worker_dsn, check=True)) as sql:  # the worker's pool
-        ingestion = SourceIngestion(
-            sql,
-            objects=LocalObjectStore(objects),
-            embedder_for_model=lambda _pinned: embedder,
-            on_report=on_report,
-            allowed_roots=[objects.parent],
-        )
+        connectors = ConnectorIngestion(sql, objects=LocalObjectStore(objects),
+                                        embedder_for_model=lambda _pinned: embedder, environ={},
+                                        allowed_roots=(objects.parent,))  # fmt: skip
+        ingestion = SourceRuns(sql, connectors=connectors, on_report=on_report)
         started, cpu, server = time.perf_counter(), process_cpu(), server_cpu(bench)
         drain(build_app(worker_dsn, objects=LocalObjectStore(objects), ingestion=ingestion))
         ended = time.perf_counter()

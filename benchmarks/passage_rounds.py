@@ -2,12 +2,17 @@
 
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
-(k = 10, full text only and hybrid) with a git revision's sql/functions/177_lexical_candidates.sql
-and vera.lexical_budget (passages 1,000 before issue 31), then with this checkout's, installed in
+(k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
+the match confidence and stage 2's candidate signals) and vera.lexical_budget (passages 1,000 before
+issue 31), then with this checkout's, installed in
 turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
 p50 / p95 of vera.search for each, and how many top 10s are the same.
 
     .venv/bin/python benchmarks/passage_rounds.py [--base main] [--candidates 100] [--limit N]
+
+--synthetic N compares the same way on tenant 0 of the synthetic passages that
+`benchmarks/search_latency.py --passages N` built (its queries; no judged answers, so only the
+latencies and the same top 10s mean anything there).
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import bench_server
 from quality import DATABASE, MINILM_MODEL, VectorCache, mrr, read_timeqa
+from search_latency import Corpus, make_passage_queries
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from vera_client.adapters.postgres.embedded import EmbeddedPostgres
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = (
@@ -37,6 +44,13 @@ SEARCH = (
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
+# the search path's files compared: the lexical rounds, the match confidence (inlined since issue 31)
+# and stage 2's candidate signals
+FILES = (
+    "sql/functions/171_match_confidence.sql",
+    "sql/functions/177_lexical_candidates.sql",
+    "sql/functions/178_blend.sql",
+)
 
 
 def main() -> None:
@@ -48,22 +62,39 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--limit", type=int, help="the first N questions only (a quick run)")
     parser.add_argument(
+        "--synthetic",
+        type=int,
+        metavar="N",
+        help="instead of TimeQA, tenant 0 of the database `search_latency.py --passages N` built"
+        " (--limit queries of its kind, 200 by default)",
+    )
+    parser.add_argument(
         "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
     )
     args = parser.parse_args()
-    lexical = "sql/functions/177_lexical_candidates.sql"
-    base = subprocess.run(  # noqa: S603 (git, a revision the operator names)
-        ["git", "show", f"{args.base}:{lexical}"],  # noqa: S607
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    ).stdout  # fmt: skip
+    base = "\n".join(
+        subprocess.run(  # noqa: S603 (git, a revision the operator names)
+            ["git", "show", f"{args.base}:{path}"],  # noqa: S607
+            capture_output=True, text=True, check=True, cwd=ROOT,
+        ).stdout
+        for path in FILES
+    )  # fmt: skip
     budget = (ROOT / "sql/functions/170_ranking.sql").read_text()
     current = budget[budget.index("create or replace function vera.lexical_budget") :]
     current = current[: current.index("$$;") + 3]
     versions = {
         "base": BUDGET.format(passages=args.base_budget) + "\n" + base,
-        "this checkout": "set role vera_owner; " + current + " reset role;\n" + (ROOT / lexical).read_text(),
+        "this checkout": "set role vera_owner; "
+        + current
+        + " reset role;\n"
+        + "\n".join((ROOT / path).read_text() for path in FILES),
     }
     server = bench_server()
+    if args.synthetic:
+        database, group, key, questions, vectors, ids = synthetic(server, args.synthetic, args.limit or 200)
+        compare(args, server, versions=versions, database=database, group=group, key=key, questions=questions,
+                vectors=vectors, model=None, ids=ids)  # fmt: skip
+        return
     with psycopg.connect(server.admin_url(DATABASE), autocommit=True) as admin:
         row = admin.execute(
             "select g.group_id, m.principal_id from vera.groups g join vera.memberships m using (group_id)"
@@ -86,7 +117,50 @@ def main() -> None:
         _, questions = read_timeqa(args.eval_dir / "timeqa")
         questions = questions[: args.limit] if args.limit else questions
         texts = [q for q, _ in questions]
-        vectors = VectorCache(LocalMiniLMEmbedder()).embed(texts, "questions").vectors
+        embedded = VectorCache(LocalMiniLMEmbedder()).embed(texts, "questions").vectors
+    compare(args, server, versions=versions, database=DATABASE, group=group, key=key[0], questions=questions,
+            vectors=[v.tolist() for v in embedded], model=MINILM_MODEL, ids=ids)  # fmt: skip
+
+
+def synthetic(
+    server: EmbeddedPostgres, passages: int, count: int
+) -> tuple[str, str, str, list[tuple[str, set[str]]], list[str], dict[object, str]]:
+    """The database `search_latency.py --passages N` leaves: tenant 0's group and key, and count of its
+    queries (no judged answers: the runs are compared with each other only)."""
+    database = f"vera_bench_passages_{passages}"
+    admin_url = server.admin_url(database)
+
+    class Admin:
+        def admin(self) -> psycopg.Connection:
+            return psycopg.connect(admin_url, autocommit=True)
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        row = admin.execute("select group_id, api_key from public.bench_corpus where position = 0").fetchone()
+        if row is None:
+            raise SystemExit(f"no corpus in {database}: run search_latency.py --passages {passages} first")
+        group, key = row
+        ids = {r[0]: str(r[0]) for r in admin.execute("select chunk_id from vera.chunks where group_id = %s",
+                                                         (group,))}  # fmt: skip
+    queries = make_passage_queries(Admin(), Corpus([group], [key]), count)  # type: ignore[arg-type]
+    return database, group, key, [(q, set()) for q, _ in queries], [v for _, v in queries], ids
+
+
+def compare(
+    args: argparse.Namespace,
+    server: EmbeddedPostgres,
+    *,
+    versions: dict[str, str],
+    database: str,
+    group: str,
+    key: str,
+    questions: list[tuple[str, set[str]]],
+    vectors: list[object] | list[str],
+    model: str | None,
+    ids: dict[object, str],
+) -> None:
+    """Every question, full text only and hybrid, with each version installed in turn."""
+    texts = [q for q, _ in questions]
+    with psycopg.connect(server.admin_url(database), autocommit=True) as admin:
         legs = ("full text", "hybrid")
         elapsed: dict[tuple[str, str], list[float]] = {(v, leg): [] for v in versions for leg in legs}
         ranked: dict[tuple[str, str], dict[int, list[str]]] = {(v, leg): {} for v in versions for leg in legs}
@@ -94,14 +168,14 @@ def main() -> None:
             order = list(versions) if batch % 2 == 0 else list(reversed(versions))
             for version in order:
                 admin.execute(versions[version])  # type: ignore[call-overload]
-                with psycopg.connect(server.app_url(DATABASE)) as app:
-                    app.execute("select vera.authenticate(%s)", (key[0],))
+                with psycopg.connect(server.app_url(database)) as app:
+                    app.execute("select vera.authenticate(%s)", (key,))
                     for i in range(first, min(first + BATCH, len(texts))):
                         for leg in legs:
                             hybrid = leg == "hybrid"
                             params = {
-                                "query": texts[i], "embedding": vectors[i].tolist() if hybrid else None,
-                                "model": MINILM_MODEL if hybrid else None, "groups": [group],
+                                "query": texts[i], "embedding": vectors[i] if hybrid else None,
+                                "model": model if hybrid else None, "groups": [group],
                                 "candidates": args.candidates,
                             }  # fmt: skip
                             began = time.perf_counter()
@@ -110,7 +184,9 @@ def main() -> None:
                             ranked[version, leg][i] = [ids[r[0]] for r in rows]
                     app.rollback()
         admin.execute(versions["this checkout"])  # type: ignore[call-overload]
-    report(args.base, args.candidates, questions, elapsed, ranked)
+    report(
+        args.base, args.candidates, questions, elapsed, ranked, synthetic=database if args.synthetic else None
+    )
 
 
 def report(
@@ -119,15 +195,19 @@ def report(
     questions: list[tuple[str, set[str]]],
     elapsed: dict[tuple[str, str], list[float]],
     ranked: dict[tuple[str, str], dict[int, list[str]]],
+    *,
+    synthetic: str | None = None,
 ) -> None:
     legs = ("full text", "hybrid")
     texts = [q for q, _ in questions]
-    print(f"TimeQA, {len(texts)} questions, k = 10, candidates {candidates}; base {base}")
+    corpus = f"{synthetic}, tenant 0" if synthetic else "TimeQA"
+    print(f"{corpus}, {len(texts)} questions, k = 10, candidates {candidates}; base {base}")
     print("| lexical rounds | leg | hit@10 | MRR@10 | vera.search p50 | p95 |")
     print("|---|---|---|---|---|---|")
     for (version, leg), values in elapsed.items():
         values.sort()
         found = ranked[version, leg]
+        # (no judged answers in a synthetic corpus: 0)
         hit = statistics.mean(float(bool(set(found[i][:10]) & e)) for i, (_, e) in enumerate(questions))
         reciprocal = statistics.mean(mrr(found[i], dict.fromkeys(e, 1)) for i, (_, e) in enumerate(questions))
         print(f"| {version} | {leg} | {hit:.3f} | {reciprocal:.3f} | {statistics.median(values):.1f} ms "

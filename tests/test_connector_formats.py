@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import codecs
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
-from vera_worker.connectors.folder.cursor import CursorEntry, FileState, plan_scan
+from vera_client.config import ResilienceSettings
+from vera_worker.connectors.contract import Pending, SourceContext, in_scope
+from vera_worker.connectors.folder.connector import FolderConnector
 from vera_worker.domain.extracted_claims import validate_extraction
 from vera_worker.domain.formats import mime_type, parse_record
 from vera_worker.domain.markdown import parse_markdown
@@ -127,25 +132,45 @@ def test_plain_text_is_paragraphs() -> None:
     assert len(record.passages) > 1
 
 
-def _entry(mtime: int, size: int = 10) -> dict[str, object]:
-    return CursorEntry(mtime_ns=mtime, size=size, sha256="ab", episode_id="e").as_json()
+def _folder_context(
+    root: Path, known: Mapping[str, str], asked: list[list[str]], scope: str | None = None
+) -> SourceContext:
+    def signatures(keys: Sequence[str]) -> Mapping[str, str]:
+        asked.append(list(keys))
+        return {key: known[key] for key in keys if key in known}
+
+    return SourceContext(
+        name="docs", config={"root": str(root)}, uri=None, token=None, token_env=None,
+        resilience=ResilienceSettings(), allowed_roots=(root,), organisation_roots=(str(root),), scope=scope,
+        signatures=signatures,
+    )  # fmt: skip
 
 
-def test_the_scan_plan_reads_only_touched_files_and_finds_deletions() -> None:
-    cursor = {
-        "a.md": _entry(1),
-        "b.md": _entry(1),
-        "gone.md": _entry(1),
-        "sub/old.md": _entry(1),
-        "x": "junk",
-    }
-    files = [FileState("a.md", 1, 10), FileState("b.md", 2, 10), FileState("new.md", 1, 5)]
-    plan = plan_scan(cursor, files)
-    assert [f.key for f in plan.to_read] == ["b.md", "new.md"]
-    assert plan.untouched == 1
-    assert [key for key, _ in plan.deleted] == ["gone.md", "sub/old.md"]
-    scoped = plan_scan(cursor, [FileState("sub/x.md", 1, 1)], scope="sub")
-    assert [key for key, _ in scoped.deleted] == ["sub/old.md"]
+def test_the_folder_yields_only_files_whose_signature_changed_and_lists_every_path(tmp_path: Path) -> None:
+    for name in ("a.md", "b.md", "new.md", "sub/old.md", "skip.bin"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("# T\n\nText.\n", encoding="utf-8")
+    os.utime(tmp_path / "b.md", ns=(10**18, 10**18))
+    stat_a, stat_b = (tmp_path / "a.md").stat(), (tmp_path / "b.md").stat()
+    known = {"a.md": f"{stat_a.st_mtime_ns}:{stat_a.st_size}", "b.md": f"1:{stat_b.st_size}"}
+    asked: list[list[str]] = []
+    connector = FolderConnector(_folder_context(tmp_path.resolve(), known, asked))
+    pages = connector.poll(None)
+    page = next(pages)  # the files are read while their page is in hand (the root stays open)
+    assert (page.untouched, page.planned) == (1, 3)
+    assert asked == [["a.md", "b.md", "new.md", "sub/old.md"]]  # one lookup, no body read for it
+    assert all(isinstance(item, Pending) for item in page.items)
+    assert [item.key for item in page.items] == ["b.md", "new.md", "sub/old.md"]
+    pending = page.items[0]
+    assert isinstance(pending, Pending) and pending.signature == f"{10**18}:{stat_b.st_size}"
+    assert pending.read() == b"# T\n\nText.\n"
+    assert pending.convert(b"# T\n\nText.\n").uri == (tmp_path.resolve() / "b.md").as_uri()
+    assert list(pages) == []
+    assert sorted(connector.slim()) == ["a.md", "b.md", "new.md", "sub/old.md"]
+    scoped = FolderConnector(_folder_context(tmp_path.resolve(), known, [], scope="sub"))
+    assert [item.key for page in scoped.poll(None) for item in page.items] == ["sub/old.md"]
+    assert list(scoped.slim()) == ["sub/old.md"]
+    assert in_scope("sub/old.md", "sub") and not in_scope("subway.md", "sub") and in_scope("x", None)
 
 
 def test_what_the_sql_api_would_refuse_is_left_out_with_a_warning_not_a_lost_file() -> None:

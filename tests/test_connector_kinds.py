@@ -8,7 +8,7 @@ import pytest
 
 from vera_cli.commands.sources import CONNECTOR_KINDS
 from vera_client.domain.errors import InvalidArgumentError
-from vera_worker.connectors.registry import KINDS, connector_kind
+from vera_worker.connectors.registry import FOLDER, KINDS, connector_kind
 from vera_worker.connectors.secrets import MissingSecretError, redacted, source_token
 
 
@@ -18,7 +18,7 @@ def test_the_cli_names_the_registrys_kinds() -> None:
 
 
 def test_a_source_with_a_root_is_a_folder_whatever_its_kind() -> None:
-    assert connector_kind("cmdb", {"root": "/srv/cmdb-export"}) is None
+    assert connector_kind("cmdb", {"root": "/srv/cmdb-export"}) is FOLDER
     assert connector_kind("cmdb", {"url": "http://127.0.0.1/"}) is KINDS["cmdb"]
     with pytest.raises(InvalidArgumentError, match="no connector reads sources of kind 'wiki'"):
         connector_kind("wiki", {})

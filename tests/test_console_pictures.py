@@ -50,9 +50,9 @@ def test_paths_with_ids_are_labelled_by_their_route_template() -> None:
 
 
 def test_a_citation_reads_in_one_line() -> None:
-    from vera_mcp.adapters.console.app import _citation  # noqa: PLC0415 - the console's own helper
+    from vera_mcp.adapters.console.formatting import citation  # noqa: PLC0415 - the console's own helper
 
-    line = _citation({
+    line = citation({
         "source": {"name": "engineering wiki", "kind": "markdown", "uri": None},
         "episode": {"external_id": "ledger-db.md", "version": 2, "title": None, "uri": "file:///w/ledger-db.md"},
         "chunk": {"heading": "Owners"}, "valid_from": "2026-09-01T00:00:00+00:00", "tier": 2,
@@ -62,4 +62,4 @@ def test_a_citation_reads_in_one_line() -> None:
         "engineering wiki (markdown) · ledger-db.md v2 · § Owners · file:///w/ledger-db.md · from 2026-09-01"
         " · tier 2, auto"
     )
-    assert _citation({}) == ""
+    assert citation({}) == ""

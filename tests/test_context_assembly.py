@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from vera_client.adapters.tokenizers.minilm import MiniLMTokenCounter
+from vera_client.api.hits import Hit, Signals
 from vera_client.api.reads import ConflictValue
-from vera_client.api.search import Hit, Signals
 from vera_client.domain.context import (
     ABOVE_MAX_TIER,
     BELOW_MIN_AUTHORITY,

@@ -69,6 +69,23 @@ def test_a_corrupt_office_file_and_a_zip_bomb_are_refused(monkeypatch: pytest.Mo
         parse_record("bomb.docx", bomb.getvalue())
 
 
+def test_a_document_past_its_pages_or_its_time_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    three_pages = pdf(["One.", "Two.", "Three."])
+    deck = pptx([("First", "one"), ("Second", "two")])
+    monkeypatch.setattr(documents, "MAX_PAGES", 2)
+    with pytest.raises(RecordFormatError, match=r"^long\.pdf: 3 pages, over the 2 read of one document$"):
+        parse_record("long.pdf", three_pages)
+    monkeypatch.setattr(documents, "MAX_PAGES", 10_000)
+    monkeypatch.setattr(documents, "MAX_READ_SECONDS", -1.0)  # the time is up before the first page ends
+    late = r"^slow\.pdf: still reading after -1 s \(page 1 of 3\): not read$"  # not part-read
+    with pytest.raises(RecordFormatError, match=late):
+        parse_record("slow.pdf", three_pages)
+    with pytest.raises(RecordFormatError, match=r"^slow\.pptx: still reading after -1 s \(slide 1 of 2\)"):
+        parse_record("slow.pptx", deck)
+    one_page = parse_record("short.pdf", pdf(["Only page."]))  # its last page read: nothing left to refuse
+    assert [p.text for p in one_page.passages] == ["Only page."]
+
+
 def test_documents_have_their_own_size_limit() -> None:
     limits = ReadLimits(document_bytes=1234)
     for name in ("a.pdf", "a.docx", "a.pptx", "a.html", "a.htm"):

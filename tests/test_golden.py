@@ -8,7 +8,7 @@ from uuid import uuid4
 
 import pytest
 
-from vera_client.api.search import Hit, Signals
+from vera_client.api.hits import Hit, Signals
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.golden import GoldenQuery, GoldenSet, evaluate, load_golden_set, score_query
 

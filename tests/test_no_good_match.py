@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from uuid import uuid4
 
-from vera_client.api.search import Hit, Hits, Signals
+from vera_client.api.hits import Hit, Hits, Signals
 
 SIGNALS = Signals(relevance=0.2, authority=1, verification=1, recency=1, feedback=0.5, confidence=1)
 

@@ -7,7 +7,8 @@ from uuid import uuid4
 
 import pytest
 
-from vera_client.api.search import Hit, Signals, normalised, rerank_hits
+from vera_client.api.hits import Hit, Signals
+from vera_client.api.reranking import normalised, rerank_hits
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.ports import RerankScore
 

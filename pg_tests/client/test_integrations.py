@@ -16,7 +16,7 @@ from pg_tests.support.clients import client_for
 from pg_tests.support.databases import APP_LOGIN, Database
 from pg_tests.support.lumen import Lumen, load_lumen
 from vera_client import AsyncVeraClient, VeraClient
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 from vera_client.bootstrap import Providers, build_providers
 from vera_client.config import VeraSettings
 from vera_client.domain.errors import ConfigurationError, InvalidArgumentError, PermissionDeniedError

@@ -23,7 +23,7 @@ from tests.standins import API_KEY, StandinServer
 
 from pg_tests.support.clients import client_for
 from pg_tests.support.databases import APP_LOGIN
-from pg_tests.support.ingesting import worker_executor, worker_process_env
+from pg_tests.support.ingesting import folder_runs, worker_executor, worker_process_env
 from pg_tests.support.seed import World, caller
 from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
@@ -36,7 +36,6 @@ from vera_client.config import ResilienceSettings
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.extraction import PassageExtraction
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.run import SourceIngestion
 
 FAST = ResilienceSettings(max_retries=1, retry_base_seconds=0.001, timeout_seconds=5.0)
 # "X runs on Y." and "X is owned by Y." sentences, as a model would find them
@@ -83,7 +82,7 @@ def _work(world: World, tmp_path: Path, model: ChatModel, *, max_claims: int = 5
     embedder = embedder or DeterministicEmbedder(16)
     store = LocalObjectStore(tmp_path / "objects")
     with closing(worker_executor(world.db)) as sql:
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _pin: embedder,
+        ingestion = folder_runs(sql, objects=store, embedder_for_model=lambda _pin: embedder,
                                     allowed_roots=(tmp_path,))  # fmt: skip
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _pin: embedder,
                                        max_claims_per_passage=max_claims)  # fmt: skip
@@ -379,7 +378,7 @@ def test_two_jobs_taking_the_same_passage_publish_it_once(
     the first's transaction and then finds the passage done."""
     group, _ = _setup(world, tmp_path, "extract-race", TEXT)
     store = LocalObjectStore(tmp_path / "objects")
-    ingestion = SourceIngestion(
+    ingestion = folder_runs(
         worker_sql, objects=store, embedder_for_model=lambda _pin: None, allowed_roots=(tmp_path,)
     )
     drain(

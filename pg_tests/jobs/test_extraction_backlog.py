@@ -18,7 +18,7 @@ from tests.standins import API_KEY, StandinServer
 
 from pg_tests.jobs.test_extraction import TEXT, _model, _setup, reading_model
 from pg_tests.support.databases import APP_LOGIN
-from pg_tests.support.ingesting import worker_executor
+from pg_tests.support.ingesting import folder_runs, worker_executor
 from pg_tests.support.seed import World
 from vera_cli.main import main
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
@@ -27,7 +27,6 @@ from vera_client.adapters.providers.chat import ChatModel
 from vera_client.client import VeraClient
 from vera_worker.adapters.extraction import PassageExtraction
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.run import SourceIngestion
 
 NEW = "# Routing\n\nroute-planner runs on k8s-east.\n"
 
@@ -42,7 +41,7 @@ def _drain(world: World, tmp_path: Path, model: ChatModel | None) -> None:
     embedder = DeterministicEmbedder(16)
     store = LocalObjectStore(tmp_path / "objects")
     with closing(worker_executor(world.db)) as sql:
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _pin: embedder,
+        ingestion = folder_runs(sql, objects=store, embedder_for_model=lambda _pin: embedder,
                                     allowed_roots=(tmp_path,))  # fmt: skip
         extraction = None if model is None else PassageExtraction(
             sql, model=model, embedder_for_model=lambda _pin: embedder

@@ -64,12 +64,11 @@ def _episodes(db: Database, group: str) -> int:
     return int(row[0])
 
 
-def _cursor_entries(db: Database, group: str) -> int:
+def _signed(db: Database, group: str) -> int:
+    """The files whose version holds their change signature: what a run does not read again."""
     with db.admin() as admin:
         row = admin.execute(
-            "select coalesce(sum((select count(*) from jsonb_object_keys(cursor))), 0) from vera.sources"
-            " where group_id = %s and cursor is not null",
-            (group,),
+            "select count(*) from vera.episodes where group_id = %s and signature is not null", (group,)
         ).fetchone()
     assert row is not None
     return int(row[0])
@@ -83,7 +82,8 @@ def _wait(condition: Any, timeout: float, what: str) -> None:
 
 
 def _state(db: Database, group: str, source_id: str) -> dict[str, Any]:
-    """What a run leaves of a source, without ids or times: episodes, passages, facts, cursor."""
+    """What a run leaves of a source, without ids or times: episodes, passages, facts, and what the
+    next run knows (the records' signatures, the cursor's position)."""
     with db.admin() as admin:
         episodes = admin.execute(
             "select external_id, version, encode(content_sha256, 'hex'), status::text, title, object_key is null"
@@ -104,20 +104,17 @@ def _state(db: Database, group: str, source_id: str) -> dict[str, Any]:
             " where f.group_id = %s order by 1, 2, 3, 4",
             (group,),
         ).fetchall()
-        episode_keys = dict(
-            admin.execute(
-                "select episode_id::text, external_id from vera.episodes where group_id = %s", (group,)
-            ).fetchall()
-        )
+        # what the next run skips unread: each record's signature (its size; times differ) and content
+        signed = admin.execute(
+            "select external_id, split_part(signature, ':', 2), encode(content_sha256, 'hex')"
+            " from vera.episodes where group_id = %s and signature is not null",
+            (group,),
+        ).fetchall()
         row = admin.execute(
             "select cursor from vera.sources where group_id = %s and source_id = %s", (group, source_id)
         ).fetchone()
     assert row is not None and row[0] is not None
-    cursor = {
-        key: (entry["size"], entry["sha256"], episode_keys.get(entry["episode_id"]))
-        for key, entry in row[0].items()
-        if isinstance(entry, dict)
-    }
+    cursor = {key: (size, sha256) for key, size, sha256 in signed} | {"@position": row[0].get("@position")}
     return {"episodes": episodes, "passages": passages, "facts": facts, "cursor": cursor}
 
 
@@ -138,14 +135,14 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(
     vera_command = Path(sys.executable).with_name("vera")
 
     # the first worker is killed with SIGKILL while its ingestion job is `doing`, part way through:
-    # after its first batch of cursor entries (200 files), so the run again skips those unread,
+    # after its first page of signatures (200 files), so the run again skips those unread,
     # finds the files committed since by their hash, and reads the rest
     first = subprocess.Popen(  # noqa: S603
         [str(vera_command), "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         _wait(
-            lambda: _status(world.db, job) == "doing" and _cursor_entries(world.db, crashed) > 0,
+            lambda: _status(world.db, job) == "doing" and _signed(world.db, crashed) > 0,
             90,  # a worker's start and first batch; a loaded 2-core machine took over 30 s
             "a run half-way",
         )
@@ -154,7 +151,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(
         first.wait(10)
     assert _status(world.db, job) == "doing"
     at_kill = _episodes(world.db, crashed)
-    assert 200 <= at_kill < FILES and _cursor_entries(world.db, crashed) == 200, at_kill
+    assert 200 <= at_kill < FILES and _signed(world.db, crashed) == 200, at_kill
 
     # a second worker finds the job's worker silent, queues the job again and finishes it (its
     # log goes to a file: a pipe nobody reads while it runs would fill up and block it)
@@ -192,7 +189,7 @@ def test_a_job_of_a_killed_worker_runs_again_and_ends_as_a_clean_run(
 
     after_crash = _state(world.db, crashed, str(crashed_source.source_id))
     after_clean = _state(world.db, clean, str(clean_source.source_id))
-    assert len(after_clean["episodes"]) == FILES and len(after_clean["cursor"]) == FILES
+    assert len(after_clean["episodes"]) == FILES and len(after_clean["cursor"]) == FILES + 1
     assert len(after_clean["facts"]) == 2 * FILES and len(after_clean["passages"]) >= 2 * FILES
     for part in ("episodes", "passages", "facts", "cursor"):
         assert after_crash[part] == after_clean[part], part
@@ -282,5 +279,5 @@ def test_a_worker_told_to_stop_ends_its_ingest_after_the_file_in_hand_and_the_jo
         return _status(world.db, job) == "succeeded"
 
     _wait(run_once, 60, "the job run again to the end")
-    assert _episodes(world.db, group) == FILES and _cursor_entries(world.db, group) == FILES
+    assert _episodes(world.db, group) == FILES and _signed(world.db, group) == FILES
     assert _events(world.db, job) == ["deferred", "started", "deferred_for_retry", "started", "succeeded"]

@@ -19,7 +19,7 @@ import pytest
 from pg_tests.support.databases import APP_LOGIN
 from pg_tests.support.seed import World
 from vera_cli.commands.search import search_command
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 from vera_client.api.search import search as search_plan
 from vera_client.api.snapshots import search_snapshot as search_snapshot_plan
 from vera_client.client import AsyncVeraClient, VeraClient

@@ -15,7 +15,7 @@ import pytest
 from tests.standins import API_KEY, StandinServer
 
 from pg_tests.support.clients import client_for
-from pg_tests.support.ingesting import worker_executor
+from pg_tests.support.ingesting import folder_runs, worker_executor
 from pg_tests.support.seed import World
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
@@ -24,7 +24,6 @@ from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.extraction import PassageExtraction
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.run import SourceIngestion
 
 FAST = ResilienceSettings(max_retries=1, retry_base_seconds=0.001, timeout_seconds=5.0)
 
@@ -94,7 +93,7 @@ def _extract(world: World, tmp_path: Path, standin: StandinServer, name: str, ti
                       chain=ResilienceChain("llm", FAST))  # fmt: skip
     store = LocalObjectStore(tmp_path / "objects")
     with closing(worker_executor(world.db)) as sql:
-        ingestion = SourceIngestion(sql, objects=store, embedder_for_model=lambda _pin: embedder,
+        ingestion = folder_runs(sql, objects=store, embedder_for_model=lambda _pin: embedder,
                                     allowed_roots=(tmp_path,))  # fmt: skip
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _pin: embedder)
         drain(

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from pg_tests.support.clients import client_for
+from pg_tests.support.ingesting import folder_runs
 from pg_tests.support.seed import World, caller, create_project
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.config import ReadLimits
+from vera_worker.connectors.dispatch import IngestRequest
 from vera_worker.connectors.events import IngestEvent, IngestReport
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 
 SECRET = "The launch code is 0000."
 
@@ -55,7 +56,7 @@ def _ingest(
         if event.kind == "planned" and callable(on_planned):
             on_planned()
 
-    ingestion = SourceIngestion(
+    ingestion = folder_runs(
         worker_sql, objects=LocalObjectStore(tmp_path / "objects"), embedder_for_model=lambda _: None,
         on_progress=progress, allowed_roots=[folder], limits=limits,
     )  # fmt: skip

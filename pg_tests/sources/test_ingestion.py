@@ -15,7 +15,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from pg_tests.support.clients import client_for
-from pg_tests.support.ingesting import run_worker
+from pg_tests.support.ingesting import folder_runs, run_worker
 from pg_tests.support.seed import World, caller, create_project
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
@@ -30,7 +30,8 @@ from vera_client.domain.errors import (
     SourceUnavailableError,
 )
 from vera_worker.adapters.queue import build_app, drain
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
+from vera_worker.connectors.dispatch import IngestRequest, SourceRuns
+from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.writing import object_key
 
 
@@ -60,6 +61,20 @@ def _texts(world: World, group: str, query: str) -> list[str]:
     with caller(world.db, world.a.owner_key) as conn:
         rows = conn.execute(
             "select text from vera.search(%s, groups => array[%s])", (query, group)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _signed(world: World, group: str, source: UUID) -> list[str]:
+    """The records of a source whose live latest version holds the signature of the file read (what
+    the next run does not read again)."""
+    with world.db.admin() as admin:
+        rows = admin.execute(
+            """select h.external_id from (select distinct on (e.external_id) e.external_id, e.status, e.signature
+                                           from vera.episodes e where e.group_id = %s and e.source_id = %s
+                                          order by e.external_id, e.version desc) h
+                where h.status <> 'retracted' and h.signature is not null order by 1""",
+            (group, source),
         ).fetchall()
     return [row[0] for row in rows]
 
@@ -137,9 +152,7 @@ def test_a_folder_is_ingested_incrementally(world: World, folder: Path, tmp_path
     [fifth] = run_worker(world.db, objects, embedder)
     assert fifth.retracted == 1
     assert "ledger-db owned by Data Platform" not in _texts(world, group, "ledger-db Data Platform")
-    with caller(world.db, world.a.owner_key) as conn:
-        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
-    assert sorted(cursor) == ["notes.txt", "runbooks/billing.md"]
+    assert _signed(world, group, source.source_id) == ["notes.txt", "runbooks/billing.md"]
 
     # restored with the same bytes: the record comes back as a new version
     _write(folder / "cmdb.csv", "service,owned by\nledger-db,Data Platform\n")
@@ -200,7 +213,7 @@ def test_warnings_are_reported_per_file_and_a_file_that_yields_nothing_fails(
     assert [e.key for e in events if e.kind == "warned"] == ["legacy.txt", "owners.csv"]
     assert "ledger-db owned by Data Platform" in _texts(world, group, "ledger-db Data Platform")
     assert any("Zoë's bucket" in text for text in _texts(world, group, "backups thirty days"))
-    # the failed files stay out of the cursor: read (and reported) again until they are fixed
+    # the failed files keep no signature: read (and reported) again until they are fixed
     _request(world, world.a.owner_key, source)
     [again] = run_worker(world.db, tmp_path / "objects", None)
     assert sorted(key for key, _ in again.failed) == ["hosts.csv", "team.md"] and again.ingested == 0
@@ -221,15 +234,13 @@ def test_a_run_asked_to_stop_ends_after_the_file_in_hand(
         asked.append(True)
         return len(asked) > 2
 
-    stopped = SourceIngestion(
+    stopped = folder_runs(
         worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: None, should_stop=stop_after_two,
     ).run(request)  # fmt: skip
     assert stopped.stopped and stopped.ingested == 2
-    with caller(world.db, world.a.owner_key) as conn:
-        cursor = conn.execute("select vera.source_cursor(%s, %s)", (group, source.source_id)).fetchone()[0]  # type: ignore[index]
-    assert len(cursor) == 2  # what was committed is known, written when the run stopped
-    rest = SourceIngestion(
+    assert len(_signed(world, group, source.source_id)) == 2  # what was committed is known
+    rest = folder_runs(
         worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: None,
     ).run(request)  # fmt: skip
@@ -297,7 +308,7 @@ def test_a_missing_folder_fails_the_run_with_one_clear_error(
     folder.rmdir()
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="does not exist or is not a folder"):
@@ -311,7 +322,7 @@ def test_the_worker_cannot_read_another_tenants_source_for_a_principal(
     source = _register(world, group, folder)
     with caller(world.db, world.b.owner_key) as conn:
         intruder = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     with pytest.raises(PermissionDeniedError, match="not readable"):
         ingestion.run(IngestRequest(group_id=group, source_id=source.source_id, principal_id=intruder))
@@ -420,8 +431,8 @@ def test_a_provider_failure_fails_the_file_and_an_open_circuit_stops_the_run(
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
-    def ingestion(error: Exception) -> SourceIngestion:
-        return SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    def ingestion(error: Exception) -> SourceRuns:
+        return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: _FailingEmbedder(error))  # fmt: skip
 
     slow = ingestion(ProviderTimeoutError("openai: no answer within 30s after 5 attempts")).run(request)
@@ -442,7 +453,7 @@ def test_an_emptied_folder_does_not_retract_everything(
         path.unlink()  # as an unmounted share looks
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    ingestion = folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                 embedder_for_model=lambda _: None)  # fmt: skip
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
     with pytest.raises(SourceUnavailableError, match="not retracting them all"):
@@ -466,7 +477,7 @@ class _BreaksAfter:
         return self.inner.embed(texts)
 
 
-def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
+def test_a_stopped_run_keeps_what_it_committed_and_lost_signatures_lose_nothing(
     world: World, worker_sql: Executor, folder: Path, tmp_path: Path
 ) -> None:
     group = create_project(world, "ingest-resume")
@@ -475,21 +486,28 @@ def test_a_stopped_run_keeps_what_it_committed_and_a_lost_cursor_loses_nothing(
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
 
-    def ingestion(embedder: object) -> SourceIngestion:
-        return SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+    def ingestion(embedder: object) -> SourceRuns:
+        return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
 
     with pytest.raises(ProviderUnavailableError):
         ingestion(_BreaksAfter(2)).run(request)  # two files committed, then the circuit opens
     resumed = ingestion(DeterministicEmbedder(16)).run(request)
     assert (resumed.untouched, resumed.ingested) == (2, 1)
-    with caller(world.db, world.a.owner_key) as conn:  # the cursor is lost
+    # the signatures are lost, and the cursor holds a folder's entries of before 0014 (one a file,
+    # which a run now ignores): as a source upgraded without them
+    with world.db.admin() as admin:
+        admin.execute("update vera.episodes set signature = null where group_id = %s", (group,))
+    with caller(world.db, world.a.owner_key) as conn:
         conn.execute("select vera.advance_source_cursor(%s, %s, %s)", (group, source.source_id, Jsonb(
-            {key: None for key in ("cmdb.csv", "notes.txt", "runbooks/billing.md")})))  # fmt: skip
+            {key: {"mtime_ns": 1, "size": 1, "sha256": "00" * 32, "episode_id": str(UUID(int=0))}
+             for key in ("cmdb.csv", "notes.txt", "runbooks/billing.md")})))  # fmt: skip
         conn.commit()
     again = ingestion(DeterministicEmbedder(16)).run(request)
     assert (again.ingested, again.unchanged) == (0, 3)  # read, hashed, found known: nothing twice
     assert _texts(world, group, "ledger-db Data Platform").count("ledger-db owned by Data Platform") == 1
+    third = ingestion(DeterministicEmbedder(16)).run(request)
+    assert (third.untouched, third.unchanged, third.ingested) == (3, 0, 0)  # their signatures noted
 
 
 def test_the_worker_reads_only_below_the_folders_the_operator_allows(
@@ -505,7 +523,7 @@ def test_the_worker_reads_only_below_the_folders_the_operator_allows(
     (allowed / "link").symlink_to(elsewhere, target_is_directory=True)
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    ingestion = SourceIngestion(worker_sql, objects=LocalObjectStore(tmp_path / "o"),
+    ingestion = folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"),
                                 embedder_for_model=lambda _: None, allowed_roots=[allowed])  # fmt: skip
     with pytest.raises(
         SourceRootNotAllowedError
@@ -538,7 +556,7 @@ def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_i
     missing.rmdir()
     _request(world, world.a.owner_key, out_source)
     _request(world, world.a.owner_key, gone_source)
-    ingestion = SourceIngestion(
+    ingestion = folder_runs(
         worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
         embedder_for_model=lambda _: _FailingEmbedder(ProviderUnavailableError("embedder: the circuit breaker is open")),
     )  # fmt: skip
@@ -551,3 +569,46 @@ def test_a_run_stopped_by_an_open_circuit_is_queued_again_and_a_missing_folder_i
             " from procrastinate.procrastinate_jobs where task_name = 'vera.ingest_source'"
             " and args ->> 'group_id' = any (%s)", ([outage, gone],)).fetchall())  # fmt: skip
     assert states == {outage: "todo/1/true", gone: "failed/1/now"}
+
+
+def test_migration_0014_turns_a_folders_per_file_cursor_into_signatures(
+    world: World, worker_sql: Executor, folder: Path, tmp_path: Path
+) -> None:
+    """A folder source of before 0014 kept an entry per file in its cursor; the migration's
+    statements make each matching entry its version's signature and clear the entries, so the
+    first run after the upgrade reads no file (one whose entry does not match is read once)."""
+    group = create_project(world, "ingest-upgrade")
+    source = _register(world, group, folder)
+    with caller(world.db, world.a.owner_key) as conn:
+        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
+    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
+
+    def run() -> IngestReport:
+        return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
+                           embedder_for_model=lambda _: None).run(request)  # fmt: skip
+
+    assert run().ingested == 3
+    with world.db.admin() as admin:  # as a database of before 0014 held it
+        episodes = dict(admin.execute(
+            "select external_id, episode_id::text from vera.episodes where group_id = %s", (group,)).fetchall())  # fmt: skip
+        admin.execute("update vera.episodes set signature = null where group_id = %s", (group,))
+        old = {}
+        for key, episode in episodes.items():
+            found = (folder / key).stat()
+            digest = __import__("hashlib").sha256((folder / key).read_bytes()).hexdigest()
+            old[key] = {"mtime_ns": found.st_mtime_ns, "size": found.st_size, "episode_id": episode,
+                        "sha256": digest if key != "notes.txt" else "00" * 32}  # fmt: skip
+        admin.execute("update vera.sources set cursor = %s where group_id = %s and source_id = %s",
+                      (Jsonb({**old, "@position": {}}), group, source.source_id))  # fmt: skip
+        migration = (Path(__file__).parents[2] / "sql/migrations/0014_record_signatures.sql").read_text()
+        for statement in migration.split(";\n"):
+            body = "\n".join(line for line in statement.splitlines() if not line.startswith("--")).strip()
+            if body.startswith("update "):
+                admin.execute(body)
+        cursor = admin.execute("select cursor from vera.sources where source_id = %s", (source.source_id,))
+        assert cursor.fetchone() == ({"@position": {}},)
+    assert _signed(world, group, source.source_id) == ["cmdb.csv", "runbooks/billing.md"]
+    after = run()
+    assert (after.untouched, after.unchanged, after.ingested) == (2, 1, 0)  # notes.txt's entry did not match
+    final = run()
+    assert (final.untouched, final.ingested) == (3, 0)

@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 from pg_tests.support.cli import one_line_error, run_vera, vera_env
 from pg_tests.support.clients import client_for
 from pg_tests.support.databases import Database
+from pg_tests.support.ingesting import folder_runs
 from pg_tests.support.seed import caller
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
@@ -29,8 +30,8 @@ from vera_client.domain.errors import (
     SourceRootNotAllowedError,
     SourceUnavailableError,
 )
+from vera_worker.connectors.dispatch import IngestRequest, SourceRuns
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 
 
 @dataclass(frozen=True)
@@ -66,12 +67,12 @@ def tenants(db: Database, tmp_path_factory: pytest.TempPathFactory) -> tuple[Ten
     return _tenant(db, "Share A", shares / "a"), _tenant(db, "Share B", shares / "b")
 
 
-def _worker(db: Database, sql: Executor, tmp_path: Path, roots: list[Path]) -> SourceIngestion:
-    return SourceIngestion(sql, objects=LocalObjectStore(tmp_path / "objects"),
+def _worker(db: Database, sql: Executor, tmp_path: Path, roots: list[Path]) -> SourceRuns:
+    return folder_runs(sql, objects=LocalObjectStore(tmp_path / "objects"),
                            embedder_for_model=lambda _: None, allowed_roots=roots)  # fmt: skip
 
 
-def _run(worker: SourceIngestion, tenant: Tenant, source: UUID) -> IngestReport:
+def _run(worker: SourceRuns, tenant: Tenant, source: UUID) -> IngestReport:
     return worker.run(
         IngestRequest(group_id=tenant.organisation, source_id=source, principal_id=tenant.principal)
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 
@@ -18,12 +18,11 @@ from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.config import ReadLimits, ResilienceSettings
-from vera_client.domain.ports import Embedder
+from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.queue import build_app, drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.manifest import register_manifest, request_all
-from vera_worker.connectors.folder.run import SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
 
 
@@ -50,26 +49,37 @@ def run_worker(
     store = LocalObjectStore(objects)
     progress = events.append if events is not None else None
     with closing(worker_executor(db)) as sql:
-        folder = SourceIngestion(
-            sql,
-            objects=store,
-            embedder_for_model=lambda _pinned: embedder,
-            on_progress=progress,
-            on_report=reports.append,
-            # test folders live below the temporary directory; the example corpus ships with VERA
-            allowed_roots=(Path(tempfile.gettempdir()), example_dir()),
-            **({"limits": read_limits} if read_limits is not None else {}),
-        )
         connectors = ConnectorIngestion(
             sql, objects=store, embedder_for_model=lambda _pinned: embedder, environ=environ or {},
             resilience=resilience, on_progress=progress,
-            # git: repositories the tests make below the temporary directory, clones beside them
-            allowed_roots=(Path(tempfile.gettempdir()),), cache_dir=objects / "connector-cache",
+            # test folders and git repositories live below the temporary directory (clones beside
+            # the objects); the example corpus ships with VERA
+            allowed_roots=(Path(tempfile.gettempdir()), example_dir()), cache_dir=objects / "connector-cache",
             read_limits=read_limits,
         )  # fmt: skip
-        ingestion = SourceRuns(sql, folder=folder, connectors=connectors, on_report=reports.append)
+        ingestion = SourceRuns(sql, connectors=connectors, on_report=reports.append)
         drain(build_app(db.dsn("vera_worker"), objects=store, ingestion=ingestion))
     return reports
+
+
+def folder_runs(
+    sql: Executor,
+    *,
+    objects: ObjectStore,
+    embedder_for_model: Callable[[str | None], Embedder | None],
+    allowed_roots: Sequence[Path],
+    on_progress: Callable[[IngestEvent], None] | None = None,
+    on_report: Callable[[IngestReport], None] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    limits: ReadLimits | None = None,
+) -> SourceRuns:
+    """The worker's ingestion (connectors/dispatch.py) for tests that run it directly rather than
+    through the queue: every kind through the one runner, folder sources below allowed_roots."""
+    connectors = ConnectorIngestion(
+        sql, objects=objects, embedder_for_model=embedder_for_model, environ={}, on_progress=on_progress,
+        allowed_roots=tuple(allowed_roots), read_limits=limits, should_stop=should_stop,
+    )  # fmt: skip
+    return SourceRuns(sql, connectors=connectors, on_report=on_report)
 
 
 def ingest_manifest(db: Database, key: str, group: str, manifest: Path) -> list[Source]:

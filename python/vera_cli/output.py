@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from vera_client.api.hits import Hit
     from vera_client.api.reads import ExploredFact
-    from vera_client.api.search import Hit
 
 
 def echo_json(data: object) -> None:

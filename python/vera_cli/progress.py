@@ -36,7 +36,7 @@ EXTRACTION_STEP = 25
 
 
 class IngestProgress:
-    """Receives a run's events (SourceIngestion's on_progress) and shows them."""
+    """Receives a run's events (the runner's on_progress) and shows them."""
 
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
         self._stream = stream or sys.stderr

@@ -6,7 +6,7 @@
 set role vera_owner;
 
 -- Contract: the sources of one group (or of every readable group), without
--- their cursors (those can be large; source_cursor reads one).
+-- their cursors, with how many of their records are live in VERA.
 create or replace function vera.list_sources(of_group text default null)
 returns table (
     group_id text, source_id uuid, kind text, name text, uri text, trust_tier smallint,
@@ -22,7 +22,7 @@ begin
     end if;
     return query
     select s.group_id, s.source_id, s.kind, s.name, s.uri, s.trust_tier, s.config, s.created_at, s.retracted_at,
-           coalesce((select count(*)::integer from jsonb_object_keys(s.cursor)), 0)
+           vera.tracked_records(s.group_id, s.source_id)
       from vera.sources s
      where list_sources.of_group is null or s.group_id = list_sources.of_group
      order by s.group_id, s.name;

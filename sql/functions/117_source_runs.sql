@@ -99,11 +99,13 @@ comment on function vera.source_run_settings(text, uuid) is
 grant execute on function vera.source_run_settings(text, uuid) to vera_worker;
 
 -- Contract: the latest version VERA holds of each of these records of a
--- source (at most 10,000 ids a call): its content hash, its episode and
--- whether it is live (not retracted). Ids it never saw are not returned.
--- Members.
+-- source (at most 10,000 ids a call): its content hash, its episode, whether
+-- it is live (not retracted) and its change signature (what the connector saw
+-- of it without reading it, vera.note_record_signatures; null when none).
+-- Ids it never saw are not returned. Members.
+drop function if exists vera.record_heads(text, uuid, text[]);
 create or replace function vera.record_heads(group_id text, source_id uuid, external_ids text[])
-returns table (external_id text, content_sha256 bytea, episode_id uuid, live boolean)
+returns table (external_id text, content_sha256 bytea, episode_id uuid, live boolean, signature text)
 language plpgsql stable security definer
 set search_path = vera, pg_temp
 as $$
@@ -115,7 +117,8 @@ begin
             using errcode = '54000';
     end if;
     return query
-    select distinct on (e.external_id) e.external_id, e.content_sha256, e.episode_id, e.status <> 'retracted'
+    select distinct on (e.external_id) e.external_id, e.content_sha256, e.episode_id, e.status <> 'retracted',
+           e.signature
       from vera.episodes e
      where e.group_id = record_heads.group_id and e.source_id = record_heads.source_id
        and e.external_id = any (record_heads.external_ids)
@@ -123,7 +126,7 @@ begin
 end
 $$;
 comment on function vera.record_heads(text, uuid, text[]) is
-    'The latest version of each named record of a source: hash, episode, live; members';
+    'The latest version of each named record of a source: hash, episode, live, signature; members';
 grant execute on function vera.record_heads(text, uuid, text[]) to vera_worker;
 
 -- Contract: the records of a source whose latest version is live, with that
@@ -175,7 +178,7 @@ grant execute on function vera.set_source_interval(text, uuid, integer) to vera_
 
 -- Contract: the sources of the caller's readable groups (or one group) with
 -- their connector's state: the cursor's position (what an HTTP or git
--- connector resumes from), how many records the cursor tracks (folders), the
+-- connector resumes from), how many of its records are live in VERA, the
 -- schedule, and the last run: when, how it ended, its counts and its error.
 create or replace function vera.source_status(of_group text default null)
 returns table (
@@ -193,7 +196,7 @@ begin
     end if;
     return query
     select s.group_id, s.source_id, s.name, s.kind, s.interval_s, s.cursor -> '@position',
-           coalesce((select count(*)::integer from jsonb_object_keys(s.cursor) k where k <> '@position'), 0),
+           vera.tracked_records(s.group_id, s.source_id),
            r.started_at, r.finished_at, r.status, r.items, r.unchanged, r.retracted, r.skipped, r.error
       from vera.sources s
       left join lateral (select * from vera.source_runs x

@@ -199,7 +199,14 @@ begin
       join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id
       join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
      where c.group_id = pending_passages.group_id and c.lifecycle in ('pending_review', 'proposal')
-       and vera.passage_waiting(c.group_id, c.chunk_id)
+       -- vera.passage_waiting's test as a join, once per episode: called in a filter, it ran
+       -- again for every row a nested loop paired (6 s for 21 passages after a first ingest,
+       -- when the planner had no statistics yet; benchmarks/load_mix.py)
+       and e.status <> 'retracted'
+       and not exists (select from vera.episodes newer
+                        where newer.group_id = e.group_id and newer.source_id = e.source_id
+                          and newer.external_id = e.external_id and newer.version > e.version
+                          and newer.status <> 'retracted')
      order by s.name, e.external_id, e.version, c.ordinal;
 end
 $$;

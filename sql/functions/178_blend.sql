@@ -68,8 +68,13 @@ as $$
       join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
       join vera.groups g on g.group_id = ch.group_id
       left join votes v on v.item_kind = 'passage' and v.item_id = ch.chunk_id
-      left join lateral vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version)
-           next_version(observed_at) on true
+      -- vera.next_version_observed, written out: a call per passage (its SET clause keeps it from being
+      -- inlined) cost more than the index probe itself
+      left join lateral (select min(newer.observed_at) as observed_at
+                           from vera.episodes newer
+                          where newer.group_id = ep.group_id and newer.source_id = ep.source_id
+                            and newer.external_id = ep.external_id and newer.version > ep.version
+                            and newer.status <> 'retracted') next_version on true
      where c.kind = 'passage'
 $$;
 comment on function vera.candidate_signals(vera.item_kind[], uuid[], text[], double precision[],

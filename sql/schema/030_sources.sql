@@ -71,6 +71,8 @@ create table vera.episodes (
     observed_at    timestamptz not null default now(),
     recorded_at    timestamptz not null default now(),
     status         vera.episode_status not null default 'received',
+    -- what the connector saw of it without reading it (a file's mtime_ns:size; 0014_record_signatures)
+    signature      text constraint episodes_signature_length check (char_length(signature) between 1 and 200),
     primary key (group_id, episode_id),
     foreign key (group_id, source_id) references vera.sources (group_id, source_id),
     constraint episodes_version_unique unique (group_id, source_id, external_id, version)
@@ -78,6 +80,8 @@ create table vera.episodes (
 -- idempotent re-ingestion looks up the latest version of a record by hash
 create index episodes_record_hash_idx on vera.episodes (group_id, source_id, external_id, content_sha256);
 comment on table vera.episodes is 'One version of one source record: content hash, raw-bytes key, status';
+comment on column vera.episodes.signature is
+    'What the connector saw of this version without reading it (a file''s mtime_ns:size); null when none';
 
 create table vera.chunks (
     group_id   text not null,

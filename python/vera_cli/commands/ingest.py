@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from vera_client.bootstrap import Database
     from vera_client.domain.errors import VeraError
     from vera_worker.adapters.extraction import ExtractionReport
+    from vera_worker.connectors.dispatch import IngestRequest
     from vera_worker.connectors.events import IngestReport
-    from vera_worker.connectors.folder.run import IngestRequest
 
 
 @dataclass(frozen=True, slots=True)

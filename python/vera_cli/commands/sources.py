@@ -249,8 +249,8 @@ def source_list(group: str | None, as_json: bool, api_key: str) -> None:
     for item in found:
         retracted = "  (retracted)" if item.retracted_at else ""
         where = item.config.get("root") or item.uri or ""
-        # a folder's cursor counts the files it read; a source written through the API
-        # (remember, record_episode) has no cursor, so a count of 0 would say nothing true
+        # a folder's count is its files live in VERA; a source written through the API
+        # (remember, record_episode) is said to be so
         held = (
             f"{counted(item.tracked_records, 'record'):>12}"
             if item.config.get("root")

@@ -1,12 +1,12 @@
-"""Search: ranked, cited hits, votes on them, the ranking weights they calibrate, and
-snapshots that keep an answer reproducible (sql/functions/170_ranking.sql, 180_search.sql
-and the files it calls, 190_feedback.sql, 200_snapshots.sql; queries in search.sql; tests
-in pg_tests/search/)."""
+"""Search: ranked, cited hits (their shape in hits.py, the optional reranker in
+reranking.py), votes on them and the ranking weights they calibrate
+(sql/functions/170_ranking.sql, 180_search.sql and the files it calls, 190_feedback.sql;
+snapshots in snapshots.py; tests in pg_tests/search/)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -22,99 +22,17 @@ from vera_client.api.call import (
     nothing,
     period,
     record,
-    row_columns,
     scalar,
 )
+from vera_client.api.hits import Hit, Hits, hits
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
+from vera_client.api.reranking import rerank_hits
 from vera_client.api.weights import rollback_weights, weight_history
 from vera_client.domain.errors import InvalidArgumentError, MissingExtraError
-from vera_client.domain.ports import Embedder, RerankScore
+from vera_client.domain.ports import Embedder
 from vera_client.domain.time_scopes import TimeRange, as_period, query_time
 
 ItemKind = str  # "fact" or "passage"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Signals:
-    """The seven signals of the blend, each in [0, 1]; period is None when the search asked
-    about no period (docs/time.md)."""
-
-    relevance: float
-    authority: float
-    verification: float
-    recency: float
-    feedback: float
-    confidence: float
-    period: float | None = field(
-        default=None,
-        metadata={
-            "description": "the hit's time against the period the query asks about; "
-            "null when it asks about none"
-        },
-    )
-
-
-# the blend's signals in the order vera.search returns them (vera.signal_names())
-SIGNAL_NAMES = tuple(f.name for f in fields(Signals))
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Hit:
-    """One ranked answer of vera.search: a fact or a passage, with its citation."""
-
-    rank: int
-    kind: str = field(metadata={"description": "fact or passage"})
-    item_id: UUID
-    group_id: str
-    text: str
-    score: float
-    confidence: float = field(
-        metadata={
-            "description": "absolute probability that this hit answers the query, comparable across "
-            "queries and groups (vera.search's match_confidence)"
-        }
-    )
-    good_match: bool = field(metadata={"description": "confidence reaches the threshold (0.5)"})
-    lexical_match: float | None = field(
-        metadata={
-            "description": "BM25 score over the query's IDF mass (about 1: every word held once); "
-            "null: words not searched"
-        }
-    )
-    similarity: float | None = field(
-        metadata={"description": "cosine similarity to the query vector; null: no vector searched or held"}
-    )
-    signals: Signals
-    citation: dict[str, object] = field(
-        metadata={"description": "source, episode, chunk, evidence, validity, tier, verification"}
-    )
-    subject: str | None = None
-    predicate: str | None = None
-    object: str | None = None
-    # stage 3, when a reranker ran on this hit: score = (1 - w) * blend_score min-max normalised
-    # over the reranked head + w * rerank_score (rerank_hits, below)
-    blend_score: float | None = None
-    rerank_score: float | None = None
-
-
-class Hits(list[Hit]):
-    """A search's hits, best first, and the period it asked about: passed as `during`, or found
-    in the query's words (None: it asked about none). `words_only` says why the query was
-    searched by words alone although the groups hold vectors (no embedder here, or their model
-    does not run here); None when it was embedded, or nothing was lost. `no_good_match` is
-    true when no hit is a good match (none at all, or the best one's confidence is below the
-    threshold): nothing known answers the query, and an agent should say so."""
-
-    def __init__(
-        self, hits: Iterable[Hit] = (), during: TimeRange | None = None, words_only: str | None = None
-    ) -> None:
-        super().__init__(hits)
-        self.during = during
-        self.words_only = words_only
-
-    @property
-    def no_good_match(self) -> bool:
-        return not any(hit.good_match for hit in self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -138,22 +56,6 @@ class Calibration:
     unhelpful: int
     weights: dict[str, Any] | None
     separation: dict[str, float | None] | None  # period: None without votes on searches that asked one
-
-
-def hits(columns: Sequence[str], rows: Rows) -> list[Hit]:
-    """vera.search's and vera.search_snapshot's rows, read by column name."""
-    found = []
-    for row in rows:
-        values = dict(zip(columns, row, strict=True))
-        signals = Signals(**{name: values.pop(name) for name in SIGNAL_NAMES})
-        found.append(Hit(signals=signals, confidence=values.pop("match_confidence"), **values))
-    return found
-
-
-_SIGNALS = row_columns(Signals)
-# the hit's own confidence is vera.search's match_confidence (its column `confidence` is a signal)
-_HIT = row_columns(Hit, without=["signals", "confidence"], plus=["match_confidence"])
-expects(hits, Columns(_HIT.required | _SIGNALS.required, _HIT.allowed | _SIGNALS.allowed))
 
 
 _PIN = frozenset({"embedding_model", "embedding_dim"})
@@ -237,48 +139,6 @@ def active_weights(group: str) -> Call[dict[str, Any]]:
 def reset_weights(group: str) -> Call[None]:
     """Back to the default weights (admins)."""
     return Call("reset_weights", {"group": group}, nothing)
-
-
-# --- stage 3: the reranker
-# An optional reranker (a cross-encoder or an LLM scorer)
-# re-scores the best hits of the blend. Only the top N (the head) are sent
-# (rerankers are slow and priced per token). The blend's scores are first
-# min-max normalised over the head, so that both terms span [0, 1] as the
-# design says (a blend score is a weighted sum that rarely leaves 0.4-0.9,
-# while a reranker uses its whole range): the final score is
-# (1 - w) * normalised blend + w * rerank, so the blend's signals (authority,
-# validity, feedback) still count, and the head is re-sorted among itself.
-# Hits below the head keep their blend score and their place after it.
-
-
-def normalised(scores: Sequence[float]) -> list[float]:
-    """Min-max over the scores: the lowest 0, the highest 1; all 1.0 when they are all equal
-    (nothing separates them, so the reranker alone orders them, as with one hit)."""
-    low, high = min(scores, default=0.0), max(scores, default=0.0)
-    if high <= low:
-        return [1.0 for _ in scores]
-    return [(score - low) / (high - low) for score in scores]
-
-
-def rerank_hits(hits: Sequence[Hit], scores: Sequence[RerankScore], *, weight: float) -> list[Hit]:
-    """hits (best first, blend order) with the first len(scores) re-scored and re-sorted; ranks renumbered.
-
-    Each re-scored hit keeps its blend score (blend_score, as the blend gave it) and the
-    reranker's (rerank_score); its score becomes (1 - weight) * min-max normalised blend
-    + weight * rerank. Equal finals keep the blend's order (a stable sort).
-    """
-    if not 0 <= weight <= 1:
-        raise InvalidArgumentError(f"the reranker weight must be between 0 and 1, not {weight}")
-    by_index = {score.index: score.score for score in scores}
-    head = hits[: len(scores)]
-    blends = normalised([hit.score for hit in head])
-    rescored = [
-        replace(hit, score=(1 - weight) * blend + weight * by_index[i], blend_score=hit.score,
-                rerank_score=by_index[i])
-        for i, (hit, blend) in enumerate(zip(head, blends, strict=True))
-    ]  # fmt: skip
-    ordered = sorted(rescored, key=lambda hit: -hit.score) + list(hits[len(scores) :])
-    return [replace(hit, rank=rank) for rank, hit in enumerate(ordered, start=1)]
 
 
 # --- plans

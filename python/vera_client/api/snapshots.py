@@ -11,8 +11,9 @@ from typing import Any
 from uuid import UUID
 
 from vera_client.api.call import Call, embedding, nothing, period, record, records
+from vera_client.api.hits import Hit, Hits, hits
 from vera_client.api.operation import Plan, Session, Work, ask, check_k, operation, plan
-from vera_client.api.search import Hit, Hits, asked_period, hits, pins
+from vera_client.api.search import asked_period, pins
 from vera_client.domain.time_scopes import TimeRange
 
 

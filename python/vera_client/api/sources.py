@@ -284,6 +284,7 @@ class RecordHead:
     content_sha256: bytes
     episode_id: UUID
     live: bool
+    signature: str | None  # what the connector saw of it without reading it (None: nothing noted)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -344,6 +345,23 @@ def record_heads(group: str, source: UUID, external_ids: Sequence[str]) -> Call[
     return Call(
         "record_heads", {"group": group, "source": source, "ids": list(external_ids)}, records(RecordHead)
     )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NotedSignature:
+    """A change signature a connector saw of a record whose content (read) hashes to sha256."""
+
+    external_id: str
+    sha256: str  # hex
+    signature: str
+
+
+def note_record_signatures(group: str, source: UUID, noted: Sequence[NotedSignature]) -> Call[int]:
+    """Store each signature on its record's live latest version holding that content (at most
+    10,000); how many changed."""
+    signatures = [{"external_id": n.external_id, "sha256": n.sha256, "signature": n.signature} for n in noted]
+    return Call("note_record_signatures", {"group": group, "source": source, "signatures": Json(signatures)},
+                scalar)  # fmt: skip
 
 
 def live_records(group: str, source: UUID) -> Call[list[LiveRecord]]:

@@ -50,6 +50,10 @@ from vera.source_run_settings(%(group)s, %(source)s);
 select *
 from vera.record_heads(%(group)s, %(source)s, %(ids)s);
 
+-- name: note_record_signatures
+-- The worker: the change signatures a connector saw of records it wrote or found unchanged.
+select vera.note_record_signatures(%(group)s, %(source)s, %(signatures)s);
+
 -- name: live_records
 -- The worker: the records of a source whose latest version is live.
 select *

@@ -17,8 +17,8 @@ from datetime import date, datetime
 from typing import Any
 from uuid import UUID
 
+from vera_client.api.hits import SIGNAL_NAMES, Hit, Signals
 from vera_client.api.reads import ConflictValue
-from vera_client.api.search import SIGNAL_NAMES, Hit, Signals
 from vera_client.domain.errors import InvalidArgumentError
 from vera_client.domain.time_scopes import TimeRange
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 from vera_client.domain.errors import InvalidArgumentError
 
 METRICS = ("hit_at_k", "mrr", "ndcg_at_10")

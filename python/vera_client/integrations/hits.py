@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:

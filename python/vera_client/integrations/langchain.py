@@ -24,7 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.domain.errors import ConfigurationError
 from vera_client.integrations.hits import hit_metadata

@@ -23,7 +23,7 @@ from typing import Any
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from vera_client.api.search import Hit
+from vera_client.api.hits import Hit
 from vera_client.client import AsyncVeraClient, VeraClient
 from vera_client.domain.errors import ConfigurationError, InvalidArgumentError
 from vera_client.integrations.hits import hit_metadata

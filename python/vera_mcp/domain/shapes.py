@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from vera_client.api.access import Membership
 from vera_client.api.curation import PendingPassage, PendingReview
-from vera_client.api.search import Hit, Signals, Vote
+from vera_client.api.hits import Hit, Signals
+from vera_client.api.search import Vote
 from vera_client.api.snapshots import SnapshotInfo
 from vera_client.domain.time_scopes import TimeRange
 from vera_mcp.domain.rows import FromClient, mirrors

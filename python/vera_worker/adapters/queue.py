@@ -25,8 +25,8 @@ from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
 from vera_worker.adapters.judges import JudgeJob, Judges
 from vera_worker.adapters.queue_metrics import DEFAULT_INTERVAL_SECONDS, BacklogMonitor
+from vera_worker.connectors.dispatch import IngestRequest
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import IngestRequest
 from vera_worker.domain.jobs import EmbedJob, JobName, ProjectJob
 from vera_worker.graph.projection import GraphProjection
 
@@ -54,7 +54,7 @@ SOURCE_SCHEDULE_CRON = "* * * * *"
 
 
 class Ingestion(Protocol):
-    """What runs an ingest_source job (connectors/dispatch.py's SourceRuns, or the folder connector)."""
+    """What runs an ingest_source job (connectors/dispatch.py's SourceRuns)."""
 
     def run(self, request: IngestRequest, should_stop: Callable[[], bool] = ...) -> IngestReport: ...
 

@@ -1,22 +1,43 @@
-"""One ingestion run, whatever reads the source: the folder connector for a
-source whose config names a root folder, else the connector of its kind
-(registry.py) through the runner. Every run is recorded (vera.source_runs:
-`vera source list` shows the last one), and the caller hears of its report
-or its failure."""
+"""One ingestion run of a source, whatever its kind: the connector of its kind
+(registry.py; the folder connector for a source whose config names a root
+folder) run by the runner (runner.py). Every run is recorded
+(vera.source_runs: `vera source list` shows the last one), and the caller
+hears of its report or its failure."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from vera_client.adapters.postgres.executor import Executor
 from vera_client.api import sources as sources_api
 from vera_client.domain.callers import Principal
-from vera_client.domain.errors import DatabaseUnavailableError, NotFoundError, VeraError
+from vera_client.domain.errors import DatabaseUnavailableError, VeraError
 from vera_worker.connectors.events import IngestReport
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 from vera_worker.connectors.registry import connector_kind
-from vera_worker.connectors.runner import ConnectorIngestion, ConnectorRequest
+from vera_worker.connectors.runner import ConnectorIngestion, ConnectorRequest, source_of
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRequest:
+    """A vera.ingest_source job's arguments: the source, who asked (the worker vouches for that
+    principal: the run writes with its rights) and, for a folder, one path below its root."""
+
+    group_id: str
+    source_id: UUID
+    principal_id: UUID
+    path: str | None = None
+
+    @classmethod
+    def from_job_args(cls, args: dict[str, Any]) -> IngestRequest:
+        return cls(
+            group_id=str(args["group_id"]),
+            source_id=UUID(str(args["source_id"])),
+            principal_id=UUID(str(args["principal_id"])),
+            path=args.get("path") or None,
+        )
 
 
 class SourceRuns:
@@ -26,14 +47,13 @@ class SourceRuns:
         self,
         sql: Executor,
         *,
-        folder: SourceIngestion,
         connectors: ConnectorIngestion,
         on_report: Callable[[IngestReport], None] | None = None,
         on_failure: Callable[[IngestRequest, str, VeraError], None] | None = None,
     ) -> None:
-        """on_report and on_failure hear of a connector's run (the folder connector has its own)."""
+        """on_report and on_failure hear of each run's report, or of the error that ended it (with
+        the source's name, its id when unknown)."""
         self._sql = sql
-        self._folder = folder
         self._connectors = connectors
         self._on_report = on_report
         self._on_failure = on_failure
@@ -41,34 +61,28 @@ class SourceRuns:
     def run(self, request: IngestRequest, should_stop: Callable[[], bool] = lambda: False) -> IngestReport:
         """One recorded run; a VeraError ends it (the job fails) once its run row says why."""
         caller = Principal(request.principal_id)
-        with self._sql.transaction(caller) as tx:
-            source = next(
-                (
-                    s
-                    for s in tx.run(sources_api.list_sources(request.group_id))
-                    if s.source_id == request.source_id
-                ),
-                None,
-            )
-            if source is None:
-                raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
-            run_id = tx.run(sources_api.begin_source_run(request.group_id, request.source_id))
         try:
-            kind = connector_kind(source.kind, source.config)
-            if kind is None:
-                report = self._folder.run(request, should_stop)
-            else:
-                connector_request = ConnectorRequest(
-                    group_id=request.group_id, source_id=request.source_id, principal_id=request.principal_id
-                )
-                try:
-                    report = self._connectors.run(kind, connector_request, should_stop)
-                except VeraError as exc:
-                    if self._on_failure is not None:
-                        self._on_failure(request, source.name, exc)
-                    raise
-                if self._on_report is not None:
-                    self._on_report(report)
+            with self._sql.transaction(caller) as tx:
+                source = source_of(tx, request.group_id, request.source_id)
+                run_id = tx.run(sources_api.begin_source_run(request.group_id, request.source_id))
+        except VeraError as exc:
+            if self._on_failure is not None:
+                self._on_failure(request, str(request.source_id), exc)
+            raise
+        try:
+            connector_request = ConnectorRequest(
+                group_id=request.group_id, source_id=request.source_id, principal_id=request.principal_id,
+                scope=request.path,
+            )  # fmt: skip
+            try:
+                report = self._connectors.run(connector_kind(source.kind, source.config), connector_request,
+                                              should_stop)  # fmt: skip
+            except VeraError as exc:
+                if self._on_failure is not None:
+                    self._on_failure(request, source.name, exc)
+                raise
+            if self._on_report is not None:
+                self._on_report(report)
         except DatabaseUnavailableError:
             raise  # nothing can be recorded; the next run marks this one interrupted
         except VeraError as exc:

@@ -27,7 +27,7 @@ class IngestEvent:
 class IngestReport:
     source: str
     scanned: int = 0
-    untouched: int = 0  # same time and size as in the cursor: not read
+    untouched: int = 0  # the same change signature as VERA holds (a file's time and size): not read
     unchanged: int = 0  # read, same content
     ingested: int = 0  # a new episode or version
     retracted: int = 0
@@ -37,7 +37,7 @@ class IngestReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (file, what its parser said)
     # (file, why): not read at all (over its size limit, swapped for a link, changed since the
-    # scan); left out of the cursor, so the next run looks at it again
+    # scan); given no signature, so the next run looks at it again
     skipped: list[tuple[str, str]] = field(default_factory=list)
     stopped: bool = False  # asked to stop before every file was read
     pruned: bool = False  # a connector compared the source's id listing with what VERA holds

@@ -1,6 +1,9 @@
 """The kinds of source a connector reads, each with its default trust tier and
 how to build its connector for one source. Adding a kind is one folder
-(connectors/<kind>/) and one entry here."""
+(connectors/<kind>/) and one entry here. A folder source (its config names a
+root) is read by the folder connector whatever its kind label says: its
+sources are added by `vera source add folder` (or a manifest), not as a kind
+of KINDS."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.connector import CmdbConnector
 from vera_worker.connectors.confluence.connector import ConfluenceConnector
 from vera_worker.connectors.contract import Connector, SourceContext
+from vera_worker.connectors.folder.connector import FolderConnector
 from vera_worker.connectors.git.connector import GitConnector
 from vera_worker.connectors.jira.connector import JiraConnector
 from vera_worker.connectors.slack.connector import SlackConnector
@@ -66,11 +70,20 @@ KINDS: Mapping[str, Kind] = {
 }
 
 
-def connector_kind(kind: str, config: Mapping[str, Any]) -> Kind | None:
-    """The connector kind that reads a source; None for a folder source (its config names a root:
-    the folder connector reads it whatever its kind label says, as the demo's "cmdb" folder)."""
+FOLDER = Kind(
+    name="folder",
+    tier=2,  # a folder's tier is asked for when it is added (`vera source add folder --tier`)
+    summary="a folder of Markdown, CSV, text and documents below the worker's allowed roots",
+    build=FolderConnector,
+    prune_interval_s=0,  # deletions on every run: the scan lists the paths without reading a body
+)
+
+
+def connector_kind(kind: str, config: Mapping[str, Any]) -> Kind:
+    """The connector kind that reads a source: the folder connector for a source whose config names
+    a root, whatever its kind label says (as the demo's "cmdb" folder)."""
     if "root" in config:
-        return None
+        return FOLDER
     found = KINDS.get(kind)
     if found is None:
         raise InvalidArgumentError(

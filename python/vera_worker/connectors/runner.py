@@ -1,5 +1,5 @@
-"""Runs any connector of the contract (contract.py) over its source, once for
-every kind: what folder/run.py does for folders, from a cursor position.
+"""Runs any connector of the contract (contract.py) over its source: one loop
+for every kind, the folder's included.
 
 A run polls from the position its source's cursor holds (`@position`), page by
 page. Each item is hashed: when VERA holds the same content as the record's live
@@ -9,14 +9,28 @@ one transaction (writing.py). Once a page's items are committed its position is
 written (one small cursor entry, not one per record: the cursor does not grow
 with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
-lost or written twice. A page's items are hashed and embedded ahead, several
-at once, and written in order (pipeline.py). An item that cannot be converted is skipped with a
-warning that names it and counted; the run goes on.
+lost or written twice. A page's items are read (a Pending item's body), hashed
+and embedded ahead, several at once, and written in order (pipeline.py). An item
+that cannot be converted is skipped with a warning that names it and counted;
+the run goes on.
 
-Pruning: at most once per `prune_interval_s` (source config, default an hour) a
-run lists the ids still at the source (slim, no bodies) and retracts the records
-VERA holds that the listing lacks. An empty listing while VERA holds records is
-refused (an outage or a wrong filter looks like everything deleted).
+Change signatures: an item's signature (a file's mtime and size) is stored with
+the version written, or found unchanged by its hash (a touched file), for each
+page once it is written, and also when the run stops or fails mid-page; the
+connector asks for them (SourceContext.signatures, through record_heads) and
+yields only what changed, so a re-run with nothing changed reads no body.
+
+A run can be asked to stop (`should_stop`, the worker's and the job's, checked
+between items: the CLI's first Ctrl-C): it finishes the item in hand, keeps the
+signatures of what was committed, writes no position for the page in hand and
+reports itself stopped; the next run reads what is left.
+
+Pruning: at most once per `prune_interval_s` (source config; the kind's
+default, else an hour; folders and git: every run) a run lists the ids still
+at the source (slim, no bodies) and retracts the records VERA holds that the
+listing lacks (within the run's scope, when it reads one path of a folder). An
+empty listing while VERA holds records is refused (an outage, an unmounted
+share or a wrong filter looks like everything deleted).
 
 The secret comes from the variable the source's token_env names (secrets.py),
 for this run only; every message that leaves the run passes `redacted`."""
@@ -26,14 +40,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from vera_client.adapters.postgres.executor import Executor
+from vera_client.adapters.postgres.executor import Executor, Transaction
 from vera_client.api import curation as curation_api
 from vera_client.api import search as search_api
 from vera_client.api import sources as sources_api
@@ -49,7 +63,16 @@ from vera_client.domain.errors import (
 )
 from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.usage import metered
-from vera_worker.connectors.contract import Item, ItemSkipped, Page, Skip, SourceContext
+from vera_worker.connectors.contract import (
+    Connector,
+    Item,
+    ItemSkipped,
+    Page,
+    Pending,
+    Skip,
+    SourceContext,
+    in_scope,
+)
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.pipeline import embedded
 from vera_worker.connectors.registry import Kind
@@ -78,33 +101,49 @@ class ConnectorRequest:
     group_id: str
     source_id: UUID
     principal_id: UUID
+    scope: str | None = None  # one path below a folder's root (`vera ingest PATH`); None: all of it
 
 
 @dataclass(slots=True)
 class _Ready:
-    """A page's item as the pipeline prepared it: hashed, and shaped unless unchanged or skipped."""
+    """A page's item as the pipeline prepared it: read and hashed, and converted and shaped unless
+    unchanged, skipped or failed."""
 
-    item: Item | Skip
+    key: str
+    signature: str | None = None
+    item: Item | None = None
+    skipped: str | None = None  # why it was not read
     sha256: str = ""
     unchanged: bool = False
     shaped: Shaped | None = None
-    error: ItemSkipped | VeraError | None = None  # shaping it failed
+    error: ItemSkipped | VeraError | None = None  # reading, converting or shaping it failed
 
 
 def _prepare(
-    item: Item | Skip, heads: Mapping[str, Any], embedder: Embedder | None
+    entry: Item | Skip | Pending, heads: Mapping[str, Any], embedder: Embedder | None
 ) -> tuple[_Ready, list[str]]:
-    """An item hashed and compared with VERA's head of its record; shaped, with the texts to embed,
-    when it changed (in the pipeline's thread: it reports nothing)."""
-    if isinstance(item, Skip):
-        return _Ready(item), []
-    ready = _Ready(item, hashlib.sha256(item.raw).hexdigest())
-    head = heads.get(item.key)
+    """An item read, hashed and compared with VERA's head of its record; converted and shaped,
+    with the texts to embed, when it changed (in the pipeline's thread: it reports nothing)."""
+    if isinstance(entry, Skip):
+        return _Ready(entry.key, skipped=entry.reason), []
+    ready = _Ready(entry.key, entry.signature)
+    raw: bytes | Skip
+    try:
+        raw = entry.read() if isinstance(entry, Pending) else entry.raw
+    except ItemSkipped as exc:
+        ready.error = exc
+        return ready, []
+    if isinstance(raw, Skip):
+        ready.skipped = raw.reason
+        return ready, []
+    ready.sha256 = hashlib.sha256(raw).hexdigest()
+    head = heads.get(entry.key)
     if head is not None and head.live and head.content_sha256.hex() == ready.sha256:
         ready.unchanged = True
         return ready, []
     try:
-        ready.shaped = Shaped.of(item.record)
+        ready.item = entry.convert(raw) if isinstance(entry, Pending) else entry
+        ready.shaped = Shaped.of(ready.item.record)
     except _RUN_STOPPERS:
         raise
     except (ItemSkipped, VeraError) as exc:
@@ -122,11 +161,24 @@ class _Run:
     report: IngestReport
     should_stop: Callable[[], bool]
     done: int = 0
-    skipped_keys: list[str] = field(default_factory=list)
+    total: int = 0
+    planned: bool = False  # the "planned" event was sent
+    counted: bool = False  # the connector said how many items it will yield: they count as scanned
+    # signatures of the page in hand's committed items, stored with its position (or when the
+    # run ends mid-page)
+    noted: list[sources_api.NotedSignature] = field(default_factory=list)
 
     @property
     def caller(self) -> Principal:
         return Principal(self.request.principal_id)
+
+
+def source_of(tx: Transaction, group_id: str, source_id: UUID) -> sources_api.Source:
+    """The source a run reads, or NotFoundError."""
+    found = next((s for s in tx.run(sources_api.list_sources(group_id)) if s.source_id == source_id), None)
+    if found is None:
+        raise NotFoundError(f"unknown source {source_id} in group {group_id}")
+    return found
 
 
 class ConnectorIngestion:
@@ -146,11 +198,14 @@ class ConnectorIngestion:
         read_limits: ReadLimits | None = None,
         cache_dir: Path | None = None,
         allowed_roots: tuple[Path, ...] = (),
+        should_stop: Callable[[], bool] = lambda: False,
     ) -> None:
         """environ: where token_env variables are read (the worker's environment). transport: an
         httpx transport for tests; None reaches the network. read_limits, cache_dir,
-        allowed_roots: for kinds that read files (git: its clones' folder, the folders a local
-        repository may lie in)."""
+        allowed_roots: for kinds that read files (folders and git: what is read of one file, its
+        clones' folder, the folders a source's root or local repository may lie in). should_stop:
+        asked between items beside each run's own (the CLI's Ctrl-C)."""
+        self._should_stop = should_stop
         self._read_limits = read_limits or ReadLimits()
         self._cache_dir = cache_dir
         self._allowed_roots = allowed_roots
@@ -171,16 +226,7 @@ class ConnectorIngestion:
 
     def _run(self, kind: Kind, request: ConnectorRequest, should_stop: Callable[[], bool]) -> IngestReport:
         with self._sql.transaction(Principal(request.principal_id)) as tx:
-            source = next(
-                (
-                    s
-                    for s in tx.run(sources_api.list_sources(request.group_id))
-                    if s.source_id == request.source_id
-                ),
-                None,
-            )
-            if source is None:
-                raise NotFoundError(f"unknown source {request.source_id} in group {request.group_id}")
+            source = source_of(tx, request.group_id, request.source_id)
             if source.retracted_at is not None:
                 raise NotFoundError(f"source {source.name!r} was retracted")
             settings = tx.run(sources_api.source_run_settings(request.group_id, request.source_id))
@@ -191,77 +237,141 @@ class ConnectorIngestion:
         run = _Run(
             request=request, name=source.name, token=token,
             embedder=self._embedder_for_model(pins[0][0] if pins else None),
-            report=IngestReport(source=source.name), should_stop=should_stop,
+            report=IngestReport(source=source.name),
+            should_stop=lambda: self._should_stop() or should_stop(),
         )  # fmt: skip
         context = SourceContext(
             name=source.name, config=dict(source.config), uri=source.uri, token=token,
             token_env=settings.token_env, resilience=self._resilience, transport=self._transport,
             read_limits=self._read_limits, cache_dir=self._cache_dir, allowed_roots=self._allowed_roots,
-            organisation_roots=tuple(roots),
+            organisation_roots=tuple(roots), scope=request.scope,
+            signatures=lambda keys: self._signatures(run, keys),
         )  # fmt: skip
         try:
             connector = kind.build(context)
-            position = cursor.get(POSITION_KEY)
-            self._emit(IngestEvent("planned", source.name))
-            for page in connector.poll(position if isinstance(position, dict) else None):
-                if self._write_page(run, page):
-                    break
+            self._poll(run, connector, cursor.get(POSITION_KEY))
             if not run.report.stopped and self._prune_due(source.config, settings.pruned_at, kind):
                 self._prune(run, connector.slim())
-                run.report.pruned = True
+                run.report.pruned = request.scope is None  # a scoped run compared part of the source
         except VeraError as exc:
             # the last guard: a server that echoed the token must not put it in a log or a job row
             raise type(exc)(redacted(str(exc), token)) from None
         report = run.report
         logger.info(
-            "ingest %s: %d read, %d unchanged, %d ingested, %d retracted, %d skipped, %d failed%s",
-            source.name, report.scanned, report.unchanged, report.ingested, report.retracted,
-            len(report.skipped), len(report.failed), "; stopped when asked" if report.stopped else "",
+            "ingest %s: %d scanned, %d untouched, %d unchanged, %d ingested, %d retracted, %d failed, "
+            "%d skipped, %d warnings%s",
+            source.name, report.scanned, report.untouched, report.unchanged, report.ingested,
+            report.retracted, len(report.failed), len(report.skipped), len(report.warnings),
+            f"; stopped when asked, {max(run.total - run.done, 0)} left" if report.stopped else "",
         )  # fmt: skip
         return report
 
+    def _poll(self, run: _Run, connector: Connector, position: Any) -> None:
+        """The connector's pages, each written in turn, until the last or a stop."""
+        pages = connector.poll(position if isinstance(position, dict) else None)
+        try:
+            for page in pages:
+                self._plan(run, page.planned)
+                if self._write_page(run, page):
+                    break
+        finally:
+            close = getattr(pages, "close", None)  # a generator: what it holds open (a folder) is closed
+            if close is not None:
+                close()
+        self._plan(run, None)
+
+    def _plan(self, run: _Run, planned: int | None) -> None:
+        """The "planned" event, once, with the first page's count when the connector knows it."""
+        if not run.planned:
+            run.planned, run.total = True, planned or 0
+            if planned is not None:  # what the connector found, read or not (a folder's scan)
+                run.counted = True
+                run.report.scanned += planned
+            self._emit(IngestEvent("planned", run.name, total=run.total))
+
+    def _signatures(self, run: _Run, keys: Sequence[str]) -> dict[str, str]:
+        """What the connector asks: the signatures of these records' live latest versions."""
+        if not keys:
+            return {}
+        request = run.request
+        with self._sql.transaction(run.caller) as tx:
+            heads = tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
+        return {h.external_id: h.signature for h in heads if h.live and h.signature is not None}
+
     def _write_page(self, run: _Run, page: Page) -> bool:
-        """Write a page's items, then its position; True when the run was asked to stop. The items
-        are hashed and embedded ahead (pipeline.py) and written here, in order."""
-        keys = [item.key for item in page.items if isinstance(item, Item)]
+        """Write a page's items, then its position and their signatures; True when the run was
+        asked to stop. The items are read, hashed and embedded ahead (pipeline.py) and written
+        here, in order. A run that stops or fails mid-page keeps the signatures of what it
+        committed (so the next run does not read those again), not the page's position."""
+        run.report.scanned += page.untouched
+        run.report.untouched += page.untouched
+        keys = [item.key for item in page.items if not isinstance(item, Skip)]
+        request = run.request
         with self._sql.transaction(run.caller) as tx:
             heads = {
                 h.external_id: h
-                for h in tx.run(sources_api.record_heads(run.request.group_id, run.request.source_id, keys))
+                for h in tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
             } if keys else {}  # fmt: skip
         items = embedded(page.items, lambda item: _prepare(item, heads, run.embedder), run.embedder)
-        with closing(items):
-            for ready, found in items:
-                if run.should_stop():
-                    run.report.stopped = True
-                    return True  # the page's position is not written: the next run reads it again
-                run.done += 1
-                run.report.scanned += 1
-                item = ready.item
-                if isinstance(item, Skip):
-                    self._skip(run, item.key, item.reason)
-                    continue
-                if ready.unchanged:
-                    run.report.unchanged += 1
-                    self._emit(IngestEvent("unchanged", run.name, item.key, run.done))
-                    continue
-                self._write_item(run, ready, found)
-        with self._sql.transaction(run.caller) as tx:
-            position = {POSITION_KEY: dict(page.position)}
-            tx.run(sources_api.advance_source_cursor(run.request.group_id, run.request.source_id, position))
+        try:
+            with closing(items):
+                for ready, found in items:
+                    if run.should_stop():
+                        run.report.stopped = True
+                        self._note(run, None)
+                        return True  # the page's position is not written: the next run reads it again
+                    run.done += 1
+                    run.report.scanned += 0 if run.counted else 1
+                    if ready.skipped is not None:
+                        self._skip(run, ready.key, ready.skipped)
+                    elif ready.unchanged:
+                        run.report.unchanged += 1
+                        self._noted(run, ready)
+                        self._emit(IngestEvent("unchanged", run.name, ready.key, run.done, run.total))
+                    else:
+                        self._write_item(run, ready, found)
+        except DatabaseUnavailableError:
+            raise  # nothing can be written: the next run finds what was committed unchanged by hash
+        except BaseException:
+            self._note(run, None)  # what was committed stays known, also when the run ends early
+            raise
+        self._note(run, page)
         return False
 
+    def _noted(self, run: _Run, ready: _Ready) -> None:
+        """A committed item's signature, stored with the page's position."""
+        if ready.signature is not None:
+            run.noted.append(sources_api.NotedSignature(
+                external_id=ready.key, sha256=ready.sha256, signature=ready.signature))  # fmt: skip
+
+    def _note(self, run: _Run, page: Page | None) -> None:
+        """The signatures noted, with the page's position once it is written (None: mid-page)."""
+        request = run.request
+        if page is None and not run.noted:
+            return
+        with self._sql.transaction(run.caller) as tx:
+            if run.noted:
+                tx.run(sources_api.note_record_signatures(request.group_id, request.source_id, run.noted))
+            if page is not None:
+                position = {POSITION_KEY: dict(page.position)}
+                tx.run(sources_api.advance_source_cursor(request.group_id, request.source_id, position))
+        run.noted = []
+
     def _write_item(self, run: _Run, ready: _Ready, found: list[list[float]] | VeraError) -> None:
-        item = ready.item
-        assert isinstance(item, Item)  # a Skip is reported before
         try:
             if ready.error is not None:
                 raise ready.error
+            item = ready.item
+            assert item is not None  # _prepare's contract: converted unless skipped, unchanged or failed
             if isinstance(found, VeraError):
                 raise found
             assert ready.shaped is not None  # _prepare's contract
             vectors = ready.shaped.attach(found)
             passages, claims = ready.shaped.passages, ready.shaped.claims
+            for warning in item.record.warnings:  # a parser's warnings, named with their item
+                run.report.warnings.append((item.key, warning))
+                logger.warning("ingest %s: %s: %s", run.name, item.key, unnamed(item.key, warning))
+                self._emit(IngestEvent("warned", run.name, item.key, run.done, run.total, message=warning))
             version = RecordVersion(
                 key=item.key, data=item.raw, sha256=ready.sha256, mime=item.mime,
                 observed_at=item.record.dated_at or item.observed_at, title=item.record.title, uri=item.uri,
@@ -276,20 +386,19 @@ class ConnectorIngestion:
         except _RUN_STOPPERS:
             raise
         except (ItemSkipped, VeraError) as exc:
-            self._fail(run, item.key, str(exc))
+            self._fail(run, ready.key, str(exc))
             return
-        for warning in item.record.warnings:
-            run.report.warnings.append((item.key, warning))
-            logger.warning("ingest %s: %s: %s", run.name, item.key, unnamed(item.key, warning))
-        if not episode.created:
+        self._noted(run, ready)
+        if not episode.created:  # the same content again (say, after a position write was lost)
             run.report.unchanged += 1
+            self._emit(IngestEvent("unchanged", run.name, item.key, run.done, run.total))
             return
         run.report.episodes.append(episode.episode_id)
         run.report.ingested += 1
         run.report.passages += len(passages)
         run.report.claims += len(claims)
         run.report.embeddings += vectors
-        self._emit(IngestEvent("ingested", run.name, item.key, run.done, passages=len(passages),
+        self._emit(IngestEvent("ingested", run.name, item.key, run.done, run.total, passages=len(passages),
                                claims=len(claims), embeddings=vectors))  # fmt: skip
 
     def _prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None, kind: Kind) -> bool:
@@ -300,33 +409,43 @@ class ConnectorIngestion:
         return pruned_at is None or self._clock() - pruned_at >= dt.timedelta(seconds=interval)
 
     def _prune(self, run: _Run, listing: Any) -> None:
+        scope = run.request.scope
         present = set(listing)
         with self._sql.transaction(run.caller) as tx:
             live = tx.run(sources_api.live_records(run.request.group_id, run.request.source_id))
+        live = [record for record in live if in_scope(record.external_id, scope)]
         gone = [record for record in live if record.external_id not in present]
         if gone and not present:
+            where = f"{run.name!r} under {scope}" if scope else repr(run.name)
             raise SourceUnavailableError(
-                f"source {run.name!r} lists no items but VERA holds {len(live)} of it: not retracting "
+                f"source {where} lists no items but VERA holds {len(live)} of it: not retracting "
                 "them all (retract the source itself if it is gone)"
             )
         for record in gone:
-            with self._sql.transaction(run.caller) as tx:
-                reason = f"{record.external_id} is no longer in {run.name}"
-                tx.run(curation_api.retract_episode_call(run.request.group_id, record.episode_id, reason))
+            try:
+                with self._sql.transaction(run.caller) as tx:
+                    reason = f"{record.external_id} is no longer in {run.name}"
+                    tx.run(curation_api.retract_episode_call(run.request.group_id, record.episode_id, reason))
+            except _RUN_STOPPERS:
+                raise
+            except VeraError as exc:
+                self._fail(run, record.external_id, f"deleted, but not retracted: {exc}")
+                continue
             run.report.retracted += 1
             self._emit(IngestEvent("retracted", run.name, record.external_id))
 
     def _skip(self, run: _Run, key: str, reason: str) -> None:
-        reason = redacted(unnamed(key, reason), run.token)
+        # named once, as the progress line and the summary show it alone ("notes.md: a symbolic link ...")
+        reason = f"{key}: {redacted(unnamed(key, reason), run.token)}"
         run.report.skipped.append((key, reason))
-        logger.warning("ingest %s: skipped %s: %s", run.name, key, reason)
-        self._emit(IngestEvent("skipped", run.name, key, run.done, message=reason))
+        logger.warning("ingest %s: skipped %s", run.name, reason)
+        self._emit(IngestEvent("skipped", run.name, key, run.done, run.total, message=reason))
 
     def _fail(self, run: _Run, key: str, message: str) -> None:
         message = redacted(unnamed(key, message), run.token)
         run.report.failed.append((key, message))
         logger.warning("ingest %s: %s: %s", run.name, key, message)
-        self._emit(IngestEvent("failed", run.name, key, run.done, message=message))
+        self._emit(IngestEvent("failed", run.name, key, run.done, run.total, message=message))
 
     def _emit(self, event: IngestEvent) -> None:
         if self._on_progress is not None:

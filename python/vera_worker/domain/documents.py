@@ -11,13 +11,17 @@
   script was), the rest converted to Markdown and read as Markdown.
 
 A document that cannot be read (corrupt, encrypted, a zip that unpacks to
-more than MAX_UNPACKED_BYTES) raises RecordFormatError naming the file: the
-run reports it and goes on."""
+more than MAX_UNPACKED_BYTES, more than MAX_PAGES pages, or still being read
+after MAX_READ_SECONDS) raises RecordFormatError naming the file: the run
+reports it and goes on. The time is checked between pages and slides: a PDF
+crafted to make its text extraction slow must not hold a run for hours, and a
+part-read document is not written (its hash would mark it as read for good)."""
 
 from __future__ import annotations
 
 import io
 import logging
+import time
 import zipfile
 from collections.abc import Callable, Collection
 from dataclasses import replace
@@ -36,6 +40,9 @@ DOCUMENT_MIMES = {
 
 # a DOCX or PPTX is a zip: one that unpacks to more than this is refused unread (a zip bomb)
 MAX_UNPACKED_BYTES = 256 * 1024 * 1024
+# a PDF or a deck is read page by page: past either bound it is refused, not part-read
+MAX_PAGES = 10_000
+MAX_READ_SECONDS = 120.0
 # elements of an HTML page that are not its text
 _NOT_TEXT = ("script", "style", "noscript", "template", "iframe", "object", "embed", "svg", "canvas", "head")
 
@@ -57,6 +64,26 @@ def parse_document(name: str, data: bytes, mime: str, *, functional: Collection[
         raise
     except Exception as exc:  # a parser of untrusted bytes may raise anything
         raise RecordFormatError(f"{name}: cannot be read as {_label(mime)} ({type(exc).__name__})") from exc
+
+
+class _ReadingBudget:
+    """The pages and the time one document may take, checked between its pages."""
+
+    def __init__(self, name: str, pages: int, unit: str) -> None:
+        if pages > MAX_PAGES:
+            raise RecordFormatError(f"{name}: {pages:,} {unit}s, over the {MAX_PAGES:,} read of one document")
+        self._name = name
+        self._pages = pages
+        self._unit = unit
+        self._deadline = time.monotonic() + MAX_READ_SECONDS
+
+    def check(self, number: int) -> None:
+        """After page `number` was read: refuse the document if its time is up."""
+        if time.monotonic() > self._deadline and number < self._pages:
+            raise RecordFormatError(
+                f"{self._name}: still reading after {MAX_READ_SECONDS:g} s ({self._unit} {number} of "
+                f"{self._pages:,}): not read"
+            )
 
 
 def _label(mime: str) -> str:
@@ -92,13 +119,16 @@ def _pdf(name: str, data: bytes, _functional: Collection[str]) -> ParsedRecord:
         raise RecordFormatError(f"{name}: an encrypted PDF (it needs a password): not read")
     pages: list[tuple[str, str]] = []
     warnings: list[str] = []
+    budget = _ReadingBudget(name, len(reader.pages), "page")
     for number, page in enumerate(reader.pages, start=1):
         try:
             text = page.extract_text() or ""
         except Exception as exc:  # one broken page must not lose the others
             warnings.append(f"{name}: page {number} cannot be read ({type(exc).__name__}): left out")
-            continue
-        pages.append((f"page {number}", text.replace("\x00", "")))
+            text = None
+        if text is not None:
+            pages.append((f"page {number}", text.replace("\x00", "")))
+        budget.check(number)
     metadata = reader.metadata
     title = metadata.title if metadata is not None and isinstance(metadata.title, str) else None
     return _paged(name, pages, warnings, title.strip() if title and title.strip() else None)
@@ -122,6 +152,7 @@ def _pptx(name: str, data: bytes, _functional: Collection[str]) -> ParsedRecord:
 
     deck = Presentation(io.BytesIO(data))
     pages: list[tuple[str, str]] = []
+    budget = _ReadingBudget(name, len(deck.slides), "slide")
     for number, slide in enumerate(deck.slides, start=1):
         lines: list[str] = []
         title = None
@@ -135,6 +166,7 @@ def _pptx(name: str, data: bytes, _functional: Collection[str]) -> ParsedRecord:
             if notes:
                 lines.append(notes)
         pages.append((f"slide {number}: {title}" if title else f"slide {number}", "\n\n".join(lines)))
+        budget.check(number)
     core_title = deck.core_properties.title
     return _paged(name, pages, [], core_title.strip() if core_title and core_title.strip() else None)
 

@@ -23,9 +23,8 @@ from vera_worker.adapters.embedding import FactEmbedding
 from vera_worker.adapters.extraction import ExtractionEvent, ExtractionReport, PassageExtraction
 from vera_worker.adapters.judges import Judges
 from vera_worker.adapters.queue import build_app
-from vera_worker.connectors.dispatch import SourceRuns
+from vera_worker.connectors.dispatch import IngestRequest, SourceRuns
 from vera_worker.connectors.events import IngestEvent, IngestReport
-from vera_worker.connectors.folder.run import IngestRequest, SourceIngestion
 from vera_worker.connectors.runner import ConnectorIngestion
 from vera_worker.entrypoints.graph_wiring import graph_projection
 
@@ -59,30 +58,17 @@ def worker_app(
         if on_report is not None:
             on_report(report)
 
-    folder = SourceIngestion(
-        sql,
-        objects=objects,
-        embedder_for_model=providers.embedder_for_model,
-        on_progress=on_progress,
-        on_report=reported,
-        on_failure=on_failure,
-        allowed_roots=(*settings.worker.source_roots, *extra_roots),
-        should_stop=should_stop,
-        limits=settings.worker.read_limits,
-    )
     # a connector's secret is read from the variable its source's token_env names, in this
     # process's environment, when its run starts (connectors/secrets.py)
     connectors = ConnectorIngestion(
         sql, objects=objects, embedder_for_model=providers.embedder_for_model, environ=os.environ,
-        on_progress=on_progress, read_limits=settings.worker.read_limits,
-        # git clones of URL repositories beside the embedded server's data; local repositories
-        # within the folders a folder source may lie in
+        on_progress=on_progress, read_limits=settings.worker.read_limits, should_stop=should_stop,
+        # git clones of URL repositories beside the embedded server's data; folder sources' roots
+        # and local repositories within the folders the operator allows
         cache_dir=settings.db.data_dir.parent / "connectors",
         allowed_roots=(*settings.worker.source_roots, *extra_roots),
     )  # fmt: skip
-    ingestion = SourceRuns(
-        sql, folder=folder, connectors=connectors, on_report=reported, on_failure=on_failure
-    )
+    ingestion = SourceRuns(sql, connectors=connectors, on_report=reported, on_failure=on_failure)
     embedding = FactEmbedding(sql, embedder_for_model=providers.embedder_for_model)
     models = worker_models(settings.llm)  # None without VERA_LLM__BASE_URL: extraction and judges off
     extraction = judges = None

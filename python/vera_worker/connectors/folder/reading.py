@@ -17,14 +17,31 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-
-from vera_worker.connectors.folder.cursor import FileState
 
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in must not hang the open (a regular file ignores it)
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
 _CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A file as the scan saw it."""
+
+    key: str  # POSIX path relative to the source's root
+    mtime_ns: int
+    size: int
+    # which file it was: the read opens it again and refuses another (a file swapped for a link)
+    device: int = 0
+    inode: int = 0
+
+    @property
+    def signature(self) -> str:
+        """What a run compares with the signature VERA holds of its record: the same time and size
+        is not read again."""
+        return f"{self.mtime_ns}:{self.size}"
 
 
 class FileSkipped(Exception):

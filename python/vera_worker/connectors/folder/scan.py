@@ -8,8 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
-from vera_worker.connectors.folder.cursor import FileState
-from vera_worker.connectors.folder.reading import open_root
+from vera_worker.connectors.folder.reading import FileState, open_root
 from vera_worker.domain.formats import mime_type
 
 
