@@ -5,12 +5,13 @@ and an early end stops the threads (issue 31). The database side: pg_tests/sourc
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from vera_client.adapters.embedders.deterministic import DeterministicEmbedder
 from vera_client.domain.errors import ProviderResponseError
-from vera_worker.connectors.pipeline import batch_size, embedded
+from vera_worker.connectors.pipeline import CALL_BATCHES, batch_size, embedded
 
 
 class _Embedder:
@@ -40,7 +41,31 @@ def test_items_come_back_in_order_with_their_own_vectors_batched_across_items() 
     for n, vectors in got:
         assert vectors == reference.embed(_texts(n)[1])
     assert sum(map(len, embedder.calls)) == sum(n % 3 for n in range(30))  # each text embedded once
-    assert all(len(call) <= 4 + 1 for call in embedder.calls)  # whole items, up to the batch size
+    # whole items, up to CALL_BATCHES batches (the last item may overshoot by its texts but one)
+    assert all(len(call) <= 4 * CALL_BATCHES + 1 for call in embedder.calls)
+
+
+def test_calls_wait_for_a_full_batch_when_items_trickle_in() -> None:
+    def slow(n: int) -> tuple[int, list[str]]:
+        time.sleep(0.002)  # reading a file: the embedder is quicker here, and must not call per item
+        return n, [f"item {n}"]
+
+    embedder = _Embedder(size=8)
+    got = list(embedded(range(40), slow, embedder))
+    assert [n for n, _ in got] == list(range(40))
+    assert all(len(call) >= 8 for call in embedder.calls)  # 40 texts: no call short of a batch
+
+
+def test_a_text_repeated_in_a_call_is_embedded_once_and_given_to_each_item() -> None:
+    def prepare(n: int) -> tuple[int, list[str]]:
+        return n, [f"passage {n}", "billing-api"]  # every item names the same subject
+
+    embedder = _Embedder(size=16)
+    got = list(embedded(range(6), prepare, embedder))
+    reference = DeterministicEmbedder(8)
+    assert [vectors for _, vectors in got] == [reference.embed(prepare(n)[1]) for n in range(6)]
+    sent = [text for call in embedder.calls for text in call]
+    assert sent.count("billing-api") == len(embedder.calls) and len(sent) == 6 + len(embedder.calls)
 
 
 def test_an_embedder_without_a_batch_size_is_called_once_per_item() -> None:

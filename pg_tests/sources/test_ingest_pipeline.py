@@ -70,7 +70,7 @@ def test_a_run_that_dies_between_batches_resumes_with_nothing_lost_or_doubled(
         return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
 
-    breaking = _Batched(calls=2)
+    breaking = _Batched(calls=1)  # a call holds CALL_BATCHES batches: the second call breaks
     with pytest.raises(ProviderUnavailableError):
         ingestion(breaking).run(request)
     assert max(breaking.sizes) > 5  # one file has 5 texts: a call embedded several files at once

@@ -17,6 +17,10 @@ with a VeraError is tried again item by item, so each item gets its own error
 (a bad text fails its item, not its batch): the error is handed back in place of
 its vectors, and the caller decides whether it ends the run.
 
+An embedder that names a `batch_size` gets calls of CALL_BATCHES such batches
+(whole items; a text repeated among them once), so it can sort a call's texts
+by length and pad each batch to similar lengths; with fewer texts ready than
+one batch the embedding thread waits for more rather than call short.
 An embedder that names no `batch_size` is called once per item, as before; the
 pipeline still runs ahead of the writes.
 """
@@ -38,6 +42,9 @@ P = TypeVar("P")
 # items prepared ahead of the embedder, and embedded ahead of the writer: bounds memory (each
 # holds one file's bytes, at most a kind's read limit) and what a crash throws away
 DEPTH = 64
+# texts a call of the embedder gets, in its batches: enough to sort them by length into batches
+# of similar lengths (a claim's text or a subject's name is far shorter than a passage)
+CALL_BATCHES = 4
 _POLL_S = 0.1  # how often a blocked thread looks whether the run has ended
 
 Vectors = list[list[float]]
@@ -108,7 +115,7 @@ class _Stages(Generic[S, P]):
         self, items: Iterable[S], prepare: Callable[[S], tuple[P, Sequence[str]]], embedder: Embedder | None,
         depth: int,
     ) -> None:  # fmt: skip
-        self.items, self.prepare, self.embedder = items, prepare, embedder
+        self.items, self.prepare, self.embedder, self.depth = items, prepare, embedder, depth
         self.ended = threading.Event()  # the caller is done: the threads stop
         self.prepared: queue.Queue[object] = queue.Queue(maxsize=depth)
         self.done: queue.Queue[object] = queue.Queue(maxsize=depth)
@@ -151,8 +158,11 @@ class _Stages(Generic[S, P]):
             self.put(self.done, _Raised(exc))
 
     def _batch(self, first: object) -> tuple[list[_Prepared[P]], object | None]:
-        """Items from first on until their texts fill a batch or none is ready (waiting for more
-        would starve the writer); and the end, when it came."""
+        """Items from first on until their texts fill a call (CALL_BATCHES of the embedder's
+        batches, so it can sort them by length against padding), or the items end; and the end,
+        when it came; at most `depth` items. With fewer texts than one batch it waits for the next
+        item: reading and parsing are far quicker than the model, and a batch of one wastes its
+        call."""
         size = batch_size(self.embedder)
         batch: list[_Prepared[P]] = []
         texts = 0
@@ -160,34 +170,44 @@ class _Stages(Generic[S, P]):
         while isinstance(last, _Prepared):
             batch.append(last)
             texts += len(last.texts)
-            if texts >= size:
+            if texts >= size * CALL_BATCHES or len(batch) >= self.depth:
                 return batch, None
             try:
                 last = self.prepared.get_nowait()
             except queue.Empty:
-                return batch, None
+                if not 0 < texts < size:  # a full batch (or nothing to embed): no waiting
+                    return batch, None
+                got = self._next()
+                if got is None:  # the caller is done
+                    return batch, None
+                last = got
         return batch, last
+
+    def _next(self) -> object | None:
+        """The next prepared item, waiting for it; None when the caller is done."""
+        while not self.ended.is_set():
+            try:
+                return self.prepared.get(timeout=_POLL_S)
+            except queue.Empty:
+                continue
+        return None
 
 
 def _vectors(embedder: Embedder | None, batch: list[_Prepared[P]]) -> list[Vectors | VeraError]:
     """Each item's vectors, from one call for the whole batch; item by item when that call fails."""
     if embedder is None:
         return [[] for _ in batch]
-    texts = [text for item in batch for text in item.texts]
+    # a text repeated in the batch (a subject's name in several claims) is embedded once
+    texts = list(dict.fromkeys(text for item in batch for text in item.texts))
     if not texts:
         return [[] for _ in batch]
     try:
-        vectors = embedder.embed(texts)
+        vectors = dict(zip(texts, embedder.embed(texts), strict=True))
     except VeraError as exc:
         if len(batch) == 1:
             return [exc]
         return [_alone(embedder, item.texts) for item in batch]
-    found: list[Vectors | VeraError] = []
-    start = 0
-    for item in batch:
-        found.append(vectors[start : start + len(item.texts)])
-        start += len(item.texts)
-    return found
+    return [[vectors[text] for text in item.texts] for item in batch]
 
 
 def _alone(embedder: Embedder, texts: list[str]) -> Vectors | VeraError:

@@ -22,6 +22,7 @@ MODEL = "all-MiniLM-L6-v2"
 DIM = 384
 # the model was trained on sequences of up to 256 word pieces
 MAX_TOKENS = 256
+PAD_ID = 0  # the vocabulary's "[PAD]"
 TOKENIZER = Path(__file__).with_name("minilm_data") / "tokenizer.json"
 
 
@@ -48,8 +49,7 @@ class LocalMiniLMEmbedder:
         tokenizers = require("tokenizers", extra="local", needed_for=NEEDED_FOR)
         tokenizer: Tokenizer = tokenizers.Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        # to the longest text of a batch; "[PAD]" is the vocabulary's padding token (not a secret)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106
+        tokenizer.no_padding()  # _batch pads each batch to its longest text with PAD_ID
         return tokenizer
 
     @cached_property
@@ -59,21 +59,38 @@ class LocalMiniLMEmbedder:
         options = onnxruntime.SessionOptions()
         if self._threads:
             options.intra_op_num_threads = self._threads
+        # idle intra-op threads sleep rather than spin: on a few shared cores a spinning thread
+        # burns the CPU that the ingestion's writer and PostgreSQL need beside the model (issue
+        # 31: the same texts took 18-43% more CPU seconds with spinning, and no less wall time)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return onnxruntime.InferenceSession(
             str(model.model_path()), options, providers=["CPUExecutionProvider"]
         )
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), self._batch_size):
-            vectors.extend(self._batch(texts[start : start + self._batch_size]))
+        """The texts' vectors, in their order. A call's texts are embedded shortest first in
+        batches of batch_size, so a batch pads its texts to a similar length: a short claim
+        beside a 256-token passage would cost as much as the passage (issue 31)."""
+        if not texts:
+            return []
+        ids = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
+        order = sorted(range(len(ids)), key=lambda n: len(ids[n]))
+        vectors: list[list[float]] = [[] for _ in ids]
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            for n, vector in zip(chunk, self._batch([ids[n] for n in chunk]), strict=True):
+                vectors[n] = vector
         return vectors
 
-    def _batch(self, texts: Sequence[str]) -> list[list[float]]:
+    def _batch(self, pieces: list[list[int]]) -> list[list[float]]:
+        """Texts' word pieces, padded to the longest, through the model; mean pooled, normalised."""
         np = require("numpy", extra="local", needed_for=NEEDED_FOR)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        longest = max(len(p) for p in pieces)
+        ids = np.full((len(pieces), longest), PAD_ID, dtype=np.int64)
+        mask = np.zeros((len(pieces), longest), dtype=np.int64)
+        for row, piece in enumerate(pieces):
+            ids[row, : len(piece)] = piece
+            mask[row, : len(piece)] = 1
         inputs: dict[str, Any] = {
             "input_ids": ids,
             "attention_mask": mask,
