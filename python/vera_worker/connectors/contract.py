@@ -53,13 +53,15 @@ class Item:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Pending:
     """An item whose body the runner's pipeline reads (`read`: its raw bytes, or a Skip; raises
-    ItemSkipped when it cannot be read) and converts (`convert`, given those bytes), ahead of the
-    writes; convert is not called when the content hashes as VERA's live latest version."""
+    ItemSkipped when it cannot be read) and converts (`convert`, given those bytes: the Item, or
+    a Skip for bytes that hold nothing VERA can use; raises ItemSkipped for a failure to try
+    again), ahead of the writes and off the writer's thread; convert is not called when the
+    content hashes as VERA's live latest version."""
 
     key: str
     signature: str | None
     read: Callable[[], bytes | Skip]
-    convert: Callable[[bytes], Item]
+    convert: Callable[[bytes], Item | Skip]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -142,14 +142,17 @@ def _prepare(
         ready.unchanged = True
         return ready, []
     try:
-        ready.item = entry.convert(raw) if isinstance(entry, Pending) else entry
-        ready.shaped = Shaped.of(ready.item.record)
+        converted = entry.convert(raw) if isinstance(entry, Pending) else entry
+        if isinstance(converted, Skip):
+            ready.skipped = converted.reason
+        else:
+            ready.item = converted
+            ready.shaped = Shaped.of(converted.record)
     except _RUN_STOPPERS:
         raise
     except (ItemSkipped, VeraError) as exc:
         ready.error = exc
-        return ready, []
-    return ready, ready.shaped.texts() if embedder is not None else []
+    return ready, ready.shaped.texts() if ready.shaped is not None and embedder is not None else []
 
 
 @dataclass(slots=True)

@@ -22,11 +22,12 @@ the path after PATH of the same diff, and ends at {"commit": T}."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from vera_client.domain.errors import InvalidArgumentError, SourceUnavailableError
-from vera_worker.connectors.contract import Item, Page, Position, Skip, SourceContext
+from vera_worker.connectors.contract import Item, Page, Pending, Position, Skip, SourceContext
 from vera_worker.connectors.folder.scan import within
 from vera_worker.connectors.git.repository import (
     Change,
@@ -132,40 +133,48 @@ class GitConnector:
 
     def _items(
         self, git: GitRepository, files: Sequence[TreeFile], changes: dict[str, Change], target: str
-    ) -> list[Item | Skip]:
+    ) -> list[Skip | Pending]:
+        """A page's files: their bodies fetched in one batch here, parsed by the runner's pipeline
+        (Pending) ahead of the writes."""
         limits = self._context.read_limits
         readable = [f for f in files if f.size <= limits.max_bytes(mime_type(f.path))]
         bodies = dict(zip((f.path for f in readable), git.blobs([f.blob for f in readable]), strict=True))
-        items: list[Item | Skip] = []
+        items: list[Skip | Pending] = []
         for file in files:
-            mime = mime_type(file.path)
             data = bodies.get(file.path)
             if data is None:
-                limit = limits.max_bytes(mime)
+                limit = limits.max_bytes(mime_type(file.path))
                 why = f"{file.size:,} bytes, over the limit of {limit:,} for its kind"
                 items.append(Skip(key=file.path, reason=f"{why} (VERA_WORKER__READ_LIMITS__*): not read"))
                 continue
-            try:
-                record = parse_record(
-                    file.path, data, functional=self._functional, max_csv_rows=limits.csv_rows
-                )
-            except RecordFormatError as exc:
-                items.append(Skip(key=file.path, reason=str(exc)))
-                continue
-            if record.warnings and not record.passages and not record.claims:
-                items.append(Skip(key=file.path, reason="nothing read: " + "; ".join(record.warnings)))
-                continue
             change = changes.get(file.path)
             commit = change.commit if change else target
-            items.append(Item(key=file.path, raw=data, mime=mime or "application/octet-stream", record=record,
-                              uri=self._uri(commit, file.path), observed_at=change.at if change else None,
-                              version=commit))  # fmt: skip
+            read = partial(_fetched, data)
+            convert = partial(self._convert, file.path, commit=commit, at=change.at if change else None)
+            items.append(Pending(key=file.path, signature=None, read=read, convert=convert))
         return items
+
+    def _convert(self, path: str, data: bytes, *, commit: str, at: str | None) -> Item | Skip:
+        """A file's bytes as an Item, or a Skip naming why they hold nothing to write."""
+        limits = self._context.read_limits
+        try:
+            record = parse_record(path, data, functional=self._functional, max_csv_rows=limits.csv_rows)
+        except RecordFormatError as exc:
+            return Skip(key=path, reason=str(exc))
+        if record.warnings and not record.passages and not record.claims:
+            return Skip(key=path, reason="nothing read: " + "; ".join(record.warnings))
+        return Item(key=path, raw=data, mime=mime_type(path) or "application/octet-stream", record=record,
+                    uri=self._uri(commit, path), observed_at=at, version=commit)  # fmt: skip
 
     def _uri(self, commit: str, path: str) -> str:
         if self._file_uri:
             return self._file_uri.replace("{commit}", commit).replace("{path}", path)
         return f"{self._repo}@{commit}:{path}"
+
+
+def _fetched(data: bytes) -> bytes:
+    """A body already fetched with its page's batch (git cat-file)."""
+    return data
 
 
 def _within_bytes(paths: list[str], tree: dict[str, TreeFile]) -> list[tuple[list[str], bool]]:
