@@ -83,7 +83,9 @@ def write_version(
     content (the same hash as the live latest version) writes nothing and says created=False."""
     key = object_key(group_id, source_id, version.key, version.sha256)
     objects.put(key, version.data)
-    with sql.transaction(caller) as tx:
+    # not flushed at commit (a record a second, not a disk flush each): a crash loses it only with
+    # the page's cursor written after it, so the next run reads it again (runner.py)
+    with sql.transaction(caller, flushed=False) as tx:
         episode = tx.run(
             sources_api.record_episode(
                 group_id, source_id, version.key, bytes.fromhex(version.sha256), object_key=key,

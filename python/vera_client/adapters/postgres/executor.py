@@ -124,13 +124,22 @@ def begin(
     caller: Caller,
     isolation: IsolationLevel | None = None,
     observe: SqlObserver | None = None,
+    *,
+    flushed: bool = True,
 ) -> Iterator[Transaction]:
-    """A transaction on conn acting as caller; committed when the block ends, rolled back on error."""
+    """A transaction on conn acting as caller; committed when the block ends, rolled back on error.
+
+    flushed=False: the commit returns before its WAL reaches the disk (synchronous_commit off for
+    this transaction). A crash can then lose it, but only together with everything committed
+    after it (the WAL is flushed in order): for writes that a later step confirms and a re-run
+    repeats (a connector's records before the page's cursor), never for an answer to a client."""
     with translated_errors():
         if isolation is not None:
             conn.isolation_level = isolation
         try:
             with conn.transaction():
+                if not flushed:
+                    conn.execute("set local synchronous_commit = off")
                 auth = _authentication(caller)
                 if auth is not None:
                     conn.execute(*auth)
@@ -206,12 +215,15 @@ class Executor:
         return cls(connections, observe=observe)
 
     @contextmanager
-    def transaction(self, caller: Caller, isolation: IsolationLevel | None = None) -> Iterator[Transaction]:
-        """Several calls in one transaction as caller (they commit or roll back together)."""
+    def transaction(
+        self, caller: Caller, isolation: IsolationLevel | None = None, *, flushed: bool = True
+    ) -> Iterator[Transaction]:
+        """Several calls in one transaction as caller (they commit or roll back together);
+        flushed=False: see begin."""
         with (
             translated_errors(),
             self.pool.connection() as conn,
-            begin(conn, caller, isolation, self.observe) as tx,
+            begin(conn, caller, isolation, self.observe, flushed=flushed) as tx,
         ):
             yield tx
 
