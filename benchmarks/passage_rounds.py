@@ -3,8 +3,8 @@
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
 (k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
-the match confidence and stage 2's candidate signals) and vera.lexical_budget (passages 1,000 before
-issue 31), then with this checkout's, installed in
+the match confidence and stage 2's candidate signals) and vera.lexical_budget (--base-budget: 250
+since issue 31's first pass, 1,000 before), then with this checkout's, installed in
 turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
 p50 / p95 of vera.search for each, and how many top 10s are the same.
 
@@ -58,7 +58,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--base", default="main", help="the git revision to compare with")
-    parser.add_argument("--base-budget", type=int, default=1000, help="the passages' budget at --base")
+    parser.add_argument(
+        "--base-budget", type=int, default=250, help="the passages' budget at --base (1000 before issue 31)"
+    )
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--limit", type=int, help="the first N questions only (a quick run)")
     parser.add_argument(
