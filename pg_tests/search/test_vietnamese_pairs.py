@@ -184,10 +184,12 @@ def test_pairs_count_in_no_document_length(world: World) -> None:
             (group,),
         ).fetchone()
         words = admin.execute(
-            "select length(to_tsvector('simple', %s)) + length(to_tsvector('simple', %s))", (VIETNAMESE, ENGLISH)
+            "select length(to_tsvector('simple', %s)) + length(to_tsvector('simple', %s))",
+            (VIETNAMESE, ENGLISH),
         ).fetchone()
         pair_terms = admin.execute(
-            "select count(*) from vera.term_stats where group_id = %s and term like '%%!_%%' escape '!'", (group,)
+            "select count(*) from vera.term_stats where group_id = %s and term like '%%!_%%' escape '!'",
+            (group,),
         ).fetchone()
     assert words is not None and corpus == (2, words[0])
     assert pair_terms is not None and pair_terms[0] == 10  # the pairs are terms, with their own statistics
