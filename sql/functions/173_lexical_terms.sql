@@ -13,8 +13,12 @@
 -- 0.024 hit@1 when applied to all text. The rule is decided per text (a
 -- fact's text, a passage's heading and text, a query), by the same
 -- vera.query_language the read path uses to drop a vector its model cannot
--- read. The stored tsvectors depend on it: a change to this function or to
--- vera.query_language needs a migration that recomputes them (as 0015 did).
+-- read. Since vera-search/11 a pair joins only words with white space
+-- between them, has weight C and counts in no document length, and breve
+-- or đ alone no longer make a text Vietnamese (English full text is again
+-- as without pairs; docs/quality.md). The stored tsvectors depend on it: a
+-- change to this function or to vera.query_language needs a migration that
+-- recomputes them (as 0015 and 0017 did).
 set role vera_owner;
 
 -- Contract: the lexemes of a text as the lexical half indexes and matches
