@@ -189,7 +189,7 @@ alter table vera.facts force row level security;
 alter table vera.chunks force row level security;
 alter table vera.episodes force row level security;
 
-drop function vera.lexical_tsvector_0017(text);
-drop function vera.query_language_0017(text);
+drop function if exists vera.lexical_tsvector_0017(text);
+drop function if exists vera.query_language_0017(text);
 
 reset role;
