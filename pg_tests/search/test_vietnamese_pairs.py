@@ -1,10 +1,10 @@
 """Vietnamese text is indexed and searched by its adjacent word pairs too
-(sql/functions/173_lexical_terms.sql, migrations 0015 and 0017, vera-search/10 and
+(sql/functions/173_lexical_terms.sql, migrations 0015 and 0016, vera-search/10 and
 /11): a Vietnamese phrase matches the text that holds it by its syllable pairs; English
 text and queries get none, nor do words with punctuation between them or Romanian and
 Serbian names; pairs count in no document length, so English statistics are those of
 words alone; the stored tsvectors, the query's terms and the BM25 statistics agree; and
-migrations 0015 and 0017 bring rows stored before them to the same state, twice run the
+migrations 0015 and 0016 bring rows stored before them to the same state, twice run the
 same as once."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pg_tests.support.seed import World, caller, seed_world
 from pg_tests.support.writes import claim, project_with_source, publish, record_episode
 
 MIGRATION = ROOT / "sql" / "migrations" / "0015_vietnamese_pairs.sql"
-REFINEMENT = ROOT / "sql" / "migrations" / "0017_vietnamese_pair_weights.sql"
+REFINEMENT = ROOT / "sql" / "migrations" / "0016_vietnamese_pair_weights.sql"
 
 VIETNAMESE = "Thành phố Hồ Chí Minh là thành phố lớn nhất Việt Nam"
 ENGLISH = "Ho Chi Minh City, once Sài Gòn, is the largest city of Vietnam"
@@ -279,11 +279,11 @@ def migrate_0015(admin: psycopg.Connection) -> None:
     admin.execute("alter table vera.chunks enable trigger chunks_set_tsv")
 
 
-def migrate_0017(admin: psycopg.Connection) -> None:
+def migrate_0016(admin: psycopg.Connection) -> None:
     admin.execute(Path(REFINEMENT).read_text())  # type: ignore[arg-type]
 
 
-def test_migrations_0015_and_0017_bring_rows_stored_before_them_to_the_rule(make_database) -> None:
+def test_migrations_0015_and_0016_bring_rows_stored_before_them_to_the_rule(make_database) -> None:
     database: Database = make_database()
     world = _small_world(database)
     with database.admin(autocommit=False) as admin:
@@ -303,7 +303,7 @@ def test_migrations_0015_and_0017_bring_rows_stored_before_them_to_the_rule(make
         ).fetchone()
         assert crossing == (2, 2, 0)
         assert stored_statistics(admin, world) == recounted(admin, world)
-        migrate_0017(admin)
+        migrate_0016(admin)
         admin.commit()
         stale = admin.execute(
             """select (select count(*) from vera.facts where tsv is distinct from vera.lexical_tsvector(fact_text)),
@@ -329,7 +329,7 @@ def test_migrations_0015_and_0017_bring_rows_stored_before_them_to_the_rule(make
         ).fetchall()
         assert sorted(corpus) == sorted(words_only)
         snapshot = stored_statistics(admin, world)
-        migrate_0017(admin)  # again: nothing changes, nothing is counted twice
+        migrate_0016(admin)  # again: nothing changes, nothing is counted twice
         admin.commit()
         assert stored_statistics(admin, world) == snapshot
         forced = admin.execute(

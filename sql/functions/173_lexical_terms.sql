@@ -18,7 +18,7 @@
 -- or đ alone no longer make a text Vietnamese (English full text is again
 -- as without pairs; docs/quality.md). The stored tsvectors depend on it: a
 -- change to this function or to vera.query_language needs a migration that
--- recomputes them (as 0015 and 0017 did).
+-- recomputes them (as 0015 and 0016 did).
 set role vera_owner;
 
 -- Contract: the lexemes of a text as the lexical half indexes and matches

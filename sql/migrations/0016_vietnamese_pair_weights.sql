@@ -1,4 +1,4 @@
--- 0017_vietnamese_pair_weights: Vietnamese word pairs (0015) refined
+-- 0016_vietnamese_pair_weights: Vietnamese word pairs (0015) refined
 -- (issue 28, vera-search/11). Three changes to vera.lexical_tsvector and
 -- vera.query_language (sql/functions/172_query_language.sql,
 -- 173_lexical_terms.sql) that change stored tsvectors:
@@ -19,7 +19,7 @@
 -- corpus row's tokens by the lengths as counted (0015's pairs counted in
 -- length, now none does). Migrations run before sql/functions, so the
 -- rule as of this migration is spelled out below as two functions
--- (vera.query_language_0017, vera.lexical_tsvector_0017: the same bodies
+-- (vera.query_language_0016, vera.lexical_tsvector_0016: the same bodies
 -- as vera.query_language and vera.lexical_tsvector), dropped at the end
 -- (temporary functions need a privilege vera_owner lacks). Running it again changes nothing: a row already
 -- holding its new tsvector is not updated, so nothing is counted twice.
@@ -30,7 +30,7 @@
 
 set role vera_owner;
 
-create function vera.query_language_0017(query text)
+create function vera.query_language_0016(query text)
 returns text
 language sql immutable
 as $$
@@ -52,13 +52,13 @@ as $$
       from share s
 $$;
 
-create function vera.lexical_tsvector_0017(content text)
+create function vera.lexical_tsvector_0016(content text)
 returns tsvector
 language sql immutable parallel safe
 as $$
     select case
                -- text all in ASCII is never Vietnamese: spares vera.query_language's word split (~0.2 ms)
-               when w.v = ''::tsvector or content !~ '[^[:ascii:]]' or vera.query_language_0017(content) <> 'vi' then w.v
+               when w.v = ''::tsvector or content !~ '[^[:ascii:]]' or vera.query_language_0016(content) <> 'vi' then w.v
                else (w.v::text || coalesce(' ' || (
                    select pg_catalog.string_agg(
                               '''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':' || p.positions, ' ')
@@ -107,7 +107,7 @@ end
 $$;
 
 with computed as (
-    select f.group_id, f.fact_id, vera.lexical_tsvector_0017(f.fact_text) as tsv
+    select f.group_id, f.fact_id, vera.lexical_tsvector_0016(f.fact_text) as tsv
       from vera.facts f
      where f.fact_text ~ '[^[:ascii:]]'
 ), changed as (
@@ -138,7 +138,7 @@ select d.group_id, 'fact', d.term, d.documents, d.tokens from delta d order by d
    set documents = s.documents + excluded.documents, tokens = s.tokens + excluded.tokens;
 
 with computed as (
-    select c.group_id, c.chunk_id, vera.lexical_tsvector_0017(coalesce(c.heading, '') || ' ' || c.text) as tsv
+    select c.group_id, c.chunk_id, vera.lexical_tsvector_0016(coalesce(c.heading, '') || ' ' || c.text) as tsv
       from vera.chunks c
      where (coalesce(c.heading, '') || ' ' || c.text) ~ '[^[:ascii:]]'
 ), changed as (
@@ -189,7 +189,7 @@ alter table vera.facts force row level security;
 alter table vera.chunks force row level security;
 alter table vera.episodes force row level security;
 
-drop function if exists vera.lexical_tsvector_0017(text);
-drop function if exists vera.query_language_0017(text);
+drop function if exists vera.lexical_tsvector_0016(text);
+drop function if exists vera.query_language_0016(text);
 
 reset role;
