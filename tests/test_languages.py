@@ -18,6 +18,12 @@ from vera_client.domain.languages import model_reads, query_language
         ("Khi hàng đợi bị nghẽn thì làm gì?", "vi"),
         ("Ai phụ trách ledger-db?", "vi"),
         ("Wo läuft der Dienst für Größe?", "other"),
+        # breve and đ alone are Romanian's and Serbian's too; beside a tone mark on a vowel, Vietnamese
+        ("CS Aerostar Bacău", "en"),
+        ("Novak Đoković", "other"),
+        ("Đà Lạt", "vi"),
+        ("Đăng ký", "vi"),
+        ("Ăn cơm chưa?", "vi"),
         ("Где работает сервис?", "other"),
         ("", "en"),
         ("42 ?!", "en"),

@@ -33,6 +33,11 @@ QUERIES = [
     "東京 タワー はどこ ですか",
     "don’t stop — the 10€ deal…",
     "Straße München über",
+    "CS Aerostar Bacău",
+    "Novak Đoković",
+    "Đà Nẵng",
+    "Ăn cơm chưa?",
+    "Đăng ký ở đâu",
 ]
 
 

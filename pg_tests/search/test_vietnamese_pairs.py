@@ -1,9 +1,11 @@
 """Vietnamese text is indexed and searched by its adjacent word pairs too
-(sql/functions/173_lexical_terms.sql, migration 0015, vera-search/10): a
-Vietnamese phrase matches the text that holds it by its syllable pairs; English
-text and queries get none; the stored tsvectors, the query's terms and the BM25
-statistics agree; and migration 0015 brings rows stored before it to the same
-state, twice run the same as once."""
+(sql/functions/173_lexical_terms.sql, migrations 0015 and 0016, vera-search/10 and
+/11): a Vietnamese phrase matches the text that holds it by its syllable pairs; English
+text and queries get none, nor do words with punctuation between them or Romanian and
+Serbian names; pairs count in no document length, so English statistics are those of
+words alone; the stored tsvectors, the query's terms and the BM25 statistics agree; and
+migrations 0015 and 0016 bring rows stored before them to the same state, twice run the
+same as once."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pg_tests.support.seed import World, caller, seed_world
 from pg_tests.support.writes import claim, project_with_source, publish, record_episode
 
 MIGRATION = ROOT / "sql" / "migrations" / "0015_vietnamese_pairs.sql"
+REFINEMENT = ROOT / "sql" / "migrations" / "0016_vietnamese_pair_weights.sql"
 
 VIETNAMESE = "Thành phố Hồ Chí Minh là thành phố lớn nhất Việt Nam"
 ENGLISH = "Ho Chi Minh City, once Sài Gòn, is the largest city of Vietnam"
@@ -131,6 +134,67 @@ def test_passages_hold_the_pairs_of_their_heading_and_text(world: World) -> None
     assert [t for t in stored["The city was founded in 1698"] if "_" in t] == []
 
 
+def test_pairs_join_only_words_with_white_space_between_them(world: World) -> None:
+    with world.db.admin() as conn:
+        apart = lexemes(conn, "Đây là thành, phố (Hà) Nội; thành-phố lớn")
+        together = lexemes(conn, "Đây là thành phố\tHà  Nội")
+    assert pairs(apart) == {"đây_là", "là_thành", "phố_lớn"}
+    assert pairs(together) == {"đây_là", "là_thành", "thành_phố", "phố_hà", "hà_nội"}
+
+
+def test_romanian_and_serbian_names_get_no_pairs(world: World) -> None:
+    """Breve and đ alone are Romanian's and Serbian's too: a Vietnamese text has a tone mark."""
+    with world.db.admin() as conn:
+        for text in ("CS Aerostar Bacău", "Novak Đoković", "Bucureşti şi Bacău"):
+            assert pairs(lexemes(conn, text)) == set(), text
+            language = conn.execute("select vera.query_language(%s)", (text,)).fetchone()
+            assert language is not None and language[0] != "vi", text
+        assert pairs(lexemes(conn, "Đăng ký ở Đà Lạt")) == {"đăng_ký", "ký_ở", "ở_đà", "đà_lạt"}
+
+
+def test_pairs_count_in_no_document_length(world: World) -> None:
+    """Pairs have weight C, words D; a document's length is its words': the same BM25 score
+    and the same corpus length as its words alone give, so that Vietnamese paragraphs do not
+    lengthen the average English ones are normalised against."""
+    with world.db.admin() as conn:
+        weights = conn.execute(
+            "select u.lexeme like '%%!_%%' escape '!', array_agg(distinct w)"
+            " from unnest(vera.lexical_tsvector(%s)) u, unnest(u.weights) w group by 1 order by 1",
+            (VIETNAMESE,),
+        ).fetchall()
+        assert weights == [(False, ["D"]), (True, ["C"])]
+        scores = conn.execute(
+            "select vera.bm25_score('fact', vera.lexical_tsvector(%(t)s), array['thành', 'việt'],"
+            " array[1.0, 2.0], 5), vera.bm25_score('fact', to_tsvector('simple', %(t)s),"
+            " array['thành', 'việt'], array[1.0, 2.0], 5)",
+            {"t": VIETNAMESE},
+        ).fetchone()
+        assert scores is not None and scores[0] == scores[1]
+    with caller(world.db, world.a.owner_key) as conn:
+        group, source = project_with_source(conn, world.a.organisation, "vi-length")
+        episode, _, _ = record_episode(conn, group, source, "notes", "v1")
+        publish(conn, group, episode, [
+            claim("thành phố", "is", "lớn", fact_text=VIETNAMESE),
+            claim("Saigon", "is", "a city", fact_text=ENGLISH),
+        ])  # fmt: skip
+        conn.commit()
+    with world.db.admin() as admin:
+        corpus = admin.execute(
+            "select documents, tokens from vera.term_stats where group_id = %s and kind = 'fact' and term = ''",
+            (group,),
+        ).fetchone()
+        words = admin.execute(
+            "select length(to_tsvector('simple', %s)) + length(to_tsvector('simple', %s))",
+            (VIETNAMESE, ENGLISH),
+        ).fetchone()
+        pair_terms = admin.execute(
+            "select count(*) from vera.term_stats where group_id = %s and term like '%%!_%%' escape '!'",
+            (group,),
+        ).fetchone()
+    assert words is not None and corpus == (2, words[0])
+    assert pair_terms is not None and pair_terms[0] == 10  # the pairs are terms, with their own statistics
+
+
 def test_the_stored_tsvector_follows_the_text_and_is_never_given(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         group, source = project_with_source(conn, world.a.organisation, "vi-derived")
@@ -173,7 +237,8 @@ STATISTICS = """
     select d.group_id, d.kind, u.lexeme, count(*), sum(cardinality(u.positions)) from docs d, unnest(d.tsv) u
      group by 1, 2, 3
     union all
-    select d.group_id, d.kind, '', count(*), sum(length(d.tsv)) from docs d group by 1, 2
+    select d.group_id, d.kind, '', count(*), sum(length(d.tsv) - length(ts_filter(d.tsv, '{c}')))
+      from docs d group by 1, 2
 """
 
 
@@ -206,10 +271,19 @@ def as_before_0015(admin: psycopg.Connection) -> None:
 
 
 def migrate_0015(admin: psycopg.Connection) -> None:
+    """0015 as an upgrade from vera-search/9 runs it: before the triggers that set tsv exist."""
+    admin.execute("alter table vera.facts disable trigger facts_set_tsv")
+    admin.execute("alter table vera.chunks disable trigger chunks_set_tsv")
     admin.execute(Path(MIGRATION).read_text())  # type: ignore[arg-type]
+    admin.execute("alter table vera.facts enable trigger facts_set_tsv")
+    admin.execute("alter table vera.chunks enable trigger chunks_set_tsv")
 
 
-def test_migration_0015_adds_the_pairs_to_rows_stored_before_it(make_database) -> None:
+def migrate_0016(admin: psycopg.Connection) -> None:
+    admin.execute(Path(REFINEMENT).read_text())  # type: ignore[arg-type]
+
+
+def test_migrations_0015_and_0016_bring_rows_stored_before_them_to_the_rule(make_database) -> None:
     database: Database = make_database()
     world = _small_world(database)
     with database.admin(autocommit=False) as admin:
@@ -221,17 +295,41 @@ def test_migration_0015_adds_the_pairs_to_rows_stored_before_it(make_database) -
         assert pair_rows == (0,)
         migrate_0015(admin)
         admin.commit()
+        # 0015's pairs: weight D, across punctuation, for a Romanian name too; counted in length
+        crossing = admin.execute(
+            "select count(*) filter (where 'phố_sài' = any (tsvector_to_array(tsv))),"
+            " count(*) filter (where 'aerostar_bacău' = any (tsvector_to_array(tsv))),"
+            " count(*) filter (where length(ts_filter(tsv, '{c}')) > 0) from vera.facts"
+        ).fetchone()
+        assert crossing == (2, 2, 0)
+        assert stored_statistics(admin, world) == recounted(admin, world)
+        migrate_0016(admin)
+        admin.commit()
         stale = admin.execute(
             """select (select count(*) from vera.facts where tsv is distinct from vera.lexical_tsvector(fact_text)),
                       (select count(*) from vera.chunks
                         where tsv is distinct from vera.lexical_tsvector(coalesce(heading, '') || ' ' || text)),
                       (select count(*) from vera.facts
-                        where exists (select from unnest(tsv) u where u.lexeme like '%!_%' escape '!'))"""
+                        where exists (select from unnest(tsv) u where u.lexeme like '%!_%' escape '!')),
+                      (select count(*) from vera.facts
+                        where 'phố_sài' = any (tsvector_to_array(tsv))
+                           or 'aerostar_bacău' = any (tsvector_to_array(tsv)))"""
         ).fetchone()
-        assert stale is not None and stale[:2] == (0, 0) and stale[2] > 0
+        assert stale is not None and stale[:2] == (0, 0) and stale[2] > 0 and stale[3] == 0
         assert stored_statistics(admin, world) == recounted(admin, world)
+        # the corpus rows count words alone: as to_tsvector('simple') counts them, before any pair
+        words_only = admin.execute(
+            "select group_id, sum(length(to_tsvector('simple', fact_text)))::text from vera.facts"
+            " where group_id = any (%s) group by 1",
+            (world,),
+        ).fetchall()
+        corpus = admin.execute(
+            "select group_id, tokens::text from vera.term_stats where group_id = any (%s) and kind = 'fact' and term = ''",
+            (world,),
+        ).fetchall()
+        assert sorted(corpus) == sorted(words_only)
         snapshot = stored_statistics(admin, world)
-        migrate_0015(admin)  # again: nothing changes, nothing is counted twice
+        migrate_0016(admin)  # again: nothing changes, nothing is counted twice
         admin.commit()
         assert stored_statistics(admin, world) == snapshot
         forced = admin.execute(
@@ -239,6 +337,10 @@ def test_migration_0015_adds_the_pairs_to_rows_stored_before_it(make_database) -
             " where oid in ('vera.facts'::regclass, 'vera.chunks'::regclass, 'vera.episodes'::regclass)"
         ).fetchone()
         assert forced == (True,)
+        enabled = admin.execute(
+            "select array_agg(tgenabled::text) from pg_trigger where tgname in ('facts_set_tsv', 'chunks_set_tsv')"
+        ).fetchone()
+        assert enabled == (["O", "O"],)
 
 
 def _small_world(database: Database) -> list[str]:
@@ -252,6 +354,8 @@ def _small_world(database: Database) -> list[str]:
             publish(conn, group, episode, [
                 claim("thành phố", "is", "lớn", fact_text=VIETNAMESE),
                 claim("Saigon", "is", "a city", fact_text=ENGLISH),
+                claim("ho chi minh", "is", "thành phố", fact_text="Đây là thành phố, Sài Gòn cũ"),
+                claim("CS Aerostar Bacău", "is", "a club", fact_text="CS Aerostar Bacău"),
             ])  # fmt: skip
             conn.execute(
                 "select * from vera.store_chunks(%s, %s, %s)",

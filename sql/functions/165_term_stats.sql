@@ -35,8 +35,9 @@ begin
      cross join lateral (
            select u.lexeme as term, cardinality(u.positions)::bigint as tokens from unnest(d.tsv) u
            union all
-           -- the corpus row: one document of this length (distinct words, see vera.bm25_score)
-           select '', length(d.tsv)::bigint) t
+           -- the corpus row: one document of this length (distinct words, see vera.bm25_score;
+           -- Vietnamese word pairs, weight C, count in no length)
+           select '', (length(d.tsv) - length(ts_filter(d.tsv, '{c}')))::bigint) t
      where d.sign <> 0
      group by d.group_id, t.term
     having sum(d.sign) <> 0 or sum(d.sign * t.tokens) <> 0;

@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/10' $$;
+as $$ select 'vera-search/11' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 grant execute on function vera.search_version() to vera_app, vera_worker, vera_gateway;
 
@@ -413,7 +413,9 @@ comment on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint
 grant execute on function vera.bm25_weights(vera.item_kind[], text[], bigint[], bigint[]) to vera_searcher;
 
 -- Internal: a document's BM25 score for query terms with their IDFs. A
--- document's length is its number of distinct words (length(tsv)), so that
+-- document's length is its number of distinct words (length(tsv) less its
+-- lexemes of weight C: a Vietnamese text's word pairs count in no length,
+-- 173_lexical_terms.sql), so that
 -- scoring reads only the query terms' entries: setweight marks them and
 -- ts_filter keeps them, both in C, and only those few are unnested (their
 -- positions are the term frequencies). Length counted in distinct words
@@ -431,7 +433,9 @@ returns table (score double precision)
 language sql immutable
 as $$
     select coalesce(sum(q.idf * u.tf * (p.k1 + 1)
-                        / (u.tf + p.k1 * (1 - p.b + p.b * pg_catalog.length(tsv) / average_length))), 0)
+                        / (u.tf + p.k1 * (1 - p.b + p.b * (pg_catalog.length(tsv)
+                                                           - pg_catalog.length(pg_catalog.ts_filter(tsv, '{c}')))
+                                                          / average_length))), 0)
       from vera.bm25_parameters(kind) p,
            (select x.lexeme, pg_catalog.cardinality(x.positions)::float8 as tf
               from pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(tsv, 'A', terms), '{a}')) x) u

@@ -17,8 +17,11 @@ set role vera_owner;
 -- not known). Of the words that hold a letter, the share that hold a letter
 -- outside ASCII: below 0.3 'en' (an English query may name a café or Zoë);
 -- else 'vi' when those words hold a mark that among Latin scripts only
--- Vietnamese uses (after NFD: hook above, dot below, horn, breve, or the
--- letter đ); else 'other' from 0.5, 'en' below. vera_client's
+-- Vietnamese uses (after NFD: hook above, dot below, horn), or a breve or
+-- the letter đ beside a tone mark (grave, acute, tilde) on a vowel: breve
+-- and đ alone are Romanian's and Serbian's too ("CS Aerostar Bacău",
+-- "Novak Đoković"; since vera-search/11, no XQuAD vi question or paragraph
+-- changes); else 'other' from 0.5, 'en' below. vera_client's
 -- domain.languages.query_language is the same rule. Letters are told by
 -- the database's character classes ([[:alpha:]]): a UTF-8 database with a
 -- UTF-8 ctype (as vera db init creates) knows every script's.
@@ -34,11 +37,13 @@ as $$
          where w ~ '[[:alpha:]]'
     ), share as (
         select count(*) as words, count(*) filter (where foreign_word) as foreign_words,
-               string_agg(w, ' ') filter (where foreign_word) as foreign_text
+               normalize(string_agg(w, ' ') filter (where foreign_word), nfd) as foreign_text
           from word
     )
     select case when s.words = 0 or s.foreign_words::float8 / s.words < 0.3 then 'en'
-                when normalize(s.foreign_text, nfd) ~ '[\u0309\u0323\u031b\u0306\u0111\u0110]' then 'vi'
+                when s.foreign_text ~ '[\u0309\u0323\u031b]'
+                     or (s.foreign_text ~ '[\u0306\u0111\u0110]'
+                         and s.foreign_text ~ '[aeiouyAEIOUY][\u0302\u0306]?[\u0300\u0301\u0303]') then 'vi'
                 when s.foreign_words::float8 / s.words >= 0.5 then 'other'
                 else 'en' end
       from share s

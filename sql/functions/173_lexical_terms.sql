@@ -13,17 +13,26 @@
 -- 0.024 hit@1 when applied to all text. The rule is decided per text (a
 -- fact's text, a passage's heading and text, a query), by the same
 -- vera.query_language the read path uses to drop a vector its model cannot
--- read. The stored tsvectors depend on it: a change to this function or to
--- vera.query_language needs a migration that recomputes them (as 0015 did).
+-- read. Since vera-search/11 a pair joins only words with white space
+-- between them, has weight C and counts in no document length, and breve
+-- or đ alone no longer make a text Vietnamese (English full text is again
+-- as without pairs; docs/quality.md). The stored tsvectors depend on it: a
+-- change to this function or to vera.query_language needs a migration that
+-- recomputes them (as 0015 and 0016 did).
 set role vera_owner;
 
 -- Contract: the lexemes of a text as the lexical half indexes and matches
 -- them: to_tsvector('simple') (lower case, diacritics kept, no stemming, no
 -- stopwords), and, when vera.query_language(text) is 'vi', each pair of
--- adjacent words as one more lexeme "<first>_<second>" at the first word's
--- positions (the parser splits words at "_", so no single word of a text
--- is ever such a pair). A pair longer than a lexeme may be (2,047 bytes) is
--- left out. Immutable: it fills stored columns.
+-- words adjacent in the text, with only white space between them, as one
+-- more lexeme "<first>_<second>" of weight C at the first word's positions
+-- (the parser splits words at "_", so no single word of a text is ever such
+-- a pair). Punctuation, a tag or an entity between two words makes no pair
+-- ("thành, phố" holds none). The words keep weight D: BM25 counts a
+-- document's length in its words alone (length(tsv) less the lexemes of
+-- weight C, in vera.bm25_document_score and vera.count_terms), so pairs
+-- change no length and no English statistic. A pair longer than a lexeme may be
+-- (2,047 bytes) is left out. Immutable: it fills stored columns.
 create or replace function vera.lexical_tsvector(content text)
 returns tsvector
 language sql immutable parallel safe
@@ -34,14 +43,24 @@ as $$
                else (w.v::text || coalesce(' ' || (
                    select pg_catalog.string_agg(
                               '''' || replace(replace(p.pair, '\', '\\'), '''', '''''') || ''':' || p.positions, ' ')
-                     from (select a.lexeme || '_' || b.lexeme as pair,
-                                  pg_catalog.string_agg(a.position::text, ',' order by a.position) as positions
-                             from (select u.lexeme, x.position
-                                     from pg_catalog.unnest(w.v) u, pg_catalog.unnest(u.positions) x(position)) a
-                             join (select u.lexeme, x.position
-                                     from pg_catalog.unnest(w.v) u, pg_catalog.unnest(u.positions) x(position)) b
-                               on b.position = a.position + 1
-                            where pg_catalog.octet_length(a.lexeme) + pg_catalog.octet_length(b.lexeme) < 2047
+                     from (select x.previous || '_' || pg_catalog.lower(x.token) as pair,
+                                  pg_catalog.string_agg((x.position - 1)::text || 'C', ',' order by x.position)
+                                      as positions
+                             from (
+                                  -- the parser's tokens in order; to_tsvector('simple') gives a position to
+                                  -- every one but blanks (12), tags (13), protocols (14) and entities (23)
+                                  select t.tokid, t.token,
+                                         pg_catalog.lag(t.tokid, 1) over o as gap_type,
+                                         pg_catalog.lag(t.token, 1) over o as gap,
+                                         pg_catalog.lag(t.tokid, 2) over o as previous_type,
+                                         pg_catalog.lower(pg_catalog.lag(t.token, 2) over o) as previous,
+                                         count(*) filter (where t.tokid not in (12, 13, 14, 23)) over o as position
+                                    from pg_catalog.ts_parse('pg_catalog.default', content)
+                                         with ordinality t(tokid, token, n)
+                                  window o as (order by t.n)) x
+                            where x.tokid not in (12, 13, 14, 23) and x.previous_type not in (12, 13, 14, 23)
+                              and x.gap_type = 12 and x.gap ~ '^[[:space:]]+$'
+                              and pg_catalog.octet_length(x.previous) + pg_catalog.octet_length(x.token) < 2047
                             group by 1) p), ''))::tsvector
            end
       from (select pg_catalog.to_tsvector('simple'::regconfig, coalesce(content, '')) as v) w

@@ -7,13 +7,18 @@ So a query the pinned model cannot read is searched by its words alone."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Collection
 
 # Marks that, among Latin scripts, Vietnamese alone uses (seen after NFD):
-# hook above (ả), dot below (ạ), horn (ơ, ư), breve (ă), and the letter đ.
-# Acute, grave and tilde are shared with French, Spanish or Portuguese.
-_VIETNAMESE_MARKS = frozenset("\u0309\u0323\u031b\u0306đĐ")
+# hook above (ả), dot below (ạ), horn (ơ, ư). Acute, grave and tilde are
+# shared with French, Spanish or Portuguese; breve (ă) and đ with Romanian
+# and Serbian ("CS Aerostar Bacău", "Novak Đoković"), so those two count
+# only beside a tone mark on a vowel (vera-search/11).
+_VIETNAMESE_MARKS = re.compile("[\u0309\u0323\u031b]")
+_BREVE_OR_D = re.compile("[\u0306đĐ]")
+_TONE_ON_VOWEL = re.compile("[aeiouyAEIOUY][\u0302\u0306]?[\u0300\u0301\u0303]")
 
 # An English query may name a café or Zoë; a query in another language is
 # full of letters outside ASCII.
@@ -30,7 +35,8 @@ def query_language(text: str) -> str:
     share = len(foreign) / len(words)
     if share < _ENGLISH_BELOW:
         return "en"
-    if any(ch in _VIETNAMESE_MARKS for ch in unicodedata.normalize("NFD", " ".join(foreign))):
+    marked = unicodedata.normalize("NFD", " ".join(foreign))
+    if _VIETNAMESE_MARKS.search(marked) or (_BREVE_OR_D.search(marked) and _TONE_ON_VOWEL.search(marked)):
         return "vi"
     return "other" if share >= _OTHER_FROM else "en"
 
