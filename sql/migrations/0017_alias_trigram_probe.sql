@@ -1,4 +1,4 @@
--- 0018_alias_trigram_probe: entity resolution's trigram rung reads only the
+-- 0017_alias_trigram_probe: entity resolution's trigram rung reads only the
 -- trigram postings of the probed name within its group, whatever the
 -- group's size (issue 32).
 --
