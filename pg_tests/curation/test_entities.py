@@ -223,3 +223,47 @@ def test_a_trigram_link_never_merges_a_different_content_word(world: World) -> N
     assert (does["resolution"], does["subject_entity_id"]) == ("fuzzy", start["subject_entity_id"])
     assert [end["resolution"], flash["resolution"]] == ["new", "new"]
     assert len({start["subject_entity_id"], end["subject_entity_id"], flash["subject_entity_id"]}) == 3
+
+
+def test_the_trigram_probe_reads_only_the_names_trigrams_of_its_group(world: World) -> None:
+    """Issue 32: in a group of 3,000 analysed aliases the probe of a new name is a bitmap scan of
+    the trigram index with both the group and the trigrams as its condition (the planner used to
+    scan the whole group through the btree on (group_id, alias_norm) and compare the name with
+    every alias), and it still links a typo and keeps a sibling apart."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group, _ = _scope(conn, world)
+        conn.commit()
+    with world.db.admin() as admin:
+        admin.execute(
+            "with e as (insert into vera.entities (group_id, canonical_name) "
+            "           select %s, 'service ' || n || ' of the ' || translate(md5(n::text), '0123456789', 'ghijklmnop') "
+            "           from generate_series(1, 3000) n "
+            "           returning entity_id, canonical_name) "
+            "insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm) "
+            "select %s, entity_id, canonical_name, vera.normalize_name(canonical_name) from e",
+            (group, group),
+        )
+        admin.execute("analyze vera.entity_aliases")
+        admin.execute("load 'auto_explain'")
+        admin.execute("set auto_explain.log_min_duration = 0")
+        admin.execute("set auto_explain.log_nested_statements = on")
+        admin.execute("set auto_explain.log_analyze = on")
+        admin.execute("set auto_explain.log_level = notice")
+        plans: list[str] = []
+        admin.add_notice_handler(lambda d: plans.append(d.message_primary or ""))
+        with admin.transaction():
+            admin.execute("select vera.authenticate(%s)", (world.a.owner_key,))
+            known = admin.execute("select translate(md5('17'), '0123456789', 'ghijklmnop')").fetchone()
+            assert known is not None
+            rows = admin.execute(
+                "select s.ordinal, a.alias_norm from vera.similar_aliases(array[1, 2], array[%s, %s], %s, "
+                "array[0.85, 0.85]::float8[]) s join vera.entity_aliases a on a.entity_id = s.entity_id",
+                (group, group, [f"service 17 of the {known[0][:-1]}q", f"service 18 of the {known[0]}"]),
+            ).fetchall()
+    assert rows == [(1, f"service 17 of the {known[0]}")]  # the typo links; another number does not
+    probes = [p for p in plans if "from vera.entity_aliases a" in p and "Bitmap" in p]
+    assert len(probes) == 2
+    for plan in probes:
+        assert "Bitmap Index Scan on entity_aliases_group_trgm_idx" in plan
+        assert "Index Cond: ((group_id = " in plan and 'COLLATE "C") AND (alias_norm %' in plan
+        assert "entity_aliases_norm_idx" not in plan and "entity_aliases_pkey" not in plan
