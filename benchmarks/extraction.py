@@ -47,7 +47,8 @@ from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.folder.manifest import register_manifest, request_all
 from vera_worker.connectors.runner import ConnectorIngestion

@@ -51,7 +51,8 @@ from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.client import VeraClient
 from vera_client.domain.ports import Embedder
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.pipeline import CALL_BATCHES, batch_size

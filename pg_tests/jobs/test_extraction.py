@@ -35,7 +35,8 @@ from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
 from vera_client.domain.ports import Embedder
 from vera_worker.adapters.extraction import PassageExtraction
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 
 FAST = ResilienceSettings(max_retries=1, retry_base_seconds=0.001, timeout_seconds=5.0)
 # "X runs on Y." and "X is owned by Y." sentences, as a model would find them

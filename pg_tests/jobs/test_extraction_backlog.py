@@ -26,7 +26,8 @@ from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.providers.chat import ChatModel
 from vera_client.client import VeraClient
 from vera_worker.adapters.extraction import PassageExtraction
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 
 NEW = "# Routing\n\nroute-planner runs on k8s-east.\n"
 

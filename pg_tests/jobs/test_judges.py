@@ -27,7 +27,8 @@ from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.config import ResilienceSettings
 from vera_worker.adapters.judges import JudgeJob, Judges
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 
 FAST = ResilienceSettings(max_retries=1, retry_base_seconds=0.001, timeout_seconds=5.0)
 Decide = Callable[[str, dict[str, Any]], dict[str, Any]]

@@ -19,7 +19,8 @@ from pg_tests.support.ingesting import worker_process_env
 from pg_tests.support.seed import World
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.client import VeraClient
-from vera_worker.adapters.queue import build_app, retry_stalled_jobs
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import retry_stalled_jobs
 
 FILES = 400
 STALLED_AFTER = "2"  # seconds without a heartbeat (VERA_WORKER__STALLED_AFTER); default 30

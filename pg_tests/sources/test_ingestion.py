@@ -29,7 +29,8 @@ from vera_client.domain.errors import (
     SourceRootNotAllowedError,
     SourceUnavailableError,
 )
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 from vera_worker.connectors.dispatch import IngestRequest, SourceRuns
 from vera_worker.connectors.events import IngestReport
 from vera_worker.connectors.writing import object_key

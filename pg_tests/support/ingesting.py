@@ -19,7 +19,8 @@ from vera_client.adapters.postgres.executor import Executor
 from vera_client.api.sources import Source
 from vera_client.config import ReadLimits, ResilienceSettings
 from vera_client.domain.ports import Embedder, ObjectStore
-from vera_worker.adapters.queue import build_app, drain
+from vera_worker.adapters.queue import build_app
+from vera_worker.adapters.serving import drain
 from vera_worker.connectors.dispatch import SourceRuns
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.folder.manifest import register_manifest, request_all

@@ -57,9 +57,10 @@ def drain_interruptibly(
     say: Callable[[str], None],
     before_hard_stop: Callable[[], None] = lambda: None,
 ) -> bool:
-    """Run every due job in this process, as queue.drain does, but with Ctrl-C handled as above.
+    """Run every due job in this process, as serving.drain does, but with Ctrl-C handled as above.
     True when a Ctrl-C stopped it (the job in hand ended early; later jobs stay queued)."""
-    from vera_worker.adapters.queue import SERVED_QUEUES, worker_options
+    from vera_worker.adapters.queue import SERVED_QUEUES
+    from vera_worker.adapters.serving import worker_options
 
     interrupted = False
 

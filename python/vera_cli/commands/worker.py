@@ -33,12 +33,13 @@ def worker_command(
     queue whose due jobs exceed the threshold sets vera_queue_backlog_over_threshold and logs
     a warning once.
     """
-    from vera_worker.adapters.queue import GRAPH_CHECK_TASK, serve, served_queues
+    from vera_worker.adapters.queue import GRAPH_CHECK_TASK, served_queues
     from vera_worker.adapters.queue_metrics import (
         BacklogMonitor,
         database_graph_health,
         database_queue_depths,
     )
+    from vera_worker.adapters.serving import serve
     from vera_worker.entrypoints.logs import configure_worker_logging
     from vera_worker.entrypoints.wiring import worker_app
 

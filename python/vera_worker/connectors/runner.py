@@ -10,7 +10,7 @@ written (one small cursor entry, not one per record: the cursor does not grow
 with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
 lost or written twice. A page's items are read (a Pending item's body), hashed
-and embedded ahead, several at once, and written in order (pipeline.py). An item
+and embedded ahead (preparing.py, pipeline.py), and written in order. An item
 that cannot be converted is skipped with a warning that names it and counted;
 the run goes on.
 
@@ -38,7 +38,6 @@ for this run only; every message that leaves the run passes `redacted`."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -54,10 +53,8 @@ from vera_client.api import sources as sources_api
 from vera_client.config import ReadLimits, ResilienceSettings
 from vera_client.domain.callers import Principal
 from vera_client.domain.errors import (
-    AuthenticationError,
     DatabaseUnavailableError,
     NotFoundError,
-    ProviderUnavailableError,
     SourceUnavailableError,
     VeraError,
 )
@@ -65,33 +62,24 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.usage import metered
 from vera_worker.connectors.contract import (
     Connector,
-    Item,
     ItemSkipped,
     Page,
-    Pending,
     Skip,
     SourceContext,
     in_scope,
 )
 from vera_worker.connectors.events import IngestEvent, IngestReport
 from vera_worker.connectors.pipeline import embedded
+from vera_worker.connectors.preparing import RUN_STOPPERS, Ready, prepare
 from vera_worker.connectors.registry import Kind
 from vera_worker.connectors.secrets import redacted, source_token
-from vera_worker.connectors.writing import RecordVersion, Shaped, write_version
+from vera_worker.connectors.writing import RecordVersion, write_version
 from vera_worker.domain.records import unnamed
 
 logger = logging.getLogger(__name__)
 
 POSITION_KEY = "@position"  # the connector's own cursor, in the source's cursor document
 DEFAULT_PRUNE_INTERVAL_S = 3600
-
-# these end the run: every remaining item would fail the same way
-_RUN_STOPPERS = (
-    DatabaseUnavailableError,
-    AuthenticationError,
-    ProviderUnavailableError,
-    SourceUnavailableError,
-)
 
 EmbedderForModel = Callable[[str | None], Embedder | None]
 
@@ -102,57 +90,6 @@ class ConnectorRequest:
     source_id: UUID
     principal_id: UUID
     scope: str | None = None  # one path below a folder's root (`vera ingest PATH`); None: all of it
-
-
-@dataclass(slots=True)
-class _Ready:
-    """A page's item as the pipeline prepared it: read and hashed, and converted and shaped unless
-    unchanged, skipped or failed."""
-
-    key: str
-    signature: str | None = None
-    item: Item | None = None
-    skipped: str | None = None  # why it was not read
-    sha256: str = ""
-    unchanged: bool = False
-    shaped: Shaped | None = None
-    error: ItemSkipped | VeraError | None = None  # reading, converting or shaping it failed
-
-
-def _prepare(
-    entry: Item | Skip | Pending, heads: Mapping[str, Any], embedder: Embedder | None
-) -> tuple[_Ready, list[str]]:
-    """An item read, hashed and compared with VERA's head of its record; converted and shaped,
-    with the texts to embed, when it changed (in the pipeline's thread: it reports nothing)."""
-    if isinstance(entry, Skip):
-        return _Ready(entry.key, skipped=entry.reason), []
-    ready = _Ready(entry.key, entry.signature)
-    raw: bytes | Skip
-    try:
-        raw = entry.read() if isinstance(entry, Pending) else entry.raw
-    except ItemSkipped as exc:
-        ready.error = exc
-        return ready, []
-    if isinstance(raw, Skip):
-        ready.skipped = raw.reason
-        return ready, []
-    ready.sha256 = hashlib.sha256(raw).hexdigest()
-    head = heads.get(entry.key)
-    if head is not None and head.live and head.content_sha256.hex() == ready.sha256:
-        ready.unchanged = True
-        return ready, []
-    try:
-        converted = entry.convert(raw) if isinstance(entry, Pending) else entry
-        if isinstance(converted, Skip):
-            ready.skipped = converted.reason
-        else:
-            ready.item = converted
-            ready.shaped = Shaped.of(converted.record)
-    except _RUN_STOPPERS:
-        raise
-    except (ItemSkipped, VeraError) as exc:
-        ready.error = exc
-    return ready, ready.shaped.texts() if ready.shaped is not None and embedder is not None else []
 
 
 @dataclass(slots=True)
@@ -315,7 +252,7 @@ class ConnectorIngestion:
                 h.external_id: h
                 for h in tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
             } if keys else {}  # fmt: skip
-        items = embedded(page.items, lambda item: _prepare(item, heads, run.embedder), run.embedder)
+        items = embedded(page.items, lambda item: prepare(item, heads, run.embedder), run.embedder)
         try:
             with closing(items):
                 for ready, found in items:
@@ -341,7 +278,7 @@ class ConnectorIngestion:
         self._note(run, page)
         return False
 
-    def _noted(self, run: _Run, ready: _Ready) -> None:
+    def _noted(self, run: _Run, ready: Ready) -> None:
         """A committed item's signature, stored with the page's position."""
         if ready.signature is not None:
             run.noted.append(sources_api.NotedSignature(
@@ -360,15 +297,15 @@ class ConnectorIngestion:
                 tx.run(sources_api.advance_source_cursor(request.group_id, request.source_id, position))
         run.noted = []
 
-    def _write_item(self, run: _Run, ready: _Ready, found: list[list[float]] | VeraError) -> None:
+    def _write_item(self, run: _Run, ready: Ready, found: list[list[float]] | VeraError) -> None:
         try:
             if ready.error is not None:
                 raise ready.error
             item = ready.item
-            assert item is not None  # _prepare's contract: converted unless skipped, unchanged or failed
+            assert item is not None  # converted unless skipped, unchanged or failed (preparing.py)
             if isinstance(found, VeraError):
                 raise found
-            assert ready.shaped is not None  # _prepare's contract
+            assert ready.shaped is not None  # prepare's contract
             vectors = ready.shaped.attach(found)
             passages, claims = ready.shaped.passages, ready.shaped.claims
             for warning in item.record.warnings:  # a parser's warnings, named with their item
@@ -386,7 +323,7 @@ class ConnectorIngestion:
                 self._sql, self._objects, run.caller,
                 group_id=request.group_id, source_id=request.source_id, version=version,
             )  # fmt: skip
-        except _RUN_STOPPERS:
+        except RUN_STOPPERS:
             raise
         except (ItemSkipped, VeraError) as exc:
             self._fail(run, ready.key, str(exc))
@@ -429,7 +366,7 @@ class ConnectorIngestion:
                 with self._sql.transaction(run.caller) as tx:
                     reason = f"{record.external_id} is no longer in {run.name}"
                     tx.run(curation_api.retract_episode_call(run.request.group_id, record.episode_id, reason))
-            except _RUN_STOPPERS:
+            except RUN_STOPPERS:
                 raise
             except VeraError as exc:
                 self._fail(run, record.external_id, f"deleted, but not retracted: {exc}")
