@@ -77,15 +77,7 @@ def source_add_cmdb(  # noqa: PLR0917 (one parameter per option: click passes th
     }  # fmt: skip
     if description_field:
         config["description_field"] = description_field
-    with client_from_env(api_key) as vera:
-        target = group or vera.default_group()
-        source_id = vera.register_source(
-            target, "cmdb", name, tier, token_env=token_env, config=config, uri=url
-        )
-        added = next(s for s in vera.list_sources(target) if s.source_id == source_id)
-        set_interval(vera, added, interval_s)
-    secret = f", token from ${token_env}" if token_env else ""
-    click.echo(f"source {name!r} ({source_id}) in {target}: cmdb, tier {tier}, {url}{secret}")
+    _add_connector(name, "cmdb", tier, token_env, config, url, group, interval_s, api_key, url)
 
 
 @click.command("confluence")
