@@ -89,6 +89,34 @@ def test_a_very_close_name_embedding_links_at_once(world: World) -> None:
         assert close["subject_entity_id"] == known["subject_entity_id"]  # fmt: skip
 
 
+def test_every_mention_of_a_name_in_one_batch_gets_the_one_answer(world: World) -> None:
+    """A record's claims repeat their subject: the trigram and embedding rungs search once per
+    (group, name[, vector]) and give every mention, whatever its spelling, that one answer."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group, episode = _scope(conn, world)
+        [kube, ledger] = publish(
+            conn, group, episode,
+            [claim("Kubernetes", "kind", "platform", subject_embedding=_unit(1, 0.1, 0)),
+             claim("the ledger exporter of the night batch", "runs on", "blue")],
+            "toy-3",
+        )  # fmt: skip
+        close = _unit(1, 0.12, 0.01)
+        rows = publish(
+            conn, group, episode,
+            [claim("k8s", "kind", "orchestrator", subject_embedding=close),
+             claim("K8S", "owner", "platform team", subject_embedding=close),
+             claim("the ledger exporters of the night batch", "runs on", "green"),
+             claim("k8s", "version", "1.31", subject_embedding=close),
+             claim("The Ledger Exporters of the night batch", "owner", "payments")],
+            "toy-3",
+        )  # fmt: skip
+    assert [(r["resolution"], r["subject_entity_id"]) for r in rows] == [
+        ("semantic", kube["subject_entity_id"]), ("semantic", kube["subject_entity_id"]),
+        ("fuzzy", ledger["subject_entity_id"]), ("semantic", kube["subject_entity_id"]),
+        ("fuzzy", ledger["subject_entity_id"]),
+    ]  # fmt: skip
+
+
 def test_a_looser_match_is_provisional_and_goes_to_the_judge(world: World) -> None:
     with caller(world.db, world.a.owner_key) as conn:
         group, episode = _scope(conn, world)
@@ -225,11 +253,13 @@ def test_a_trigram_link_never_merges_a_different_content_word(world: World) -> N
     assert len({start["subject_entity_id"], end["subject_entity_id"], flash["subject_entity_id"]}) == 3
 
 
-def test_the_trigram_probe_reads_only_the_names_trigrams_of_its_group(world: World) -> None:
-    """Issue 32: in a group of 3,000 analysed aliases the probe of a new name is a bitmap scan of
-    the trigram index with both the group and the trigrams as its condition (the planner used to
-    scan the whole group through the btree on (group_id, alias_norm) and compare the name with
-    every alias), and it still links a typo and keeps a sibling apart."""
+def test_the_trigram_probe_reads_only_the_names_trigrams_or_numbers_of_its_group(world: World) -> None:
+    """Issue 32: in a group of 3,000 analysed aliases the probe of a new name without digits is a
+    bitmap scan of the trigram index with both the group and the trigrams as its condition (the
+    planner used to scan the whole group through the btree on (group_id, alias_norm) and compare
+    the name with every alias); a name with digits, which links only to an alias with the same
+    numbers, reads those through the numbers' index (the trigram index rechecked every sibling
+    that differs in its numbers alone). Both still link a typo and keep a sibling apart."""
     with caller(world.db, world.a.owner_key) as conn:
         group, _ = _scope(conn, world)
         conn.commit()
@@ -238,10 +268,11 @@ def test_the_trigram_probe_reads_only_the_names_trigrams_of_its_group(world: Wor
             "with e as (insert into vera.entities (group_id, canonical_name) "
             "           select %s, 'service ' || n || ' of the ' || translate(md5(n::text), '0123456789', 'ghijklmnop') "
             "           from generate_series(1, 3000) n "
+            "           union all select %s, 'the ledger exporter of the night batch' "
             "           returning entity_id, canonical_name) "
             "insert into vera.entity_aliases (group_id, entity_id, alias, alias_norm) "
             "select %s, entity_id, canonical_name, vera.normalize_name(canonical_name) from e",
-            (group, group),
+            (group, group, group),
         )
         admin.execute("analyze vera.entity_aliases")
         admin.execute("load 'auto_explain'")
@@ -255,15 +286,25 @@ def test_the_trigram_probe_reads_only_the_names_trigrams_of_its_group(world: Wor
             admin.execute("select vera.authenticate(%s)", (world.a.owner_key,))
             known = admin.execute("select translate(md5('17'), '0123456789', 'ghijklmnop')").fetchone()
             assert known is not None
+            names = [f"service 17 of the {known[0][:-1]}q", f"service 18 of the {known[0]}",
+                     "the ledger exporters of the night batch", "the ledger importer of a day"]  # fmt: skip
             rows = admin.execute(
-                "select s.ordinal, a.alias_norm from vera.similar_aliases(array[1, 2], array[%s, %s], %s, "
-                "array[0.85, 0.85]::float8[]) s join vera.entity_aliases a on a.entity_id = s.entity_id",
-                (group, group, [f"service 17 of the {known[0][:-1]}q", f"service 18 of the {known[0]}"]),
+                "select s.ordinal, a.alias_norm from vera.similar_aliases(array[1, 2, 3, 4], %s, %s, "
+                "array[0.85, 0.85, 0.85, 0.85]::float8[]) s "
+                "join vera.entity_aliases a on a.entity_id = s.entity_id order by 1",
+                ([group] * 4, names),
             ).fetchall()
-    assert rows == [(1, f"service 17 of the {known[0]}")]  # the typo links; another number does not
+    # the typos link; another number does not, nor another name
+    assert rows == [(1, f"service 17 of the {known[0]}"), (3, "the ledger exporter of the night batch")]
     probes = [p for p in plans if "from vera.entity_aliases a" in p and "Bitmap" in p]
-    assert len(probes) == 2
-    for plan in probes:
+    assert len(probes) == 4
+    for plan in probes[:2]:
+        assert "Bitmap Index Scan on entity_aliases_group_numbers_idx" in plan
+        assert 'COLLATE "C")' in plan and "regexp_replace(alias_norm" in plan
+        assert "entity_aliases_group_trgm_idx" not in plan
+    for plan in probes[2:]:
         assert "Bitmap Index Scan on entity_aliases_group_trgm_idx" in plan
         assert "Index Cond: ((group_id = " in plan and 'COLLATE "C") AND (alias_norm %' in plan
+        assert "entity_aliases_group_numbers_idx" not in plan
+    for plan in probes:
         assert "entity_aliases_norm_idx" not in plan and "entity_aliases_pkey" not in plan

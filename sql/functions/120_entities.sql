@@ -132,8 +132,9 @@ language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
 -- During a bulk load the statistics lag behind the table, and a planner that
 -- believes it small scans every alias once per name (50 ms instead of a few):
--- for this one probe, only the trigram index's bitmap scan is on the table
--- (and on, whatever the caller turned off).
+-- for this one probe, only a bitmap scan of the trigram index (or, for a name
+-- with digits, of the numbers' index) is on the table (and on, whatever the
+-- caller turned off).
 set enable_seqscan = off
 set enable_indexscan = off
 set enable_bitmapscan = on
@@ -150,22 +151,40 @@ begin
         raise exception 'permission denied: member role required in every group resolved into' using errcode = '42501';
     end if;
     for probe in select * from unnest(ordinals, groups, norms, thresholds) as u(o, g, n, t) loop
-        -- the % operator, which the index serves, reads this setting
-        perform set_config('pg_trgm.similarity_threshold', probe.t::text, true);
-        -- One query per name, planned with its values (EXECUTE): only when the
-        -- planner sees the name's trigrams does it choose the trigram index;
-        -- as a join it estimates the index from nothing and scans every alias.
-        execute
-            'select a.entity_id, similarity(a.alias_norm, $2) as score
-               from vera.entity_aliases a
-               join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
-              where a.group_id = $1 collate "C" and a.alias_norm % $2 and e.status <> ''merged''
-                and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
-                and vera.names_differ_trivially(a.alias_norm, $2)
-              order by 2 desc, e.created_at
-              limit 1'
-          into best
-          using probe.g, probe.n;
+        if probe.n ~ '[0-9]' then
+            -- A name with digits links only to an alias with the same numbers: the
+            -- numbers' index finds those (entity_aliases_group_numbers_idx, migration
+            -- 0018), where the trigram index would recheck every sibling that differs
+            -- in its numbers alone (page 1234, page 1235, ...). similarity() >= t is
+            -- what % means; written out, it leaves the trigram index out of this plan.
+            select a.entity_id, similarity(a.alias_norm, probe.n) as score
+              into best
+              from vera.entity_aliases a
+              join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+             where a.group_id = probe.g collate "C" and a.alias_norm ~ '[0-9]'
+               and regexp_replace(a.alias_norm, '[^0-9]+', ' ', 'g') = regexp_replace(probe.n, '[^0-9]+', ' ', 'g')
+               and similarity(a.alias_norm, probe.n) >= probe.t and e.status <> 'merged'
+               and vera.names_differ_trivially(a.alias_norm, probe.n)
+             order by 2 desc, e.created_at
+             limit 1;
+        else
+            -- the % operator, which the index serves, reads this setting
+            perform set_config('pg_trgm.similarity_threshold', probe.t::text, true);
+            -- One query per name, planned with its values (EXECUTE): only when the
+            -- planner sees the name's trigrams does it choose the trigram index;
+            -- as a join it estimates the index from nothing and scans every alias.
+            execute
+                'select a.entity_id, similarity(a.alias_norm, $2) as score
+                   from vera.entity_aliases a
+                   join vera.entities e on e.group_id = a.group_id and e.entity_id = a.entity_id
+                  where a.group_id = $1 collate "C" and a.alias_norm % $2 and e.status <> ''merged''
+                    and regexp_replace(a.alias_norm, ''[^0-9]+'', '' '', ''g'') = regexp_replace($2, ''[^0-9]+'', '' '', ''g'')
+                    and vera.names_differ_trivially(a.alias_norm, $2)
+                  order by 2 desc, e.created_at
+                  limit 1'
+              into best
+              using probe.g, probe.n;
+        end if;
         if best.entity_id is not null and best.score >= probe.t then
             ordinal := probe.o;
             entity_id := best.entity_id;
@@ -203,6 +222,8 @@ declare
     previous_threshold text := coalesce(nullif(current_setting('pg_trgm.similarity_threshold', true), ''), '0.3');
     threshold float8;
     pending vera.entity_resolution;
+    mentions record;
+    mention integer;
     nearest record;
     semantic_link float8;
     semantic_candidate float8;
@@ -238,32 +259,45 @@ begin
            order by a.group_id, a.alias_norm, e.created_at, e.entity_id) hit
         on hit.group_id = w.group_id and hit.alias_norm = w.norm;
 
-    -- 2. trigram similarity to known aliases, at or above the group's threshold
+    -- 2. trigram similarity to known aliases, at or above the group's threshold: one probe per
+    -- (group, name) however often the batch names it (a record's claims repeat their subject)
+    with probed as (
+        select min(u.ordinal) as ordinal, u.group_id, u.norm
+          from unnest(work) u
+         where u.entity_id is null and u.norm <> ''
+         group by u.group_id, u.norm
+    ), hit as (
+        select p.group_id, p.norm, s.entity_id
+          from probed p
+          join vera.similar_aliases(
+                  (select array_agg(p.ordinal order by p.ordinal) from probed p),
+                  (select array_agg(p.group_id order by p.ordinal) from probed p),
+                  (select array_agg(p.norm order by p.ordinal) from probed p),
+                  -- each group's threshold, looked up once per group
+                  (select array_agg(g.threshold order by p.ordinal)
+                     from probed p
+                     join (select d.group_id, (vera.setting(d.group_id, 'er.trigram_link'))::float8 as threshold
+                             from (select distinct x.group_id from probed x) d) g on g.group_id = p.group_id)
+               ) s on s.ordinal = p.ordinal
+    )
     select array_agg(case when hit.entity_id is null then w
                           else row(w.ordinal, w.group_id, w.name, w.norm, w.embedding, w.entity_type,
                                    hit.entity_id, 'fuzzy', null)::vera.entity_resolution end order by w.ordinal)
       into work
       from unnest(work) w
-      left join vera.similar_aliases(
-              (select array_agg(u.ordinal order by u.ordinal) from unnest(work) u
-                where u.entity_id is null and u.norm <> ''),
-              (select array_agg(u.group_id order by u.ordinal) from unnest(work) u
-                where u.entity_id is null and u.norm <> ''),
-              (select array_agg(u.norm order by u.ordinal) from unnest(work) u
-                where u.entity_id is null and u.norm <> ''),
-              -- each group's threshold, looked up once per group
-              (select array_agg(g.threshold order by u.ordinal)
-                 from unnest(work) u
-                 join (select d.group_id, (vera.setting(d.group_id, 'er.trigram_link'))::float8 as threshold
-                         from (select distinct x.group_id from unnest(work) x) d) g on g.group_id = u.group_id
-                where u.entity_id is null and u.norm <> '')) hit on hit.ordinal = w.ordinal;
+      left join hit on w.entity_id is null and hit.group_id = w.group_id and hit.norm = w.norm;
     perform set_config('pg_trgm.similarity_threshold', previous_threshold, true);
 
     -- 3. name embeddings: the nearest entities of the same group and dimension. A group with
     -- an HNSW index of its names of its own (a large one) is searched through it: the group
     -- is its predicate, so only the group's names are in it. Any other group is searched
     -- exactly: "+ 0" keeps the index out, and the primary key finds the group's names.
-    for pending in select * from unnest(work) w where w.entity_id is null and w.embedding is not null loop
+    -- one search per (group, name, vector), its answer given to every mention of them
+    for mentions in select (array_agg(w order by w.ordinal))[1] as first, array_agg(w.ordinal) as ordinals
+                      from unnest(work) w
+                     where w.entity_id is null and w.embedding is not null
+                     group by w.group_id, w.norm, w.embedding loop
+        pending := mentions.first;
         semantic_link := (vera.setting(pending.group_id, 'er.semantic_link'))::float8;
         semantic_candidate := (vera.setting(pending.group_id, 'er.semantic_candidate'))::float8;
         candidate_limit := (vera.setting(pending.group_id, 'er.candidate_limit'))::integer;
@@ -293,7 +327,11 @@ begin
             pending.method := 'provisional';
             pending.candidates := nearest.ids[1:candidate_limit];
         end if;
-        work[pending.ordinal] := pending;
+        foreach mention in array mentions.ordinals loop
+            work[mention].entity_id := pending.entity_id;
+            work[mention].method := pending.method;
+            work[mention].candidates := pending.candidates;
+        end loop;
     end loop;
 
     -- 4. the rest are new entities, one per (group, normalised name)
