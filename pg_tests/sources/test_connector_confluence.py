@@ -116,8 +116,19 @@ def test_first_run_no_change_incremental_run_and_prune(
     recovery = " ".join(search_texts(world, group, "restart exporter"))
     assert "Exporter FAQ" in recovery and "systemctl restart exporter" in recovery
     assert "alert" not in recovery and "bash" not in recovery  # the script and the macro's parameter
-    assert "Ledger runbook has label runbook" in search_texts(world, group, "Ledger runbook label")
-    assert "Exporter FAQ has parent page page 1" in search_texts(world, group, "Exporter FAQ parent page")
+    assert "Confluence page 1 (Ledger runbook) has label runbook" in search_texts(
+        world, group, "Ledger runbook label"
+    )
+    assert "Confluence page 1 is titled Ledger runbook" in search_texts(world, group, "Ledger runbook titled")
+    # the hierarchy is the pages' own entities: the child's parent is the parent page's subject
+    with world.db.admin() as admin:
+        [(parent, subject)] = admin.execute(
+            "select child.object_entity_id, parent.subject_entity_id from vera.facts child, vera.facts parent "
+            "where child.group_id = %(g)s and parent.group_id = %(g)s and child.predicate = 'PARENT_PAGE' "
+            "and parent.predicate = 'TITLE' and parent.object_value = 'Ledger runbook'",
+            {"g": group},
+        ).fetchall()
+    assert parent == subject
     with world.db.admin() as admin:
         [(uri,)] = admin.execute(
             "select uri from vera.episodes where group_id = %s and external_id = '1'", (group,)
@@ -275,11 +286,13 @@ def test_labels_are_read_by_label_past_a_runs_first_pages(
                 (group,),
             )
         }  # fmt: skip
-    assert {f for f in facts if f.startswith("Service 30 ")} == {
-        "Service 30 has label billing", "Service 30 has label search", "Service 30 has label tier-1"
+    assert {f for f in facts if f.startswith("Confluence page 30 ")} == {
+        "Confluence page 30 (Service 30) has label billing",
+        "Confluence page 30 (Service 30) has label search",
+        "Confluence page 30 (Service 30) has label tier-1",
     }  # fmt: skip
-    assert {f for f in facts if f.startswith("Service 10 ")} == {
-        "Service 10 has label billing", "Service 10 has label tier-1"
+    assert {f for f in facts if f.startswith("Confluence page 10 ")} == {
+        "Confluence page 10 (Service 10) has label billing", "Confluence page 10 (Service 10) has label tier-1"
     }  # fmt: skip
     assert len(facts) == 20 + 13 + 8
 
@@ -288,7 +301,7 @@ def test_labels_are_read_by_label_past_a_runs_first_pages(
     confluence.requests.clear()
     ingest_again(world, source)
     [second] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    assert (second.ingested, second.claims) == (1, 2)  # HAS_LABEL search, LAST_MODIFIED_BY
+    assert (second.ingested, second.claims) == (1, 3)  # TITLE, HAS_LABEL search, LAST_MODIFIED_BY
     assert [r.path for r in confluence.requests if "label" in r.path] == ["/wiki/api/v2/pages/7/labels"]
 
 

@@ -41,18 +41,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from vera_client.domain.errors import InvalidArgumentError
 from vera_worker.connectors.cmdb.mapping import canonical_bytes
 from vera_worker.connectors.confluence.storage import storage_markdown
-from vera_worker.connectors.contract import Item, Page, Position, Skip, SourceContext
+from vera_worker.connectors.contract import Item, Page, Pending, Position, Skip, SourceContext
 from vera_worker.connectors.http import SourceAnswerError, rate_limited
 from vera_worker.connectors.jira.connector import atlassian_http, site_url
 from vera_worker.connectors.jira.mapping import utc_instant
 from vera_worker.domain.markdown import parse_markdown
 from vera_worker.domain.records import Claim, ParsedRecord
-from vera_worker.domain.statements import MAX_OBJECT_CHARS, looks_like_entity
+from vera_worker.domain.statements import MAX_OBJECT_CHARS, MAX_SUBJECT_CHARS, looks_like_entity
 
 DEFAULT_PAGE_SIZE = 25
 DIRECT_LABEL_LOOKUPS = 25  # a run's first pages ask their labels one by one (a small run's cheapest)
@@ -110,7 +111,7 @@ class ConfluenceConnector:
                 if version and (high is None or version > high):
                     high = version
             labels = self._labels_of([_page_id(raw) for raw in changed]) if self._labels else {}
-            items = [self._convert(raw, labels) for raw in changed]
+            items = [self._item(raw, labels) for raw in changed]
             if path and not reached:
                 resume = {"since": since, "next": path, "high": high}
                 yield Page(items=tuple(items), position={k: v for k, v in resume.items() if v is not None})
@@ -198,9 +199,22 @@ class ConfluenceConnector:
                 found.append((label_id, label["name"]))
         return found
 
-    def _convert(self, raw: Any, labelled: Mapping[str, list[str]]) -> Item | Skip:
+    def _item(self, raw: Any, labelled: Mapping[str, list[str]]) -> Pending | Skip:
+        """A page as its raw bytes (its JSON with its labels), converted by the runner's pipeline
+        (Pending) ahead of the writes, and only when those bytes changed."""
         if not isinstance(raw, Mapping) or raw.get("id") is None:
             return Skip(key="(a page)", reason="a page without an id")
+        key = str(raw["id"])
+        labels = list(labelled.get(key, []))
+        data = canonical_bytes({**raw, "labels": labels})
+        if len(data) > MAX_ITEM_BYTES:
+            return Skip(key=key, reason=f"{len(data):,} bytes, over the {MAX_ITEM_BYTES:,} of one page")
+        convert = partial(self._convert, raw, labels)
+        return Pending(key=key, signature=None, read=partial(_fetched, data), convert=convert)
+
+    def _convert(self, raw: Mapping[str, Any], labels: list[str], data: bytes) -> Item | Skip:
+        """A page as an Item: its body's passages, its key-value lines' claims (about what its title
+        names) and its metadata's claims (about the page itself)."""
         key = str(raw["id"])
         title = str(raw.get("title") or key)
         body = raw.get("body")
@@ -208,17 +222,13 @@ class ConfluenceConnector:
         xhtml = storage.get("value") if isinstance(storage, Mapping) else None
         if not isinstance(xhtml, str):
             return Skip(key=key, reason="no storage-format body")
-        labels = list(labelled.get(key, []))
-        data = canonical_bytes({**raw, "labels": labels})
-        if len(data) > MAX_ITEM_BYTES:
-            return Skip(key=key, reason=f"{len(data):,} bytes, over the {MAX_ITEM_BYTES:,} of one page")
         try:
             markdown = storage_markdown(xhtml)
         except (ValueError, RecursionError) as exc:
             return Skip(key=key, reason=f"its body cannot be read as XHTML ({type(exc).__name__})")
         parsed = parse_markdown(f"# {title}\n\n{markdown}", name=title)
         version = _mapping(raw.get("version"))
-        claims = [*parsed.claims, *_metadata_claims(title, raw, version, labels)]
+        claims = [*parsed.claims, *_metadata_claims(key, title, raw, version, labels)]
         record = ParsedRecord(
             title=title, passages=parsed.passages, claims=tuple(claims), warnings=parsed.warnings,
             observed_at=_version_time(raw),
@@ -232,31 +242,48 @@ class ConfluenceConnector:
                     observed_at=record.observed_at, version=number)  # fmt: skip
 
 
+def page_entity(page_id: object) -> str:
+    """The name of a page as an entity: its id, which outlives a rename and is what a child page
+    names as its parent (a title is neither unique nor stable)."""
+    return f"Confluence page {page_id}"
+
+
 def _metadata_claims(
-    title: str, raw: Mapping[str, Any], version: Mapping[str, Any], labels: list[str]
+    key: str, title: str, raw: Mapping[str, Any], version: Mapping[str, Any], labels: list[str]
 ) -> list[Claim]:
-    """The page's place and labels: PARENT_PAGE (the parent's id), HAS_LABEL (each label),
-    LAST_MODIFIED_BY (the account id of the version's author, functional)."""
-    found = []
+    """The page's own claims, its entity (page_entity) their subject: TITLE (functional, the title
+    as text), PARENT_PAGE (the parent page's entity), HAS_LABEL (each label), LAST_MODIFIED_BY (the
+    account id of the version's author, functional). Their texts carry the title too, which is
+    what a question names the page by."""
+    subject = page_entity(key)
+    found = [("TITLE", "is titled", title[:MAX_OBJECT_CHARS], True, False)]
     parent = raw.get("parentId")
     if parent is not None and raw.get("parentType", "page") == "page":
-        found.append(("PARENT_PAGE", "has parent page", f"page {parent}", True))
-    found.extend(("HAS_LABEL", "has label", label, False) for label in labels)
+        found.append(("PARENT_PAGE", "has parent page", page_entity(parent), True, True))
+    # a label and an account id name entities: at most an entity's name long
+    found.extend(("HAS_LABEL", "has label", label[:MAX_SUBJECT_CHARS], False, looks_like_entity(label))
+                 for label in labels)  # fmt: skip
     author = version.get("authorId") or raw.get("authorId")
     if author:
-        found.append(("LAST_MODIFIED_BY", "was last modified by", str(author), True))
+        value = str(author)[:MAX_SUBJECT_CHARS]
+        found.append(("LAST_MODIFIED_BY", "was last modified by", value, True, looks_like_entity(value)))
+    named = f"{subject} ({title[:MAX_SUBJECT_CHARS]})"
     return [
         Claim(
-            subject=title,
+            subject=subject,
             predicate=predicate,
-            object=value[:MAX_OBJECT_CHARS],
-            object_is_entity=looks_like_entity(value),
-            fact_text=f"{title} {phrase} {value}",
+            object=value,
+            object_is_entity=is_entity,
+            fact_text=f"{subject} is titled {value}" if predicate == "TITLE" else f"{named} {phrase} {value}",
             functional=functional,
         )
-        for predicate, phrase, value, functional in found
-        if len(title) <= 500
+        for predicate, phrase, value, functional, is_entity in found
     ]
+
+
+def _fetched(data: bytes) -> bytes:
+    """A page's bytes, already fetched with its listing."""
+    return data
 
 
 def _page_id(raw: Any) -> str | None:
