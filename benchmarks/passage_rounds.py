@@ -13,6 +13,11 @@ p50 / p95 of vera.search for each, and how many top 10s are the same.
 --synthetic N compares the same way on tenant 0 of the synthetic passages that
 `benchmarks/search_latency.py --passages N` built (its queries; no judged answers, so only the
 latencies and the same top 10s mean anything there).
+
+--apply-migration FILE (repeatable) first runs a migration of this checkout on the bench database,
+for functions that read what it adds (the base's functions ignore it): a database built before the
+migration, such as a synthetic one, need not be rebuilt. It must run twice harmlessly, as
+sql/migrations/0018_passage_words.sql does (`add column if not exists`).
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ SEARCH = (
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
-# the search path's files compared: the lexical rounds, the match confidence (inlined since issue 31)
-# and stage 2's candidate signals
+# the search path's files compared: the ranking functions (BM25's scoring, since issue 31's third
+# pass), the lexical rounds, the match confidence (inlined since issue 31) and stage 2's candidate
+# signals
 FILES = (
+    "sql/functions/170_ranking.sql",
     "sql/functions/171_match_confidence.sql",
     "sql/functions/177_lexical_candidates.sql",
     "sql/functions/178_blend.sql",
@@ -73,6 +80,14 @@ def main() -> None:
     parser.add_argument(
         "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
     )
+    parser.add_argument(
+        "--apply-migration",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a migration of this checkout to run on the bench database first (idempotent)",
+    )
     args = parser.parse_args()
     base = "\n".join(
         subprocess.run(  # noqa: S603 (git, a revision the operator names)
@@ -85,13 +100,18 @@ def main() -> None:
     current = budget[budget.index("create or replace function vera.lexical_budget") :]
     current = current[: current.index("$$;") + 3]
     versions = {
-        "base": BUDGET.format(passages=args.base_budget) + "\n" + base,
+        # the budget after the files (170_ranking.sql defines it too)
+        "base": base + "\n" + BUDGET.format(passages=args.base_budget),
         "this checkout": "set role vera_owner; "
         + current
         + " reset role;\n"
         + "\n".join((ROOT / path).read_text() for path in FILES),
     }
     server = bench_server()
+    database = f"vera_bench_passages_{args.synthetic}" if args.synthetic else DATABASE
+    for migration in args.apply_migration:
+        with psycopg.connect(server.admin_url(database), autocommit=True) as admin:
+            admin.execute(migration.read_text())  # type: ignore[call-overload]
     if args.synthetic:
         database, group, key, questions, vectors, ids = synthetic(server, args.synthetic, args.limit or 200)
         compare(args, server, versions=versions, database=database, group=group, key=key, questions=questions,

@@ -287,8 +287,8 @@ begin
                           from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
                                   from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
                                           from vera.chunks c
-                                         cross join lateral vera.bm25_document_score('passage', c.tsv, ranked_terms,
-                                                                                     ranked_idfs, average_length) sc
+                                         cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
+                                                                                    ranked_idfs, average_length) sc
                                          where c.tsv @@ matching and c.group_id = any (groups)
                                            and not coalesce(c.tsv @@ excluded, false)
                                            and (c.lifecycle = 'published'
