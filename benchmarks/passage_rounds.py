@@ -3,10 +3,11 @@
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
 (k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
-the match confidence and stage 2's candidate signals) and vera.lexical_budget (--base-budget: 250
-since issue 31's first pass, 1,000 before), then with this checkout's, installed in
-turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
-p50 / p95 of vera.search for each, and how many top 10s are the same.
+BM25's scoring, the match confidence, stage 1's candidates and stage 2's candidate signals) and
+vera.lexical_budget (--base-budget: 250 since issue 31's first pass, 1,000 before), then with this
+checkout's, installed in turn in batches of 65 questions so that both see the same load. Prints
+hit@10, MRR@10 and the p50 / p95 of vera.search for each, and how many top 10s are the same
+(and how many with the same scores, match confidences and lexical matches, bit for bit).
 
     .venv/bin/python benchmarks/passage_rounds.py [--base main] [--candidates 100] [--limit N]
 
@@ -45,18 +46,20 @@ BUDGET = (
     " reset role;"
 )
 SEARCH = (
-    "select item_id from vera.search(%(query)s, %(embedding)s::vector, 10, groups => %(groups)s,"
+    "select item_id, score, match_confidence, lexical_match"
+    " from vera.search(%(query)s, %(embedding)s::vector, 10, groups => %(groups)s,"
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
 # the search path's files compared: the ranking functions (BM25's scoring, since issue 31's third
-# pass), the lexical rounds, the match confidence (inlined since issue 31) and stage 2's candidate
-# signals
+# pass), the lexical rounds, the match confidence (inlined since issue 31), stage 2's candidate
+# signals and stage 1's candidates (their lexical match)
 FILES = (
     "sql/functions/170_ranking.sql",
     "sql/functions/171_match_confidence.sql",
     "sql/functions/177_lexical_candidates.sql",
     "sql/functions/178_blend.sql",
+    "sql/functions/179_search_candidates.sql",
 )
 
 
@@ -186,6 +189,10 @@ def compare(
         legs = ("full text", "hybrid")
         elapsed: dict[tuple[str, str], list[float]] = {(v, leg): [] for v in versions for leg in legs}
         ranked: dict[tuple[str, str], dict[int, list[str]]] = {(v, leg): {} for v in versions for leg in legs}
+        # each hit's score, match confidence and lexical match, bit for bit
+        scored: dict[tuple[str, str], dict[int, list[tuple[object, ...]]]] = {
+            (v, leg): {} for v in versions for leg in legs
+        }
         for batch, first in enumerate(range(0, len(texts), BATCH)):
             order = list(versions) if batch % 2 == 0 else list(reversed(versions))
             for version in order:
@@ -204,11 +211,13 @@ def compare(
                             rows = app.execute(SEARCH, params).fetchall()
                             elapsed[version, leg].append((time.perf_counter() - began) * 1000)
                             ranked[version, leg][i] = [ids[r[0]] for r in rows]
+                            scored[version, leg][i] = [tuple(r) for r in rows]
                     app.rollback()
         admin.execute(versions["this checkout"])  # type: ignore[call-overload]
     report(
-        args.base, args.candidates, questions, elapsed, ranked, synthetic=database if args.synthetic else None
-    )
+        args.base, args.candidates, questions, elapsed, ranked,
+        scored=scored, synthetic=database if args.synthetic else None,
+    )  # fmt: skip
 
 
 def report(
@@ -218,6 +227,7 @@ def report(
     elapsed: dict[tuple[str, str], list[float]],
     ranked: dict[tuple[str, str], dict[int, list[str]]],
     *,
+    scored: dict[tuple[str, str], dict[int, list[tuple[object, ...]]]],
     synthetic: str | None = None,
 ) -> None:
     legs = ("full text", "hybrid")
@@ -237,7 +247,11 @@ def report(
     same = sum(
         ranked["base", leg][i] == ranked["this checkout", leg][i] for leg in legs for i in range(len(texts))
     )
-    print(f"the same top 10: {same} of {len(legs) * len(texts)}")
+    exact = sum(
+        scored["base", leg][i] == scored["this checkout", leg][i] for leg in legs for i in range(len(texts))
+    )
+    print(f"the same top 10: {same} of {len(legs) * len(texts)}; with the same score, match confidence and"
+          f" lexical match to the last bit: {exact}")  # fmt: skip
 
 
 if __name__ == "__main__":
