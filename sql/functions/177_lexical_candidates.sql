@@ -32,8 +32,8 @@ set role vera_owner;
 -- generating term; a generating term of passages is one held by at most a
 -- fiftieth of them (IDF >= ln 50) or by at most the budget. Scoring a
 -- document (with its stored length, vera.chunks.words) is cheap beside
--- finding whether it answers (its episode the
--- latest version, not retracted) and its order key, so a round scores the
+-- finding whether it answers (its episode the latest version, not
+-- retracted) and its order key, so a round scores the
 -- documents it reads and checks those two for its best n only (and those
 -- tying with the n-th), and once the list holds n, only for those scoring
 -- at least its n-th (no other can enter it: on TimeQA a question's later
