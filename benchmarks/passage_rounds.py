@@ -3,16 +3,22 @@
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
 (k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
-the match confidence and stage 2's candidate signals) and vera.lexical_budget (--base-budget: 250
-since issue 31's first pass, 1,000 before), then with this checkout's, installed in
-turn in batches of 65 questions so that both see the same load. Prints hit@10, MRR@10 and the
-p50 / p95 of vera.search for each, and how many top 10s are the same.
+BM25's scoring, the match confidence, stage 1's candidates and stage 2's candidate signals) and
+vera.lexical_budget (--base-budget: 250 since issue 31's first pass, 1,000 before), then with this
+checkout's, installed in turn in batches of 65 questions so that both see the same load. Prints
+hit@10, MRR@10 and the p50 / p95 of vera.search for each, and how many top 10s are the same
+(and how many with the same match confidences, lexical matches and similarities, bit for bit).
 
     .venv/bin/python benchmarks/passage_rounds.py [--base main] [--candidates 100] [--limit N]
 
 --synthetic N compares the same way on tenant 0 of the synthetic passages that
 `benchmarks/search_latency.py --passages N` built (its queries; no judged answers, so only the
 latencies and the same top 10s mean anything there).
+
+--apply-migration FILE (repeatable) first runs a migration of this checkout on the bench database,
+for functions that read what it adds (the base's functions ignore it): a database built before the
+migration, such as a synthetic one, need not be rebuilt. It must run twice harmlessly, as
+sql/migrations/0018_passage_words.sql does (`add column if not exists`).
 """
 
 from __future__ import annotations
@@ -40,16 +46,20 @@ BUDGET = (
     " reset role;"
 )
 SEARCH = (
-    "select item_id from vera.search(%(query)s, %(embedding)s::vector, 10, groups => %(groups)s,"
+    "select item_id, match_confidence, lexical_match, similarity"
+    " from vera.search(%(query)s, %(embedding)s::vector, 10, groups => %(groups)s,"
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
-# the search path's files compared: the lexical rounds, the match confidence (inlined since issue 31)
-# and stage 2's candidate signals
+# the search path's files compared: the ranking functions (BM25's scoring, since issue 31's third
+# pass), the lexical rounds, the match confidence (inlined since issue 31), stage 2's candidate
+# signals and stage 1's candidates (their lexical match)
 FILES = (
+    "sql/functions/170_ranking.sql",
     "sql/functions/171_match_confidence.sql",
     "sql/functions/177_lexical_candidates.sql",
     "sql/functions/178_blend.sql",
+    "sql/functions/179_search_candidates.sql",
 )
 
 
@@ -73,6 +83,14 @@ def main() -> None:
     parser.add_argument(
         "--eval-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "eval"
     )
+    parser.add_argument(
+        "--apply-migration",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a migration of this checkout to run on the bench database first (idempotent)",
+    )
     args = parser.parse_args()
     base = "\n".join(
         subprocess.run(  # noqa: S603 (git, a revision the operator names)
@@ -85,13 +103,18 @@ def main() -> None:
     current = budget[budget.index("create or replace function vera.lexical_budget") :]
     current = current[: current.index("$$;") + 3]
     versions = {
-        "base": BUDGET.format(passages=args.base_budget) + "\n" + base,
+        # the budget after the files (170_ranking.sql defines it too)
+        "base": base + "\n" + BUDGET.format(passages=args.base_budget),
         "this checkout": "set role vera_owner; "
         + current
         + " reset role;\n"
         + "\n".join((ROOT / path).read_text() for path in FILES),
     }
     server = bench_server()
+    database = f"vera_bench_passages_{args.synthetic}" if args.synthetic else DATABASE
+    for migration in args.apply_migration:
+        with psycopg.connect(server.admin_url(database), autocommit=True) as admin:
+            admin.execute(migration.read_text())  # type: ignore[call-overload]
     if args.synthetic:
         database, group, key, questions, vectors, ids = synthetic(server, args.synthetic, args.limit or 200)
         compare(args, server, versions=versions, database=database, group=group, key=key, questions=questions,
@@ -166,6 +189,11 @@ def compare(
         legs = ("full text", "hybrid")
         elapsed: dict[tuple[str, str], list[float]] = {(v, leg): [] for v in versions for leg in legs}
         ranked: dict[tuple[str, str], dict[int, list[str]]] = {(v, leg): {} for v in versions for leg in legs}
+        # each hit's match confidence, lexical match and similarity, bit for bit (its score holds its
+        # recency, which moves with the clock)
+        scored: dict[tuple[str, str], dict[int, list[tuple[object, ...]]]] = {
+            (v, leg): {} for v in versions for leg in legs
+        }
         for batch, first in enumerate(range(0, len(texts), BATCH)):
             order = list(versions) if batch % 2 == 0 else list(reversed(versions))
             for version in order:
@@ -184,11 +212,13 @@ def compare(
                             rows = app.execute(SEARCH, params).fetchall()
                             elapsed[version, leg].append((time.perf_counter() - began) * 1000)
                             ranked[version, leg][i] = [ids[r[0]] for r in rows]
+                            scored[version, leg][i] = [tuple(r) for r in rows]
                     app.rollback()
         admin.execute(versions["this checkout"])  # type: ignore[call-overload]
     report(
-        args.base, args.candidates, questions, elapsed, ranked, synthetic=database if args.synthetic else None
-    )
+        args.base, args.candidates, questions, elapsed, ranked,
+        scored=scored, synthetic=database if args.synthetic else None,
+    )  # fmt: skip
 
 
 def report(
@@ -198,6 +228,7 @@ def report(
     elapsed: dict[tuple[str, str], list[float]],
     ranked: dict[tuple[str, str], dict[int, list[str]]],
     *,
+    scored: dict[tuple[str, str], dict[int, list[tuple[object, ...]]]],
     synthetic: str | None = None,
 ) -> None:
     legs = ("full text", "hybrid")
@@ -217,7 +248,11 @@ def report(
     same = sum(
         ranked["base", leg][i] == ranked["this checkout", leg][i] for leg in legs for i in range(len(texts))
     )
-    print(f"the same top 10: {same} of {len(legs) * len(texts)}")
+    exact = sum(
+        scored["base", leg][i] == scored["this checkout", leg][i] for leg in legs for i in range(len(texts))
+    )
+    print(f"the same top 10: {same} of {len(legs) * len(texts)}; with the same match confidence,"
+          f" lexical match and similarity to the last bit: {exact}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import math
 from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
@@ -161,6 +162,55 @@ def test_the_empty_and_unknown_queries_score_nothing(world: World, corpus: Any) 
         for query in ("", "?!", "kiwi"):
             rows = conn.execute(_SCORES, {"groups": [group], "query": query}).fetchall()  # type: ignore[arg-type]
             assert rows == [], query
+
+
+def test_a_passages_stored_length_is_its_distinct_words_after_every_write(world: World, corpus: Any) -> None:
+    """vera.chunks.words (0018_passage_words), the length the passages' rounds score with, is
+    generated from tsv after chunks_set_tsv sets it: the distinct words, a Vietnamese text's word
+    pairs left out, on insert and on every update of the text; no statement can set it."""
+    group, _, chunks = corpus
+    lengths = "select chunk_id, words from vera.chunks where group_id = %s"
+    with world.db.admin() as conn:
+        stored = {chunks[c]: w for c, w in conn.execute(lengths, (group,)).fetchall()}
+        assert stored == {"d1": 2, "d2": 2, "d3": 4}
+        d2 = next(c for c, name in chunks.items() if name == "d2")
+        conn.execute(
+            "update vera.chunks set text = %s where group_id = %s and chunk_id = %s",
+            ("Thành phố Hồ Chí Minh là thành phố lớn", group, d2),
+        )
+        words, lexemes, pairs = conn.execute(
+            "select words, length(tsv), length(ts_filter(tsv, '{c}')) from vera.chunks"
+            " where group_id = %s and chunk_id = %s",
+            (group, d2),
+        ).fetchone()  # type: ignore[misc]
+        assert pairs > 0 and (words, lexemes - pairs) == (7, 7)
+        with pytest.raises(psycopg.errors.GeneratedAlways):
+            conn.execute("update vera.chunks set words = 1 where chunk_id = %s", (d2,))
+
+
+def test_the_passage_score_with_the_stored_length_is_bm25_to_the_last_bit(world: World, corpus: Any) -> None:
+    """vera.bm25_passage_score (the rounds') equals vera.bm25_document_score (the brute force's,
+    stage 2's) bit for bit, for few and for many query terms (over ten, where the planner joins
+    the query's terms the other way round and the sum takes them in another order)."""
+    group, _, _ = corpus
+    vocabulary = ["apple", "banana", "cherry", "date", "elderberry", "fig"] + [f"x{i}" for i in range(14)]
+    with world.db.admin() as conn:
+        conn.execute(
+            "update vera.chunks set text = text || ' apple fig cherry date banana banana' where group_id = %s",
+            (group,),
+        )
+        for size in (1, 2, 3, 6, 11, 16, 20):
+            terms = vocabulary[:size]
+            idfs = [0.3 + 0.7 * ((i * 7) % 11) for i in range(size)]
+            rows = conn.execute(
+                """select a.score, b.score
+                     from vera.chunks c
+                    cross join lateral vera.bm25_document_score('passage', c.tsv, %(terms)s, %(idfs)s, 3.7) a
+                    cross join lateral vera.bm25_passage_score(c.tsv, c.words, %(terms)s, %(idfs)s, 3.7) b
+                    where c.group_id = %(group)s""",
+                {"terms": terms, "idfs": idfs, "group": group},
+            ).fetchall()
+            assert len(rows) == 3 and all(a == b for a, b in rows), (size, rows)
 
 
 # Texts whose words the text form of a tsvector quotes or escapes, or that hold none.

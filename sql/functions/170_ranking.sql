@@ -448,6 +448,33 @@ grant execute on function vera.bm25_document_score(vera.item_kind, tsvector, tex
                                                    double precision)
     to vera_searcher;
 
+-- Internal: vera.bm25_document_score of a passage for its stored length
+-- (vera.chunks.words, 0018_passage_words), the same value to the last bit:
+-- the same statement (so the same plan and order of the sum) with the
+-- length read, not counted. Counting it copied the passage's tsvector twice
+-- for each query term it holds (length and ts_filter inside the sum), the
+-- larger part of scoring a passage, which the passages' lexical rounds do
+-- hundreds of times a query (docs/benchmarks.md, "Third pass"). Used in
+-- FROM (cross join lateral), like vera.bm25_document_score, so that it
+-- inlines.
+create or replace function vera.bm25_passage_score(tsv tsvector, words integer, terms text[],
+                                                   idfs double precision[], average_length double precision)
+returns table (score double precision)
+language sql immutable
+as $$
+    select coalesce(sum(q.idf * u.tf * (p.k1 + 1)
+                        / (u.tf + p.k1 * (1 - p.b + p.b * words / average_length))), 0)
+      from vera.bm25_parameters('passage') p,
+           (select x.lexeme, pg_catalog.cardinality(x.positions)::float8 as tf
+              from pg_catalog.unnest(pg_catalog.ts_filter(pg_catalog.setweight(tsv, 'A', terms), '{a}')) x) u
+      join unnest(terms, idfs) q(term, idf) on q.term = u.lexeme
+$$;
+comment on function vera.bm25_passage_score(tsvector, integer, text[], double precision[], double precision) is
+    'Internal: a passage''s BM25 score for its stored length (vera.chunks.words), as vera.bm25_document_score';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.bm25_passage_score(tsvector, integer, text[], double precision[], double precision)
+    to vera_searcher;
+
 create or replace function vera.bm25_score(kind vera.item_kind, tsv tsvector, terms text[], idfs double precision[],
                                            average_length double precision)
 returns double precision

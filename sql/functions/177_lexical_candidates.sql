@@ -31,8 +31,9 @@ set role vera_owner;
 -- Passages (b = 0.75) get the exact top n of the documents holding a
 -- generating term; a generating term of passages is one held by at most a
 -- fiftieth of them (IDF >= ln 50) or by at most the budget. Scoring a
--- document is cheap beside finding whether it answers (its episode the
--- latest version, not retracted) and its order key, so a round scores the
+-- document (with its stored length, vera.chunks.words) is cheap beside
+-- finding whether it answers (its episode the latest version, not
+-- retracted) and its order key, so a round scores the
 -- documents it reads and checks those two for its best n only (and those
 -- tying with the n-th), and once the list holds n, only for those scoring
 -- at least its n-th (no other can enter it: on TimeQA a question's later
@@ -277,6 +278,12 @@ begin
                 else
                     matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
                 end if;
+                -- the passages holding an earlier round's term (scored then) are left out by the full-text
+                -- index itself (GIN evaluates "and not" exactly), not by a filter on every row read: those
+                -- are neither fetched nor their tsvectors decompressed (a long passage's is, ~2 kB)
+                if excluded is not null then
+                    matching := matching && !! excluded;
+                end if;
                 -- Static: planned once per session and kept (as the facts' statement above); the documents
                 -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
                 -- for visibility and given an order key
@@ -287,10 +294,9 @@ begin
                           from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
                                   from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
                                           from vera.chunks c
-                                         cross join lateral vera.bm25_document_score('passage', c.tsv, ranked_terms,
-                                                                                     ranked_idfs, average_length) sc
+                                         cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
+                                                                                    ranked_idfs, average_length) sc
                                          where c.tsv @@ matching and c.group_id = any (groups)
-                                           and not coalesce(c.tsv @@ excluded, false)
                                            and (c.lifecycle = 'published'
                                                 or (c.lifecycle = 'proposal' and c.proposed_by = caller))
                                            -- once the list holds n, only a passage scoring at least its n-th

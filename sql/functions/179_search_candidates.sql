@@ -233,22 +233,35 @@ begin
               full join vector_list v on v.kind = l.kind and v.item_id = l.item_id),
         stored as (
             -- each candidate's words and vector, to measure it whichever list it came from
-            select li.*, f.tsv, f.embedding
+            -- (and a passage's stored length, vera.chunks.words)
+            select li.*, f.tsv, null::integer as words, f.embedding
               from listed li join vera.facts f on f.group_id = li.group_id and f.fact_id = li.item_id
              where li.kind = 'fact'
             union all
-            select li.*, c.tsv, c.embedding
+            select li.*, c.tsv, c.words, c.embedding
               from listed li join vera.chunks c on c.group_id = li.group_id and c.chunk_id = li.item_id
              where li.kind = 'passage')
         select s.kind, s.group_id, s.item_id, s.lexical_position, s.vector_position,
                vera.lexical_match(
-                   (select b.score
-                      from vera.bm25_document_score(
-                               s.kind, s.tsv,
-                               case s.kind when 'fact' then fact_terms else passage_terms end,
-                               case s.kind when 'fact' then fact_idfs else passage_idfs end,
-                               case s.kind when 'fact' then fact_length else passage_length end) b
-                     where idf_mass is not null),
+                   -- a passage scored with its stored length (the same value to the last bit: the same
+                   -- statement, the same arguments, so the same plan and order of the sum)
+                   case when s.kind = 'passage' then
+                       (select b.score
+                          from vera.bm25_passage_score(
+                                   s.tsv, s.words,
+                                   case s.kind when 'fact' then fact_terms else passage_terms end,
+                                   case s.kind when 'fact' then fact_idfs else passage_idfs end,
+                                   case s.kind when 'fact' then fact_length else passage_length end) b
+                         where idf_mass is not null)
+                   else
+                       (select b.score
+                          from vera.bm25_document_score(
+                                   s.kind, s.tsv,
+                                   case s.kind when 'fact' then fact_terms else passage_terms end,
+                                   case s.kind when 'fact' then fact_idfs else passage_idfs end,
+                                   case s.kind when 'fact' then fact_length else passage_length end) b
+                         where idf_mass is not null)
+                   end,
                    idf_mass),
                case when query_embedding is not null and s.group_id = any (vector_groups)
                          and public.vector_dims(s.embedding) = dim
