@@ -18,7 +18,7 @@ latencies and the same top 10s mean anything there).
 --apply-migration FILE (repeatable) first runs a migration of this checkout on the bench database,
 for functions that read what it adds (the base's functions ignore it): a database built before the
 migration, such as a synthetic one, need not be rebuilt. It must run twice harmlessly, as
-sql/migrations/0018_passage_words.sql does (`add column if not exists`).
+sql/migrations/0019_passage_words.sql does (`add column if not exists`).
 """
 
 from __future__ import annotations

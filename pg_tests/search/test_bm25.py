@@ -165,7 +165,7 @@ def test_the_empty_and_unknown_queries_score_nothing(world: World, corpus: Any) 
 
 
 def test_a_passages_stored_length_is_its_distinct_words_after_every_write(world: World, corpus: Any) -> None:
-    """vera.chunks.words (0018_passage_words), the length the passages' rounds score with, is
+    """vera.chunks.words (0019_passage_words), the length the passages' rounds score with, is
     generated from tsv after chunks_set_tsv sets it: the distinct words, a Vietnamese text's word
     pairs left out, on insert and on every update of the text; no statement can set it."""
     group, _, chunks = corpus

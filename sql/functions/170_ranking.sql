@@ -449,7 +449,7 @@ grant execute on function vera.bm25_document_score(vera.item_kind, tsvector, tex
     to vera_searcher;
 
 -- Internal: vera.bm25_document_score of a passage for its stored length
--- (vera.chunks.words, 0018_passage_words), the same value to the last bit:
+-- (vera.chunks.words, 0019_passage_words), the same value to the last bit:
 -- the same statement (so the same plan and order of the sum) with the
 -- length read, not counted. Counting it copied the passage's tsvector twice
 -- for each query term it holds (length and ts_filter inside the sum), the

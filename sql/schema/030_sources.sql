@@ -124,7 +124,7 @@ create table vera.chunks (
     time_scope tstzmultirange,
     time_scope_version smallint constraint chunks_time_scope_version_nonnegative check (time_scope_version >= 0),
     -- its length as BM25 counts it: its distinct words, the lexemes of tsv less a Vietnamese
-    -- text's word pairs (weight C), computed after chunks_set_tsv sets tsv (0018_passage_words)
+    -- text's word pairs (weight C), computed after chunks_set_tsv sets tsv (0019_passage_words)
     words      integer generated always as (pg_catalog.length(tsv) - pg_catalog.length(pg_catalog.ts_filter(tsv, '{c}'))) stored,
     primary key (group_id, chunk_id),
     foreign key (group_id, episode_id) references vera.episodes (group_id, episode_id) on delete cascade,

@@ -39,6 +39,12 @@ create index entity_aliases_norm_idx on vera.entity_aliases (group_id, alias_nor
 -- fastupdate off: no pending list of new aliases that every probe reads in full.
 create index entity_aliases_group_trgm_idx on vera.entity_aliases
     using gin (group_id collate "C", alias_norm gin_trgm_ops) with (fastupdate = off);
+-- a name with digits links only to an alias with the same numbers: its probe reads those
+-- here, where the trigram index rechecked every sibling that differs in its numbers alone
+-- (page 1234, page 1235); only aliases with digits, the group under "C" as above
+create index entity_aliases_group_numbers_idx on vera.entity_aliases
+    (group_id collate "C", regexp_replace(alias_norm, '[^0-9]+', ' ', 'g'))
+    where alias_norm ~ '[0-9]';
 comment on table vera.entity_aliases is 'Names an entity is known by, normalised for exact and fuzzy matching';
 
 create table vera.predicates (

@@ -1,4 +1,4 @@
--- 0018_passage_words: a passage's length as BM25 counts it, stored
+-- 0019_passage_words: a passage's length as BM25 counts it, stored
 -- (issue 31, third pass).
 --
 -- BM25 divides a passage's term frequencies by its length, its distinct
