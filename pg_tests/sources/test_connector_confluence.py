@@ -116,9 +116,7 @@ def test_first_run_no_change_incremental_run_and_prune(
     recovery = " ".join(search_texts(world, group, "restart exporter"))
     assert "Exporter FAQ" in recovery and "systemctl restart exporter" in recovery
     assert "alert" not in recovery and "bash" not in recovery  # the script and the macro's parameter
-    assert "Confluence page 1 (Ledger runbook) has label runbook" in search_texts(
-        world, group, "Ledger runbook label"
-    )
+    assert "Confluence page 1 has label runbook" in search_texts(world, group, "Ledger runbook label")
     assert "Confluence page 1 is titled Ledger runbook" in search_texts(world, group, "Ledger runbook titled")
     # the hierarchy is the pages' own entities: the child's parent is the parent page's subject
     with world.db.admin() as admin:
@@ -287,12 +285,12 @@ def test_labels_are_read_by_label_past_a_runs_first_pages(
             )
         }  # fmt: skip
     assert {f for f in facts if f.startswith("Confluence page 30 ")} == {
-        "Confluence page 30 (Service 30) has label billing",
-        "Confluence page 30 (Service 30) has label search",
-        "Confluence page 30 (Service 30) has label tier-1",
+        "Confluence page 30 has label billing",
+        "Confluence page 30 has label search",
+        "Confluence page 30 has label tier-1",
     }  # fmt: skip
     assert {f for f in facts if f.startswith("Confluence page 10 ")} == {
-        "Confluence page 10 (Service 10) has label billing", "Confluence page 10 (Service 10) has label tier-1"
+        "Confluence page 10 has label billing", "Confluence page 10 has label tier-1"
     }  # fmt: skip
     assert len(facts) == 20 + 13 + 8
 

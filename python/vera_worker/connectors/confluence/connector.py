@@ -253,8 +253,8 @@ def _metadata_claims(
 ) -> list[Claim]:
     """The page's own claims, its entity (page_entity) their subject: TITLE (functional, the title
     as text), PARENT_PAGE (the parent page's entity), HAS_LABEL (each label), LAST_MODIFIED_BY (the
-    account id of the version's author, functional). Their texts carry the title too, which is
-    what a question names the page by."""
+    account id of the version's author, functional). Their texts name the page by its entity, as a
+    Jira issue's by its key; the title's own claim names it to a question."""
     subject = page_entity(key)
     found = [("TITLE", "is titled", title[:MAX_OBJECT_CHARS], True, False)]
     parent = raw.get("parentId")
@@ -267,14 +267,13 @@ def _metadata_claims(
     if author:
         value = str(author)[:MAX_SUBJECT_CHARS]
         found.append(("LAST_MODIFIED_BY", "was last modified by", value, True, looks_like_entity(value)))
-    named = f"{subject} ({title[:MAX_SUBJECT_CHARS]})"
     return [
         Claim(
             subject=subject,
             predicate=predicate,
             object=value,
             object_is_entity=is_entity,
-            fact_text=f"{subject} is titled {value}" if predicate == "TITLE" else f"{named} {phrase} {value}",
+            fact_text=f"{subject} {phrase} {value}",
             functional=functional,
         )
         for predicate, phrase, value, functional, is_entity in found

@@ -8,22 +8,23 @@ attachment's image as its file name."""
 from __future__ import annotations
 
 from bs4 import BeautifulSoup
-from markdownify import markdownify
+from markdownify import MarkdownConverter
 
-_DROPPED = ("script", "style", "ac:parameter", "ac:placeholder")
+_DROPPED = ["script", "style", "ac:parameter", "ac:placeholder"]
+# converts the parsed page itself: markdownify(str(soup)) would serialise and parse it again
+_CONVERTER = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"])
 
 
 def storage_markdown(xhtml: str) -> str:
     """The page's body as Markdown (ATX headings, `-` bullets), with runs of blank lines folded."""
     soup = BeautifulSoup(xhtml, "html.parser")
-    for name in _DROPPED:
-        for element in soup.find_all(name):
-            element.decompose()
+    for element in soup.find_all(_DROPPED):
+        element.decompose()
     for page in soup.find_all("ri:page"):
         page.replace_with(str(page.get("ri:content-title") or ""))
     for attachment in soup.find_all("ri:attachment"):
         attachment.replace_with(str(attachment.get("ri:filename") or ""))
-    text = markdownify(str(soup), heading_style="ATX", bullets="-", strip=["img"])
+    text = _CONVERTER.convert_soup(soup)
     lines = [line.rstrip() for line in text.splitlines()]
     folded: list[str] = []
     for line in lines:
