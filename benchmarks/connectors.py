@@ -6,7 +6,10 @@ Slack messages served by their stand-ins (tests/saas_standins.py, pages of
 to a git repository made here (the git kind, read from a local path). Prints items/s for a
 first run without vectors, a first run with the local all-MiniLM-L6-v2, and a
 re-run with nothing changed, for each; the connector's own overhead is its
-no-vector time over the folder's.
+no-vector time over the folder's. Each run's CPU seconds (this process, which
+is the worker and, for Jira, Confluence and Slack, their stand-in's thread too,
+plus PostgreSQL's) are printed beside its wall seconds: on a machine shared
+with other work they move far less with the load.
 
     .venv/bin/python benchmarks/connectors.py [--items 1000] [--embedded-items 200]
         [--kinds folder,cmdb,git,jira,confluence,slack]
@@ -22,6 +25,7 @@ import sys
 import tempfile
 import time
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,7 +43,7 @@ from tests.saas_standins import (
 from tests.source_standins import CMDB_TOKEN, CmdbStandin, running_cmdb, serving
 
 from _harness import Bench, start
-from ingest_throughput import TimedEmbedder, documents, write_folder
+from ingest_throughput import TimedEmbedder, documents, process_cpu, server_cpu, write_folder
 from vera_client.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from vera_client.adapters.objects.local import LocalObjectStore
 from vera_client.adapters.postgres.executor import Executor
@@ -61,9 +65,18 @@ KINDS = ("folder", "cmdb", "git", "jira", "confluence", "slack")
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
-def run(
-    bench: Bench, group: str, source_id: object, objects: Path, embedder: Embedder | None
-) -> tuple[IngestReport, float]:
+@dataclass(frozen=True)
+class Timed:
+    """A run's report, its wall seconds, and the CPU seconds it took of this process (the worker;
+    for a SaaS kind its stand-in server's thread too) and of PostgreSQL: on a shared machine the
+    CPU seconds move far less with the load than the wall seconds."""
+
+    report: IngestReport
+    seconds: float
+    cpu: float
+
+
+def run(bench: Bench, group: str, source_id: object, objects: Path, embedder: Embedder | None) -> Timed:
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         vera.request_ingest(group, source_id)  # type: ignore[arg-type]
     reports: list[IngestReport] = []
@@ -74,11 +87,12 @@ def run(
                                         environ=ENVIRON, allowed_roots=(objects.parent,),
                                         cache_dir=objects.parent / "cache")  # fmt: skip
         ingestion = SourceRuns(sql, connectors=connectors, on_report=reports.append)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), process_cpu() + server_cpu(bench)
         # the ingest job alone: the facts it publishes queue embed and graph jobs that a run
         # without an embedder or a graph would only fail and retry (not the connector's time)
         drain(build_app(worker_dsn, objects=store, ingestion=ingestion), queues=[JobName.INGEST_SOURCE.queue])
-        return reports[0], time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        return Timed(reports[0], seconds, process_cpu() + server_cpu(bench) - cpu)
 
 
 def new_group(bench: Bench, name: str) -> str:
@@ -90,9 +104,11 @@ def new_group(bench: Bench, name: str) -> str:
     return str(group)
 
 
-def line(label: str, report: IngestReport, seconds: float, items: int) -> None:
+def line(label: str, timed: Timed, items: int) -> None:
+    report, seconds = timed.report, timed.seconds
     print(
-        f"| {label} | {items:,} | {seconds:.1f} | {items / seconds:,.1f} | {report.ingested} ingested, "
+        f"| {label} | {items:,} | {seconds:.1f} | {timed.cpu:.1f} | {items / seconds:,.1f} | "
+        f"{report.ingested} ingested, "
         f"{report.unchanged} unchanged, {report.untouched} untouched; {report.passages} passages, "
         f"{report.claims} claims, {report.embeddings} embeddings |"
     )
@@ -143,11 +159,11 @@ def saas_runs(
         with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
             source_id = vera.register_source(group, kind, f"{kind} {label}", 2, token_env=SAAS_ENV[kind],
                                              config={"url": standin.url, **config})  # fmt: skip
-        report, seconds = run(bench, group, source_id, objects, embedder)
-        line(f"{kind}, first run, {label}", report, seconds, count)
+        timed = run(bench, group, source_id, objects, embedder)
+        line(f"{kind}, first run, {label}", timed, count)
         if embedder is None:
-            report, seconds = run(bench, group, source_id, objects, embedder)
-            line(f"{kind}, nothing changed", report, seconds, count)
+            timed = run(bench, group, source_id, objects, embedder)
+            line(f"{kind}, nothing changed", timed, count)
 
 
 def folder_run(
@@ -157,11 +173,11 @@ def folder_run(
     group = new_group(bench, f"folder {label}")
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         source = vera.register_folder(group, f"folder {label}", folder, tier=1)
-    report, seconds = run(bench, group, source.source_id, objects, embedder)
-    line(f"folder, first run, {label}", report, seconds, count)
+    timed = run(bench, group, source.source_id, objects, embedder)
+    line(f"folder, first run, {label}", timed, count)
     if embedder is None:
-        report, seconds = run(bench, group, source.source_id, objects, embedder)
-        line("folder, nothing changed", report, seconds, count)
+        timed = run(bench, group, source.source_id, objects, embedder)
+        line("folder, nothing changed", timed, count)
 
 
 def git_run(
@@ -177,11 +193,11 @@ def git_run(
     group = new_group(bench, f"git {label}")
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         source_id = vera.register_source(group, "git", f"git {label}", 2, config={"repo": str(folder)})
-    report, seconds = run(bench, group, source_id, objects, embedder)
-    line(f"git, first run, {label}", report, seconds, count)
+    timed = run(bench, group, source_id, objects, embedder)
+    line(f"git, first run, {label}", timed, count)
     if embedder is None:
-        report, seconds = run(bench, group, source_id, objects, embedder)
-        line("git, nothing changed (no new commit; prune lists the tree)", report, seconds, count)
+        timed = run(bench, group, source_id, objects, embedder)
+        line("git, nothing changed (no new commit; prune lists the tree)", timed, count)
 
 
 def main() -> None:
@@ -205,8 +221,8 @@ def main() -> None:
         objects = root / "objects"
         with bench.admin() as admin:  # as an operator: the organisation's folders may lie here
             admin.execute("select vera.add_source_root(%s, %s)", (bench.organisation, str(root.resolve())))
-        print("| run | items | seconds | items/s | what happened |")
-        print("|---|---|---|---|---|")
+        print("| run | items | seconds | CPU s | items/s | what happened |")
+        print("|---|---|---|---|---|---|")
         runs = [(options.items, None, "no vectors"), (options.embedded_items, model, "MiniLM")]
         for count, embedder, label in [run for run in runs if run[0] > 0]:
             if "folder" in kinds:
@@ -238,11 +254,11 @@ def main() -> None:
                 with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
                     source_id = vera.register_source(group, "cmdb", f"cmdb {label}", 1, token_env=TOKEN_ENV,
                                                      config=config)  # fmt: skip
-                report, seconds = run(bench, group, source_id, objects, embedder)
-                line(f"cmdb, first run, {label}", report, seconds, count)
+                timed = run(bench, group, source_id, objects, embedder)
+                line(f"cmdb, first run, {label}", timed, count)
                 if embedder is None:
-                    report, seconds = run(bench, group, source_id, objects, embedder)
-                    line("cmdb, nothing changed", report, seconds, count)
+                    timed = run(bench, group, source_id, objects, embedder)
+                    line("cmdb, nothing changed", timed, count)
         if model.texts:
             rate = model.texts / model.seconds
             print(f"\nembedding: {model.texts} texts in {model.seconds:.1f} s ({rate:.1f} texts/s)")
