@@ -6,7 +6,7 @@ set role vera_owner;
 -- it inlines, see 090_normalize.sql.)
 create or replace function vera.tier_authority(tier integer)
 returns real
-language sql immutable strict parallel safe
+language sql immutable parallel safe
 as $$
     select case tier when 1 then 1.00 when 2 then 0.85 when 3 then 0.70 when 4 then 0.40 end::real
 $$;
