@@ -3,7 +3,10 @@
 set role vera_owner;
 
 -- Authority of a source's trust tier. (Pure; no search_path pinned so that
--- it inlines, see 090_normalize.sql.)
+-- it inlines, see 090_normalize.sql. Not strict either: the planner inlines
+-- a strict function only when its body is strict, which a CASE is not, and
+-- search's stage 2 called it once per passage candidate; a null tier gives
+-- null all the same.)
 create or replace function vera.tier_authority(tier integer)
 returns real
 language sql immutable parallel safe
