@@ -131,7 +131,7 @@ as $$
                w.recency as w_recency, w.feedback as w_feedback, w.confidence as w_confidence,
                w.period as w_period
           from batch b
-          join weight_sets w on w.group_id = b.group_id
+          join weight_sets w on w.group_id is not distinct from b.group_id
     ), scored as (
         select s.*,
                (s.relevance_signal * s.w_relevance
