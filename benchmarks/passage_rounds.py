@@ -3,7 +3,8 @@
 Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its database
 (vera_bench_quality on the bench server) and runs every answerable question through vera.search
 (k = 10, full text only and hybrid) with a git revision's FILES (sql/functions/177_lexical_candidates.sql,
-BM25's scoring, the match confidence, stage 1's candidates and stage 2's candidate signals) and
+BM25's scoring, the match confidence, stage 1's candidates, stage 2's candidate signals and blend, the
+tier authority, vera.search and the hits' details) and
 vera.lexical_budget (--base-budget: 250 since issue 31's first pass, 1,000 before), then with this
 checkout's, installed in turn in batches of 65 questions so that both see the same load. Prints
 hit@10, MRR@10 and the p50 / p95 of vera.search for each, and how many top 10s are the same
@@ -51,15 +52,18 @@ SEARCH = (
     " candidates => %(candidates)s, embedding_model => %(model)s)"
 )
 BATCH = 65
-# the search path's files compared: the ranking functions (BM25's scoring, since issue 31's third
-# pass), the lexical rounds, the match confidence (inlined since issue 31), stage 2's candidate
-# signals and stage 1's candidates (their lexical match)
+# the search path's files compared: the tier authority (inlined since issue 31's fourth pass), the
+# ranking functions (BM25's scoring, since the third), the lexical rounds, the match confidence
+# (inlined since issue 31), stage 2's candidate signals and blend, stage 1's candidates (their
+# lexical match) and search itself with the hits' details (since the fourth)
 FILES = (
+    "sql/functions/130_publish.sql",
     "sql/functions/170_ranking.sql",
     "sql/functions/171_match_confidence.sql",
     "sql/functions/177_lexical_candidates.sql",
     "sql/functions/178_blend.sql",
     "sql/functions/179_search_candidates.sql",
+    "sql/functions/180_search.sql",
 )
 
 

@@ -71,6 +71,29 @@ def test_a_hits_confidence_does_not_depend_on_the_other_candidates(demo: VeraCli
     assert (alone.lexical_match, alone.similarity) == pytest.approx((same.lexical_match, same.similarity))
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["Which database engine does ledger-db use?", "Who owns route-planner?", "How do I restart billing-api?"],
+)
+def test_a_hits_measures_are_the_same_to_the_last_bit_whichever_half_found_it(
+    demo: VeraClient, question: str
+) -> None:
+    """Stage 1 takes a candidate's BM25 score from the lexical round that found it and its distance
+    from the vector half that found it, and reads its row only for what the other half did not
+    measure (sql/functions/179_search_candidates.sql): both ways give the same values, bit for bit.
+    With 2 candidates per half, 3 or more hits include at least two that one half alone found; with
+    40, the demo's items are in both lists."""
+    wide = {hit.item_id: hit for hit in demo.search(question, k=100, candidates=40)}
+    narrow = demo.search(question, k=4, candidates=2)
+    assert len(narrow) >= 3
+    for hit in narrow:
+        same = wide[hit.item_id]
+        assert (hit.lexical_match, hit.similarity, hit.confidence) == (
+            same.lexical_match, same.similarity, same.confidence
+        ), hit.text  # fmt: skip
+    assert any(hit.lexical_match for hit in narrow) and any(hit.similarity for hit in narrow)
+
+
 def test_sql_shows_the_measures_and_the_model_reads_them(db: Database, lumen: Lumen) -> None:
     with db.connect() as conn:
         conn.execute("select vera.authenticate(%s)", (lumen.key,))

@@ -104,9 +104,19 @@ returns setof vera.search_hit
 language sql stable
 set search_path = vera, pg_temp
 as $$
-    with batch as (
-        select i.*, coalesce(weights_by_group -> i.group_id, weights_by_group -> '*') as weights
-          from unnest(items) i
+    with batch as materialized (
+        select i.* from unnest(items) i
+    ), weight_sets as materialized (
+        -- each group's weights read out of the JSON once, not once per candidate (the same
+        -- expressions, so the same values)
+        select g.group_id, (w.weights ->> 'relevance')::float8 as relevance,
+               (w.weights ->> 'authority')::float8 as authority,
+               (w.weights ->> 'verification')::float8 as verification,
+               (w.weights ->> 'recency')::float8 as recency, (w.weights ->> 'feedback')::float8 as feedback,
+               (w.weights ->> 'confidence')::float8 as confidence, (w.weights ->> 'period')::float8 as period,
+               (w.weights ->> 'half_life')::interval as half_life
+          from (select distinct b.group_id from batch b) g
+         cross join lateral (select coalesce(weights_by_group -> g.group_id, weights_by_group -> '*') as weights) w
     ), signals as (
         select b.*,
                coalesce(b.match, 0)::real as relevance_signal,
@@ -114,23 +124,27 @@ as $$
                vera.recency_signal(
                    case when b.confirmed_at is null then b.valid_from
                         else greatest(b.valid_from, least(b.confirmed_at, reference)) end,
-                   b.valid_to, reference, (b.weights ->> 'half_life')::interval) as recency_signal,
+                   b.valid_to, reference, w.half_life) as recency_signal,
                vera.feedback_signal(b.up_votes, b.down_votes) as feedback_score,
-               vera.period_signal(b.time_scope, during) as period_signal
+               vera.period_signal(b.time_scope, during) as period_signal,
+               w.relevance as w_relevance, w.authority as w_authority, w.verification as w_verification,
+               w.recency as w_recency, w.feedback as w_feedback, w.confidence as w_confidence,
+               w.period as w_period
           from batch b
+          join weight_sets w on w.group_id is not distinct from b.group_id
     ), scored as (
         select s.*,
-               (s.relevance_signal * (s.weights ->> 'relevance')::float8
-                + s.authority * (s.weights ->> 'authority')::float8
-                + s.verification_score * (s.weights ->> 'verification')::float8
-                + s.recency_signal * (s.weights ->> 'recency')::float8
-                + s.feedback_score * (s.weights ->> 'feedback')::float8
-                + s.confidence * (s.weights ->> 'confidence')::float8
-                + coalesce(s.period_signal * (s.weights ->> 'period')::float8, 0))
+               (s.relevance_signal * s.w_relevance
+                + s.authority * s.w_authority
+                + s.verification_score * s.w_verification
+                + s.recency_signal * s.w_recency
+                + s.feedback_score * s.w_feedback
+                + s.confidence * s.w_confidence
+                + coalesce(s.period_signal * s.w_period, 0))
                -- a search that asks about no period leaves the period signal out: the other six
                -- share its weight in proportion, so their scores are what they were before it
                / case when s.period_signal is null
-                      then greatest(1 - coalesce((s.weights ->> 'period')::float8, 0), 1e-9) else 1 end
+                      then greatest(1 - coalesce(s.w_period, 0), 1e-9) else 1 end
                as blended
           from signals s
     ), totals as (

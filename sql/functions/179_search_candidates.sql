@@ -217,35 +217,51 @@ begin
     -- order of equal scores (vera.blend).
     return query
         with lexical_list as (
-            select u.kind, u.group_id, u.item_id, (rank() over (order by u.score desc))::integer as position
+            select u.kind, u.group_id, u.item_id, u.score,
+                   (rank() over (order by u.score desc))::integer as position
               from unnest(lexical_kinds, lexical_owners, lexical_ids, lexical_scores, lexical_keys)
                    as u(kind, group_id, item_id, score, order_key)
              order by u.score desc, u.kind, u.order_key, array_position(group_order, u.group_id), u.item_id
              limit n),
         vector_list as (
-            select u.kind, u.group_id, u.item_id, (rank() over (order by u.distance))::integer as position
+            select u.kind, u.group_id, u.item_id, u.distance, (rank() over (order by u.distance))::integer as position
               from unnest(vector_kinds, vector_owners, vector_ids, vector_distances) as u(kind, group_id, item_id, distance)),
         listed as (
+            -- a candidate's BM25 score as its lexical round computed it and its distance as the vector
+            -- half measured it: the same statements on the same row and arguments as the ones below,
+            -- so the same values to the last bit
             select coalesce(l.kind, v.kind) as kind, coalesce(l.group_id, v.group_id) as group_id,
                    coalesce(l.item_id, v.item_id) as item_id, l.position as lexical_position,
-                   v.position as vector_position
+                   v.position as vector_position, l.score as listed_score, v.distance as listed_distance
               from lexical_list l
               full join vector_list v on v.kind = l.kind and v.item_id = l.item_id),
+        measuring as (
+            -- what a half did not measure of a candidate found by the other: its score when words were
+            -- searched, its similarity when it lies in a group searched by vector
+            select li.*, (idf_mass is not null and li.listed_score is null) as needs_score,
+                   (query_embedding is not null and li.group_id = any (vector_groups) and li.listed_distance is null)
+                       as needs_similarity
+              from listed li),
         stored as (
-            -- each candidate's words and vector, to measure it whichever list it came from
-            -- (and a passage's stored length, vera.chunks.words)
-            select li.*, f.tsv, null::integer as words, f.embedding
-              from listed li join vera.facts f on f.group_id = li.group_id and f.fact_id = li.item_id
-             where li.kind = 'fact'
+            -- those candidates' words and vector, read from their rows (a passage's stored length too,
+            -- vera.chunks.words); a candidate both halves measured needs no read
+            select m.*, f.tsv, null::integer as words, f.embedding
+              from measuring m join vera.facts f on f.group_id = m.group_id and f.fact_id = m.item_id
+             where m.kind = 'fact' and (m.needs_score or m.needs_similarity)
             union all
-            select li.*, c.tsv, c.words, c.embedding
-              from listed li join vera.chunks c on c.group_id = li.group_id and c.chunk_id = li.item_id
-             where li.kind = 'passage')
+            select m.*, c.tsv, c.words, c.embedding
+              from measuring m join vera.chunks c on c.group_id = m.group_id and c.chunk_id = m.item_id
+             where m.kind = 'passage' and (m.needs_score or m.needs_similarity)
+            union all
+            select m.*, null::tsvector, null::integer, null::public.vector
+              from measuring m
+             where not (m.needs_score or m.needs_similarity))
         select s.kind, s.group_id, s.item_id, s.lexical_position, s.vector_position,
                vera.lexical_match(
-                   -- a passage scored with its stored length (the same value to the last bit: the same
-                   -- statement, the same arguments, so the same plan and order of the sum)
-                   case when s.kind = 'passage' then
+                   case when s.listed_score is not null and idf_mass is not null then s.listed_score
+                        -- a passage scored with its stored length (the same value to the last bit: the same
+                        -- statement, the same arguments, so the same plan and order of the sum)
+                        when s.kind = 'passage' then
                        (select b.score
                           from vera.bm25_passage_score(
                                    s.tsv, s.words,
@@ -263,7 +279,8 @@ begin
                          where idf_mass is not null)
                    end,
                    idf_mass),
-               case when query_embedding is not null and s.group_id = any (vector_groups)
+               case when s.listed_distance is not null then 1 - s.listed_distance
+                    when query_embedding is not null and s.group_id = any (vector_groups)
                          and public.vector_dims(s.embedding) = dim
                     then 1 - (s.embedding operator(public.<=>) query_embedding) end
           from stored s;

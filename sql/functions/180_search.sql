@@ -299,7 +299,7 @@ as $$
                'evidence', case when ch.char_start is not null then
                    jsonb_build_object('start', ch.char_start, 'end', ch.char_end) end,
                'valid_from', ep.observed_at,
-               'valid_to', vera.next_version_observed(ep.group_id, ep.source_id, ep.external_id, ep.version),
+               'valid_to', next_version.observed_at,
                'tier', src.trust_tier, 'verification', ch.verification, 'lifecycle', ch.lifecycle,
                'recorded_at', ch.created_at,
                'proposed_for', case when ch.lifecycle = 'proposal' then ch.group_id end)
@@ -307,6 +307,13 @@ as $$
       join vera.chunks ch on ch.group_id = h.group_id and ch.chunk_id = h.item_id
       join vera.episodes ep on ep.group_id = ch.group_id and ep.episode_id = ch.episode_id
       join vera.sources src on src.group_id = ep.group_id and src.source_id = ep.source_id
+      -- vera.next_version_observed written out, as vera.candidate_signals does: a call per hit (its SET
+      -- clause keeps it from being inlined) cost more than the index probe itself
+      left join lateral (select min(newer.observed_at) as observed_at
+                           from vera.episodes newer
+                          where newer.group_id = ep.group_id and newer.source_id = ep.source_id
+                            and newer.external_id = ep.external_id and newer.version > ep.version
+                            and newer.status <> 'retracted') next_version on true
      where h.kind = 'passage'
 $$;
 comment on function vera.hit_details(vera.item_kind[], uuid[], text[]) is
