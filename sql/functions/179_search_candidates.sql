@@ -263,19 +263,11 @@ begin
                         -- statement, the same arguments, so the same plan and order of the sum)
                         when s.kind = 'passage' then
                        (select b.score
-                          from vera.bm25_passage_score(
-                                   s.tsv, s.words,
-                                   case s.kind when 'fact' then fact_terms else passage_terms end,
-                                   case s.kind when 'fact' then fact_idfs else passage_idfs end,
-                                   case s.kind when 'fact' then fact_length else passage_length end) b
+                          from vera.bm25_passage_score(s.tsv, s.words, passage_terms, passage_idfs, passage_length) b
                          where idf_mass is not null)
-                   else
+                   else -- a fact
                        (select b.score
-                          from vera.bm25_document_score(
-                                   s.kind, s.tsv,
-                                   case s.kind when 'fact' then fact_terms else passage_terms end,
-                                   case s.kind when 'fact' then fact_idfs else passage_idfs end,
-                                   case s.kind when 'fact' then fact_length else passage_length end) b
+                          from vera.bm25_document_score(s.kind, s.tsv, fact_terms, fact_idfs, fact_length) b
                          where idf_mass is not null)
                    end,
                    idf_mass),
