@@ -46,6 +46,7 @@ from vera_client.adapters.providers.chat import ChatModel
 from vera_client.adapters.providers.resilience import ResilienceChain
 from vera_client.client import VeraClient
 from vera_client.config import ResilienceSettings
+from vera_client.domain.ports import Embedder
 from vera_worker.adapters.extraction import ExtractJob, PassageExtraction
 from vera_worker.adapters.queue import build_app
 from vera_worker.adapters.serving import drain
@@ -143,24 +144,30 @@ def _group(bench: Bench, name: str) -> str:
         return vera.create_group(bench.organisation, "project", f"{name}-{int(time.time() * 1000)}")
 
 
+def _allow_folders(bench: Bench, root: Path) -> None:
+    """As an operator: the organisation's folder sources may lie below root."""
+    with bench.admin() as admin:
+        admin.execute("select vera.add_source_root(%s, %s)", (bench.organisation, str(root.resolve())))
+
+
+def _folder_ingestion(sql: Executor, store: LocalObjectStore, embedder: Embedder, root: Path) -> SourceRuns:
+    """The worker's source runs over folders below root, embedding with embedder."""
+    connectors = ConnectorIngestion(
+        sql, objects=store, embedder_for_model=lambda _p: embedder, environ={}, allowed_roots=(root,)
+    )
+    return SourceRuns(sql, connectors=connectors)
+
+
 def quality(bench: Bench, model: ChatModel, label: str) -> None:
     group = _group(bench, "extract-quality")
+    _allow_folders(bench, example_dir())
     with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
         request_all(vera, register_manifest(vera, group, example_dir() / "sources.toml"))
     embedder = DeterministicEmbedder(384)
     worker = bench.server.worker_url(bench.database)
     with tempfile.TemporaryDirectory() as objects, closing(Executor.connect(worker, check=True)) as sql:
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceRuns(
-            sql,
-            connectors=ConnectorIngestion(
-                sql,
-                objects=store,
-                embedder_for_model=lambda _p: embedder,
-                environ={},
-                allowed_roots=(example_dir(),),
-            ),
-        )
+        ingestion = _folder_ingestion(sql, store, embedder, example_dir())
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)
         started = time.perf_counter()
         drain(build_app(worker, objects=store, ingestion=ingestion, extraction=extraction))
@@ -208,6 +215,7 @@ def throughput(bench: Bench, standin: StandinServer, passages: int) -> None:
             Path(folder, f"svc-{i}.md").write_text(
                 f"# svc-{i}\n\nsvc-{i} runs on cluster-{i % 7}. It is owned by team {i % 5} and pages.\n"
             )
+        _allow_folders(bench, Path(folder))
         with VeraClient(bench.server.app_url(bench.database), bench.api_key) as vera:
             for predicate in ("RUNS_ON", "OWNED_BY"):  # known predicates: the claims are published
                 vera.declare_predicate(group, predicate, "functional")
@@ -215,16 +223,7 @@ def throughput(bench: Bench, standin: StandinServer, passages: int) -> None:
             vera.request_ingest(group, source.source_id)
             principal = vera.whoami()[0].principal_id
         store = LocalObjectStore(Path(objects))
-        ingestion = SourceRuns(
-            sql,
-            connectors=ConnectorIngestion(
-                sql,
-                objects=store,
-                embedder_for_model=lambda _p: embedder,
-                environ={},
-                allowed_roots=(Path(folder),),
-            ),
-        )
+        ingestion = _folder_ingestion(sql, store, embedder, Path(folder))
         drain(build_app(worker, objects=store, ingestion=ingestion))  # passages stored, nothing extracted yet
         model = _chat(f"{standin.url}/openai/v1", "instant", API_KEY)
         extraction = PassageExtraction(sql, model=model, embedder_for_model=lambda _p: embedder)
