@@ -222,14 +222,25 @@ def test_bad_pages_are_skipped_by_name_and_counted(
     confluence.pages["6"] = _page(6, "Huge", number=1, at="2026-01-06T10:00:00.000Z",
                                   body="<p>" + "x" * 5_000_000 + "</p>")  # fmt: skip
     confluence.pages["7"] = {**_page(7, "No body", number=1, at="2026-01-07T10:00:00.000Z"), "body": {}}
+    odd = "9" * 31  # not a page's id: it would name the page's entity and go in paths
+    confluence.pages[odd] = {**_page(8, "Odd id", number=1, at="2026-01-08T10:00:00.000Z"), "id": odd}
+    # a parent that is not a page's id makes no PARENT_PAGE claim; the page is read
+    confluence.pages["9"] = {**_page(9, "Odd parent", number=1, at="2026-01-09T10:00:00.000Z"),
+                             "parentId": "<script>"}  # fmt: skip
     _register(world, group, confluence)
     with caplog.at_level(logging.WARNING):
         [report] = run_worker(world.db, tmp_path, environ=ENVIRON, resilience=FAST)
-    assert report.ingested == 5
-    assert sorted(key for key, _ in report.skipped) == ["6", "7"]
+    assert report.ingested == 6
+    assert sorted(key for key, _ in report.skipped) == ["6", "7", odd]
     assert "over the 1,000,000 of one page" in caplog.text
     assert "skipped 7: no storage-format body" in caplog.text
-    assert source_status(world, group).skipped == 2
+    assert "an id that is not a page's (1 to 30 digits)" in caplog.text
+    assert source_status(world, group).skipped == 3
+    with world.db.admin() as admin:
+        [(parents,)] = admin.execute(
+            "select count(*) from vera.facts where group_id = %s and predicate = 'PARENT_PAGE'", (group,)
+        ).fetchall()
+    assert parents == 1  # the five pages': Exporter FAQ under Ledger runbook
 
 
 def test_the_secret_is_in_no_log_job_row_run_row_or_error(

@@ -59,7 +59,7 @@ DEFAULT_PAGE_SIZE = 25
 DIRECT_LABEL_LOOKUPS = 25  # a run's first pages ask their labels one by one (a small run's cheapest)
 _LABEL_ID = re.compile(r"[0-9]{1,30}")
 MAX_ITEM_BYTES = 1_000_000  # one page with its body; a larger one is skipped, named
-_SPACE = re.compile(r"[0-9]{1,30}")
+_SPACE = re.compile(r"[0-9]{1,30}")  # a space's, a page's or a label's id
 
 
 class ConfluenceConnector:
@@ -204,7 +204,9 @@ class ConfluenceConnector:
         (Pending) ahead of the writes, and only when those bytes changed."""
         if not isinstance(raw, Mapping) or raw.get("id") is None:
             return Skip(key="(a page)", reason="a page without an id")
-        key = str(raw["id"])
+        key = _page_id(raw)
+        if key is None:  # it names the page's entity and goes in paths: digits, as Confluence's are
+            return Skip(key=str(raw["id"])[:40], reason="an id that is not a page's (1 to 30 digits)")
         labels = list(labelled.get(key, []))
         data = canonical_bytes({**raw, "labels": labels})
         if len(data) > MAX_ITEM_BYTES:
@@ -258,7 +260,7 @@ def _metadata_claims(
     subject = page_entity(key)
     found = [("TITLE", "is titled", title[:MAX_OBJECT_CHARS], True, False)]
     parent = raw.get("parentId")
-    if parent is not None and raw.get("parentType", "page") == "page":
+    if _SPACE.fullmatch(str(parent)) and raw.get("parentType", "page") == "page":
         found.append(("PARENT_PAGE", "has parent page", page_entity(parent), True, True))
     # a label and an account id name entities: at most an entity's name long
     found.extend(("HAS_LABEL", "has label", label[:MAX_SUBJECT_CHARS], False, looks_like_entity(label))
