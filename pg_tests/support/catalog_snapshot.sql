@@ -24,7 +24,7 @@ select kind, name, definition from (
     where c.relnamespace = 'vera'::regnamespace and c.relkind in ('r', 'v', 'm', 'p', 'S', 'c')
   union all
     select 'column', c.relname || '.' || a.attname,
-           concat_ws(' | ', a.attnum, format_type(a.atttypid, a.atttypmod),
+           concat_ws(' | ', a.attnum, format_type(a.atttypid, a.atttypmod), 'storage=' || a.attstorage::text,
                      case when a.attnotnull then 'not null' end,
                      nullif(a.attidentity::text, ''), nullif(a.attgenerated::text, ''),
                      pg_get_expr(d.adbin, d.adrelid), a.attacl::text,

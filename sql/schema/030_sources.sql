@@ -94,8 +94,9 @@ create table vera.chunks (
     char_end   integer,
     -- vera.lexical_tsvector(coalesce(heading, '') || ' ' || text), set by the trigger chunks_set_tsv
     -- (sql/functions/173_lexical_terms.sql): 'simple' words (no stemming, no stopwords, diacritics
-    -- kept), and a Vietnamese text's adjacent word pairs
-    tsv        tsvector,
+    -- kept), and a Vietnamese text's adjacent word pairs; kept in the row (storage main), not moved to
+    -- TOAST, as every lexical round reads it (0020_passage_words_inline)
+    tsv        tsvector storage main,
     embedding  vector,
     created_at timestamptz not null default now(),
     -- The contamination guard, as for claims (vera.store_chunks grades by the
