@@ -571,11 +571,12 @@ def test_maxscore_returns_the_exact_top_n(world: World) -> None:
     frequent word only when the bound requires it, and some documents holding
     only the frequent word many times (or in a short passage) outscore some
     holding the other word once, so that a bound too loose returns a wrong
-    list. Passages get the exact top n; facts get it whenever no round holds
-    a term over the budget, and otherwise exact scores, in order, never above
-    the exact list's, read from at most the budget of rows per round (see
-    test_fact_rounds_read_at_most_the_budget). The rows are loaded directly
-    (the triggers count them as any write)."""
+    list. Both kinds get the exact top n whenever no round holds a term over
+    the budget, and otherwise exact scores, in order, never above the exact
+    list's, from rounds that read (facts) or score (passages, their shortest)
+    at most the budget of rows (see test_fact_rounds_read_at_most_the_budget
+    and test_a_passage_round_over_the_budget_scores_its_shortest_passages).
+    The rows are loaded directly (the triggers count them as any write)."""
     group, episode = _bulk_group(world, "stats-maxscore")
     with world.db.admin() as admin:
         # 1300 facts (b = 0: equal scores galore); some counted but never returned (retired, proposals)
@@ -623,17 +624,17 @@ def test_maxscore_returns_the_exact_top_n(world: World) -> None:
             for kind in ("fact", "passage"):
                 # the order is total (score, order key, group, id): the top n is the best 400's first n
                 best = brute_force(admin, [group], query, kind, 400, world.a.owner_personal, world.a.owner)
-                cut = kind == "fact" and _a_round_is_cut(admin, group, query, kind)
+                cut = _a_round_is_cut(admin, group, query, kind)
                 bounded += cut
                 for n in (1, 3, 10, 50, 250, 280, 300, 340, 400):
                     found = lexical(admin, [group], query, kind, n, world.a.owner_personal, world.a.owner)
                     if not cut:
                         assert found == best[:n], (query, kind, n)
                     else:
-                        _assert_bounded_list(admin, world, group, query, n, found, best[:n])
+                        _assert_bounded_list(admin, world, group, query, kind, n, found, best[:n])
                     exits_early += _stops_early(admin, group, query, kind, n, found)
     assert exits_early > 0  # MaxScore skipped the frequent word's postings somewhere
-    assert bounded > 0  # and some round of facts was cut at the budget
+    assert bounded > 1  # and some round of facts and of passages was cut at the budget
 
 
 def _stops_early(admin: psycopg.Connection, group: str, query: str, kind: str, n: int,
@@ -668,34 +669,42 @@ def _weights(admin: psycopg.Connection, group: str, query: str, kind: str) -> tu
 
 
 def _a_round_is_cut(admin: psycopg.Connection, group: str, query: str, kind: str) -> bool:
-    """Whether a generating term holds more than the budget (a round of facts may then be cut)."""
+    """Whether a generating term holds more than the budget (a round may then be cut: a round of
+    facts reads at most the budget of rows, one of passages scores at most that many)."""
     terms, postings, idfs, _, budget = _weights(admin, group, query, kind)
     if not terms:
         return False
+    frequent = math.log(10 if kind == "fact" else 50)
     generating = next((i for i, (idf, p) in enumerate(zip(idfs, postings, strict=True))
-                       if idf < math.log(10) and p > budget), len(terms))  # fmt: skip
+                       if idf < frequent and p > budget), len(terms))  # fmt: skip
     return any(p > budget for p in postings[: max(1, generating)])
 
 
-def _assert_bounded_list(admin: psycopg.Connection, world: World, group: str, query: str, n: int,
+def _assert_bounded_list(admin: psycopg.Connection, world: World, group: str, query: str, kind: str, n: int,
                          found: list[tuple[UUID, float]], best: list[tuple[UUID, float]]) -> None:  # fmt: skip
-    """A list of facts from rounds cut at the budget: as long as the exact one, each score its
-    document's exact BM25 score, in stage 1's order, never above the exact list's at the same
-    rank, and the same on every call (the rows a cut round reads are the first its scan meets)."""
+    """A list from rounds cut at the budget: as long as the exact one, each score its document's
+    exact BM25 score, in stage 1's order, never above the exact list's at the same rank, and the
+    same on every call (a cut round of facts reads the first rows its scan meets, one of passages
+    the shortest)."""
     assert len(found) == len(best), (query, n)
-    scores = dict(brute_force(admin, [group], query, "fact", 100_000, world.a.owner_personal, world.a.owner))
+    scores = dict(brute_force(admin, [group], query, kind, 100_000, world.a.owner_personal, world.a.owner))
     assert all(scores[item] == score for item, score in found), (query, n)
     assert len({item for item, _ in found}) == len(found)
     assert all(got <= exact for (_, got), (_, exact) in zip(found, best, strict=True)), (query, n)
-    keys = dict(
-        admin.execute(
-            "select f.fact_id, vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)"
-            " from vera.facts f where f.fact_id = any (%s)",
-            ([item for item, _ in found],),
-        ).fetchall()
-    )
+    keys = dict(admin.execute(ORDER_KEYS[kind], ([item for item, _ in found],)).fetchall())
     order = [(-score, keys[item], item) for item, score in found]
     assert order == sorted(order), (query, n)
+    assert lexical(admin, [group], query, kind, n, world.a.owner_personal, world.a.owner) == found
+
+
+# each kind's order key (stage 1's order of equal scores) of the given items
+ORDER_KEYS = {
+    "fact": "select f.fact_id, vera.fact_order_key(f.fact_text, f.predicate, f.object_value, f.valid_from)"
+    " from vera.facts f where f.fact_id = any (%s)",
+    "passage": "select c.chunk_id, vera.passage_order_key(s.name, e.external_id, e.version, c.ordinal)"
+    " from vera.chunks c join vera.episodes e on e.group_id = c.group_id and e.episode_id = c.episode_id"
+    " join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id where c.chunk_id = any (%s)",
+}
 
 
 def test_passage_rounds_return_the_exact_top_n_of_random_queries(world: World) -> None:
@@ -703,8 +712,10 @@ def test_passage_rounds_return_the_exact_top_n_of_random_queries(world: World) -
     (177_lexical_candidates.sql), rounds of a budget of postings and the MaxScore bound between
     them, and, once the list is full, rounds of one word read only with the later words that can
     lift a passage past the n-th score (a version that also left out the passages holding the
-    word alone failed here): many queries of Zipf-drawn words over 1,500 passages of lengths 1-40 (some words held
-    many times), against the brute-force list for several n."""
+    word alone failed here), whenever no round's word is held by more than the budget; otherwise
+    a bounded list (its shortest passages scored): many queries of Zipf-drawn words over 1,500
+    passages of lengths 1-40 (some words held many times), against the brute-force list for
+    several n."""
     group, episode = _bulk_group(world, "stats-passage-partners")
     words = [f"w{i}" for i in range(60)]
     with world.db.admin() as admin:
@@ -718,13 +729,20 @@ def test_passage_rounds_return_the_exact_top_n_of_random_queries(world: World) -
             (group, episode, words),
         )
     rng = random.Random(31)  # noqa: S311 (a fixed sample of queries)
+    exact = bounded = 0
     with world.db.admin() as admin:
         for _ in range(40):
             query = " ".join(rng.sample(words[:40], rng.randint(2, 6)))
             best = brute_force(admin, [group], query, "passage", 200, world.a.owner_personal, world.a.owner)
+            cut = _a_round_is_cut(admin, group, query, "passage")
+            exact, bounded = exact + (not cut), bounded + cut
             for n in (1, 5, 20, 60, 200):
                 found = lexical(admin, [group], query, "passage", n, world.a.owner_personal, world.a.owner)
-                assert found == best[:n], (query, n)
+                if not cut:
+                    assert found == best[:n], (query, n)
+                else:  # a round's word held by more than the budget: its shortest passages scored
+                    _assert_bounded_list(admin, world, group, query, "passage", n, found, best[:n])
+        assert exact > 10 and bounded > 10, (exact, bounded)
         # long queries too (a question's length): the same passages in the same order. Their scores
         # may differ from the brute force's in the last bit: over ten terms the planner may join a
         # query's terms to a passage's words the other way round in one statement than in the other,
@@ -732,10 +750,56 @@ def test_passage_rounds_return_the_exact_top_n_of_random_queries(world: World) -
         for _ in range(6):
             query = " ".join(rng.sample(words[:40], rng.randint(11, 18)))
             best = brute_force(admin, [group], query, "passage", 60, world.a.owner_personal, world.a.owner)
+            cut = _a_round_is_cut(admin, group, query, "passage")
             for n in (5, 60):
                 found = lexical(admin, [group], query, "passage", n, world.a.owner_personal, world.a.owner)
+                if cut:  # as long, never above the exact list at the same rank (to the last bit's noise)
+                    assert len(found) == len(best[:n]), (query, n)
+                    assert all(
+                        got <= want * (1 + 1e-12) for (_, got), (_, want) in zip(found, best, strict=False)
+                    )
+                    continue
                 assert [item for item, _ in found] == [item for item, _ in best[:n]], (query, n)
                 assert [score for _, score in found] == pytest.approx([s for _, s in best[:n]], rel=1e-12)
+
+
+def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: World) -> None:
+    """A round of passages whose word more passages hold than the budget scores only the shortest
+    of them, as many as the budget (or n): of passages holding the word equally often the shorter
+    scores higher, so the list is the exact one here but for what such a round gives up: a long
+    passage holding the word twenty times, the exact list's first, is past the budget's length and
+    not read. A query with a rarer word that passage holds finds it in that word's round."""
+    group, episode = _bulk_group(world, "stats-passage-budget")
+    with world.db.admin() as admin:
+        # 600 passages holding "common" once, of 2 to 601 distinct words, the longest stored first
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, 601 - i) j)
+                 from generate_series(1, 600) i""",
+            (group, episode),
+        )
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, 1000, repeat('common ', 20) || 'zebra '
+                                    || (select string_agg('y' || j, ' ') from generate_series(1, 590) j)""",
+            (group, episode),
+        )
+        long_one = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s and ordinal = 1000", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+        budget = admin.execute("select vera.lexical_budget('passage')").fetchone()[0]  # type: ignore[index]
+        assert budget < 600
+        exact = brute_force(admin, [group], "common", "passage", 11, world.a.owner_personal, world.a.owner)
+        assert exact[0][0] == long_one
+        found = lexical(admin, [group], "common", "passage", 10, world.a.owner_personal, world.a.owner)
+        assert found == exact[1:]  # the ten shortest, in order, without the long one
+        lengths = [admin.execute("select words from vera.chunks where chunk_id = %s", (item,)).fetchone()[0]  # type: ignore[index]
+                   for item, _ in found]  # fmt: skip
+        assert lengths == list(range(2, 12))
+        found = lexical(admin, [group], "common zebra", "passage", 10, world.a.owner_personal, world.a.owner)
+        assert found[0][0] == long_one
+        assert found == brute_force(admin, [group], "common zebra", "passage", 10, world.a.owner_personal,
+                                    world.a.owner)  # fmt: skip
 
 
 def test_fact_rounds_read_at_most_the_budget(world: World) -> None:
