@@ -112,7 +112,8 @@ begin
     perform set_config('hnsw.ef_search', greatest(ef_search, 1)::text, true);
 
     if cardinality(terms) > 0 and cardinality(lexical_groups) > 0 then
-        -- the statistics of both kinds, then each kind's exact top n; the
+        -- the statistics of both kinds, then each kind's top n (exact unless
+        -- a round of a frequent word is cut, 177_lexical_candidates.sql); the
         -- lexical list is the n best of both by score (one IDF for both)
         select array_agg(k.kind), array_agg(st.term), array_agg(st.documents), array_agg(st.tokens)
           into stat_kinds, stat_terms, stat_documents, stat_tokens

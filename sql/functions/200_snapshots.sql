@@ -178,7 +178,8 @@ grant execute on function vera.drop_snapshot(text, text) to vera_app, vera_worke
 
 -- Internal: stage 1 over a snapshot's copies: the lexical half by BM25
 -- with the statistics pinned when the snapshot was taken (every copy that
--- matches a term is scored: the exact top n, as live search finds it), the
+-- matches a term is scored: the exact top n, which live search finds too
+-- unless a round of a frequent word is cut), the
 -- vector half by exact cosine distance (snapshots are read rarely and carry
 -- no HNSW index). Like vera.search_candidates it belongs to vera_searcher
 -- and checks the group itself, and cuts through equal scores by kind and
