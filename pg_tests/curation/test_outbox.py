@@ -152,7 +152,7 @@ def test_a_job_that_is_not_waiting_as_it_was_takes_no_more(world: World, change:
     with world.db.admin() as admin:
         admin.execute("set search_path = procrastinate, public")  # its triggers' functions name it so
         admin.execute(
-            f"update procrastinate.procrastinate_jobs set {change}"  # noqa: S608 - the test's own literals
+            f"update procrastinate.procrastinate_jobs set {change}"
             " where args ->> 'group_id' = %s and task_name = 'vera.project_to_graph'", (group,))  # fmt: skip
     second = _publish_one(world, group, "web")
     jobs = _job_rows(world, group, "vera.project_to_graph")
@@ -168,7 +168,8 @@ def test_a_job_another_transaction_holds_is_left_to_it(world: World) -> None:
     first = _publish_one(world, group, "api")
     with world.db.admin(autocommit=False) as holder:
         holder.execute(
-            "select 1 from procrastinate.procrastinate_jobs where args ->> 'group_id' = %s for update", (group,)
+            "select 1 from procrastinate.procrastinate_jobs where args ->> 'group_id' = %s for update",
+            (group,),
         )
         with caller(world.db, world.a.owner_key) as conn:
             conn.execute("set local lock_timeout = '2s'")
@@ -178,7 +179,8 @@ def test_a_job_another_transaction_holds_is_left_to_it(world: World) -> None:
             conn.commit()
         holder.rollback()
     assert [ids for _, _, ids in _job_rows(world, group, "vera.project_to_graph")] == [
-        [first], [str(row["fact_id"])]
+        [first],
+        [str(row["fact_id"])],
     ]
 
 
