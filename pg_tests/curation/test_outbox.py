@@ -143,7 +143,7 @@ def test_a_groups_waiting_job_takes_the_next_writes(world: World) -> None:
         "status = 'succeeded'",
         "attempts = 1, scheduled_at = now() + interval '1 minute'",  # waits for its retry
         "args = jsonb_set(args, '{principal_id}', to_jsonb(gen_random_uuid()::text))",  # another caller's
-        "args = jsonb_set(args, '{fact_ids}', (select jsonb_agg(gen_random_uuid()) from generate_series(1, 500)))",
+        "args = jsonb_set(args, '{fact_ids}', (select jsonb_agg(gen_random_uuid()) from generate_series(1, 50)))",
     ],
 )
 def test_a_job_that_is_not_waiting_as_it_was_takes_no_more(world: World, change: str) -> None:
@@ -193,3 +193,31 @@ def test_a_rolled_back_write_leaves_the_waiting_job_as_it_was(world: World) -> N
         publish(conn, group, episode, [claim("web", "runs on", "blue")])
         conn.rollback()
     assert [ids for _, _, ids in _job_rows(world, group, "vera.project_to_graph")] == [[first]]
+
+
+def test_a_write_looks_for_a_waiting_job_among_the_newest_fifty_only(world: World) -> None:
+    """The queue keeps its finished jobs and may hold a long backlog: a write reads no more than
+    the 50 newest waiting jobs (Procrastinate's index of waiting jobs), so its cost does not grow
+    with either; a job older than those gets no more items."""
+    group = create_project(world, "outbox-window")
+    first = _publish_one(world, group, "api")
+    with world.db.admin() as admin:
+        admin.execute("set search_path = procrastinate, public")  # its triggers' functions name it so
+        admin.execute(
+            "insert into procrastinate.procrastinate_jobs (queue_name, task_name, priority, args)"
+            " select 'extract', 'vera.extract', 0, '{}'::jsonb from generate_series(1, %s)",
+            (50,),
+        )
+    try:
+        second = _publish_one(world, group, "web")
+        third = _publish_one(world, group, "db")
+    finally:  # no worker of another test may find them
+        with world.db.admin() as admin:
+            admin.execute("set search_path = procrastinate, public")
+            admin.execute(
+                "delete from procrastinate.procrastinate_jobs where task_name = 'vera.extract' and args = '{}'"
+            )
+    assert [ids for _, _, ids in _job_rows(world, group, "vera.project_to_graph")] == [
+        [first],
+        sorted([second, third]),
+    ]
