@@ -26,15 +26,16 @@ the most the ratio can reach when the model alone can use every core.
 Two figures for the run with vectors, both printed with their ratio: the
 ingestion to its report (every document stored, embedded and searchable: the
 ingest job's end), and the whole drain, the follow-up jobs its writes deferred
-included (the graph's projection, the equivalence judge's; with no graph or judge
-configured here they only log, and record that the graph is behind). The CPU
-seconds above are the whole drain's. The worker drains with one slot, as
-`vera worker --once --concurrency 1` would, so those jobs ran after the ingest job,
-not beside the model. Since the outbox joins a group's list jobs that wait (issue
-31, sql/functions/080_outbox.sql) a run defers one of each, not one per file, and
-the two figures differ by a fraction of a second. The run with vectors goes first,
-alone in its database: the runs without vectors defer embed jobs that their
-worker (no embedder) leaves to be retried, which a later drain would run too.
+included (the graph's projection, the equivalence judge's; with no graph or
+judge configured here they only log). The CPU seconds above are the whole
+drain's. The worker drains with one slot, as a worker with
+VERA_WORKER__CONCURRENCY=1 would, so those jobs run after the ingest job, not
+beside the model. Since the outbox adds a list job's items to the group's job
+still waiting (issue 31, sql/functions/080_outbox.sql) a run defers one of
+each per 50 files, not one per file, and the two figures differ by a fraction
+of a second. The run with vectors goes first, alone in its database: the runs
+without vectors defer embed jobs that their worker (no embedder) leaves to be
+retried, which a later drain would run too.
 
     .venv/bin/python benchmarks/ingest_throughput.py [--docs 400] [--embedded-docs 150] [--threads N]
 """
