@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -57,13 +58,15 @@ def _folder(root: Path, files: int = FILES) -> Path:
     return root
 
 
-def test_a_run_that_dies_between_batches_resumes_with_nothing_lost_or_doubled(
-    world: World, worker_sql: Executor, tmp_path: Path
-) -> None:
-    group = create_project(world, "ingest-pipeline")
-    folder = _folder(tmp_path / "docs")
+def _registered(
+    world: World, worker_sql: Executor, tmp_path: Path, name: str, files: int
+) -> tuple[str, IngestRequest, Callable[[_Batched], SourceRuns]]:
+    """A project with a folder of `files` files registered as its source; the run's request, and the
+    worker's ingestion with a given embedder."""
+    group = create_project(world, name)
+    folder = _folder(tmp_path / "docs", files)
     with client_for(world, world.a.owner_key) as vera:
-        source = vera.register_folder(group, "pipelined docs", folder, tier=2, functional=["runs on"])
+        source = vera.register_folder(group, f"{name} docs", folder, tier=2, functional=["runs on"])
     with caller(world.db, world.a.owner_key) as conn:
         principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
     request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
@@ -71,6 +74,14 @@ def test_a_run_that_dies_between_batches_resumes_with_nothing_lost_or_doubled(
     def ingestion(embedder: _Batched) -> SourceRuns:
         return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
                                embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
+
+    return group, request, ingestion
+
+
+def test_a_run_that_dies_between_batches_resumes_with_nothing_lost_or_doubled(
+    world: World, worker_sql: Executor, tmp_path: Path
+) -> None:
+    group, request, ingestion = _registered(world, worker_sql, tmp_path, "ingest-pipeline", FILES)
 
     breaking = _Batched(calls=1)  # a call holds CALL_BATCHES batches: the second call breaks
     with pytest.raises(ProviderUnavailableError):
@@ -117,17 +128,7 @@ def test_one_pipeline_runs_through_every_page(
     pipeline starting and draining once per page; each page's position is still written only once
     its files are, so a run that dies mid-way resumes with nothing lost or doubled."""
     monkeypatch.setattr(folder_connector, "PAGE_SIZE", 4)
-    group = create_project(world, "ingest-pipeline-pages")
-    folder = _folder(tmp_path / "docs", PAGED)
-    with client_for(world, world.a.owner_key) as vera:
-        source = vera.register_folder(group, "paged docs", folder, tier=2, functional=["runs on"])
-    with caller(world.db, world.a.owner_key) as conn:
-        principal = conn.execute("select vera.current_principal()").fetchone()[0]  # type: ignore[index]
-    request = IngestRequest(group_id=group, source_id=source.source_id, principal_id=principal)
-
-    def ingestion(embedder: _Batched) -> SourceRuns:
-        return folder_runs(worker_sql, objects=LocalObjectStore(tmp_path / "o"), allowed_roots=[tmp_path],
-                               embedder_for_model=lambda _: embedder)  # type: ignore[arg-type,return-value]  # fmt: skip
+    group, request, ingestion = _registered(world, worker_sql, tmp_path, "ingest-pipeline-pages", PAGED)
 
     breaking = _Batched(calls=2)  # 120 texts, calls of 32 or more once the first is under way
     with pytest.raises(ProviderUnavailableError):
