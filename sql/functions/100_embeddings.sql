@@ -68,10 +68,15 @@ begin
         return;
     end if;
     begin
-        select array_agg(case when jsonb_typeof(v) = 'null' then null else (v::text)::public.vector end order by i),
-               array_agg(distinct public.vector_dims((v::text)::public.vector)) filter (where jsonb_typeof(v) <> 'null')
+        -- each vector parsed once (its text is ~8 KB for 384 dimensions; materialized, or the
+        -- planner would copy the cast into both aggregates)
+        with p as materialized (
+            select e.i, case when jsonb_typeof(e.v) = 'null' then null else (e.v::text)::public.vector end as vec
+              from jsonb_array_elements(vectors) with ordinality as e(v, i)
+        )
+        select array_agg(p.vec order by p.i), array_agg(distinct public.vector_dims(p.vec)) filter (where p.vec is not null)
           into parsed, dims
-          from jsonb_array_elements(vectors) with ordinality as e(v, i);
+          from p;
     exception when data_exception or invalid_text_representation then
         raise exception 'invalid % embedding: % (numbers only, finite, as a JSON array)', what, vera.shown(sqlerrm)
             using errcode = 'VE002';

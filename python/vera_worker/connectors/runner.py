@@ -10,7 +10,9 @@ written (one small cursor entry, not one per record: the cursor does not grow
 with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
 lost or written twice. A page's items are read (a Pending item's body), hashed
-and embedded ahead (preparing.py, pipeline.py), and written in order. An item
+and embedded ahead (preparing.py, pipeline.py), and written in order; one
+pipeline runs through all the pages, so the next page is fetched, read and
+embedded while this one is written (not started and drained once a page). An item
 that cannot be converted is skipped with a warning that names it and counted;
 the run goes on.
 
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,8 +64,10 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.usage import metered
 from vera_worker.connectors.contract import (
     Connector,
+    Item,
     ItemSkipped,
     Page,
+    Pending,
     Skip,
     SourceContext,
     in_scope,
@@ -111,6 +115,28 @@ class _Run:
     @property
     def caller(self) -> Principal:
         return Principal(self.request.principal_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _PageStart:
+    """In the pipeline's stream: a page begins (its count, its untouched records)."""
+
+    page: Page
+
+
+@dataclass(frozen=True, slots=True)
+class _PageItem:
+    """In the pipeline's stream: an item with VERA's heads of its page's records."""
+
+    item: Item | Skip | Pending
+    heads: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _PageEnd:
+    """In the pipeline's stream: a page's items are all handed back; its position is due."""
+
+    page: Page
 
 
 def source_of(tx: Transaction, group_id: str, source_id: UUID) -> sources_api.Source:
@@ -207,13 +233,13 @@ class ConnectorIngestion:
         return report
 
     def _poll(self, run: _Run, connector: Connector, position: Any) -> None:
-        """The connector's pages, each written in turn, until the last or a stop."""
+        """The connector's pages, their items written in turn, until the last or a stop. One
+        pipeline runs through every page (pipeline.py): the next page is fetched, and its items
+        read, hashed and embedded, while this one's are written, so a run of many pages keeps the
+        embedder as busy as a run of one; each page's position is written once its items are."""
         pages = connector.poll(position if isinstance(position, dict) else None)
         try:
-            for page in pages:
-                self._plan(run, page.planned)
-                if self._write_page(run, page):
-                    break
+            self._write_pages(run, pages)
         finally:
             close = getattr(pages, "close", None)  # a generator: what it holds open (a folder) is closed
             if close is not None:
@@ -238,28 +264,57 @@ class ConnectorIngestion:
             heads = tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
         return {h.external_id: h.signature for h in heads if h.live and h.signature is not None}
 
-    def _write_page(self, run: _Run, page: Page) -> bool:
-        """Write a page's items, then its position and their signatures; True when the run was
-        asked to stop. The items are read, hashed and embedded ahead (pipeline.py) and written
-        here, in order. A run that stops or fails mid-page keeps the signatures of what it
-        committed (so the next run does not read those again), not the page's position."""
-        run.report.scanned += page.untouched
-        run.report.untouched += page.untouched
+    def _heads(self, run: _Run, page: Page) -> dict[str, Any]:
+        """VERA's heads of the page's records (the pipeline's thread asks, before reading them)."""
         keys = [item.key for item in page.items if not isinstance(item, Skip)]
+        if not keys:
+            return {}
         request = run.request
         with self._sql.transaction(run.caller) as tx:
-            heads = {
+            return {
                 h.external_id: h
                 for h in tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
-            } if keys else {}  # fmt: skip
-        items = embedded(page.items, lambda item: prepare(item, heads, run.embedder), run.embedder)
+            }
+
+    def _stream(self, run: _Run, pages: Iterable[Page]) -> Iterator[_PageStart | _PageEnd | _PageItem]:
+        """Every page's start, items (with the page's heads) and end, in order (in the pipeline's
+        thread: the next page is fetched while the writer works)."""
+        for page in pages:
+            yield _PageStart(page)
+            heads = self._heads(run, page)
+            for item in page.items:
+                yield _PageItem(item, heads)
+            yield _PageEnd(page)
+
+    def _prepare(
+        self, run: _Run, entry: _PageStart | _PageEnd | _PageItem
+    ) -> tuple[_PageStart | _PageEnd | Ready, list[str]]:
+        if isinstance(entry, _PageItem):
+            return prepare(entry.item, entry.heads, run.embedder)
+        return entry, []
+
+    def _write_pages(self, run: _Run, pages: Iterable[Page]) -> None:
+        """Write the pages' items, and after each page's its position and their signatures,
+        until the pages end or the run is asked to stop. The items are read, hashed and embedded
+        ahead (pipeline.py) and written here, in order. A run that stops or fails mid-page keeps
+        the signatures of what it committed (so the next run does not read those again), not the
+        page's position."""
+        items = embedded(self._stream(run, pages), lambda entry: self._prepare(run, entry), run.embedder)
         try:
             with closing(items):
                 for ready, found in items:
+                    if isinstance(ready, _PageStart):
+                        self._plan(run, ready.page.planned)
+                        run.report.scanned += ready.page.untouched
+                        run.report.untouched += ready.page.untouched
+                        continue
+                    if isinstance(ready, _PageEnd):
+                        self._note(run, ready.page)  # its items are committed: its position
+                        continue
                     if run.should_stop():
                         run.report.stopped = True
                         self._note(run, None)
-                        return True  # the page's position is not written: the next run reads it again
+                        return  # the page's position is not written: the next run reads it again
                     run.done += 1
                     run.report.scanned += 0 if run.counted else 1
                     if ready.skipped is not None:
@@ -275,8 +330,6 @@ class ConnectorIngestion:
         except BaseException:
             self._note(run, None)  # what was committed stays known, also when the run ends early
             raise
-        self._note(run, page)
-        return False
 
     def _noted(self, run: _Run, ready: Ready) -> None:
         """A committed item's signature, stored with the page's position."""
