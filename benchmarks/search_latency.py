@@ -586,7 +586,7 @@ def shuffled(rng: random.Random, x: list[int]) -> None:
         k = n.bit_length()
         j = getrandbits(k)
         while j >= n:
-            j = getrandbits(k) // 1 + 0
+            j = getrandbits(k)
         x[i], x[j] = x[j], x[i]
 
 
