@@ -41,7 +41,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,9 +276,39 @@ def size_buffers(bench: Bench, corpus: Corpus, size: str, table: str = "facts") 
             " order by c.relname",
             (list(PREWARM[table]), table, corpus.groups[0], DIM),
         ).fetchall()
+        toast = prewarm_toast(conn, table, corpus.groups[0])
         print(f"shared_buffers {conn.execute('show shared_buffers').fetchone()[0]}; "  # type: ignore[index]
               f"prewarmed {sum(r[1] for r in rows):,} pages of {len(rows)} relations "
-              f"({', '.join(r[0] for r in rows)}) in {time.perf_counter() - started:.0f} s")  # fmt: skip
+              f"({', '.join(r[0] for r in rows)}) and {toast:,} pages of tenant 0's TOAST "
+              f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
+
+
+def prewarm_toast(conn: psycopg.Connection, table: str, group: str) -> int:
+    """The pages of the table's TOAST that hold the group's values stored out of line (a passage's
+    embedding and long text: most of vera.chunks' bytes) loaded into the buffers; the number of pages.
+    Only the group's: at 1,000,000 passages the whole TOAST (3.6 GB) would crowd out the rest."""
+    row = conn.execute(
+        "select t.oid::regclass::text, array_agg(a.attname::text) from pg_class c"
+        " join pg_class t on t.oid = c.reltoastrelid"
+        " join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped"
+        " and a.attstorage <> 'p' where c.oid = %s::regclass group by t.oid",
+        (f"vera.{table}",),
+    ).fetchone()
+    if row is None:
+        return 0
+    toast, columns = row
+    values = psycopg.sql.SQL(" union all ").join(
+        psycopg.sql.SQL("select pg_column_toast_chunk_id({}) from vera.{} where group_id = %(group)s").format(
+            psycopg.sql.Identifier(column), psycopg.sql.Identifier(table)
+        )
+        for column in columns
+    )
+    query = psycopg.sql.SQL(
+        "select coalesce(sum(public.pg_prewarm(%(toast)s::regclass, 'buffer', 'main', b.block, b.block)), 0)"
+        " from (select distinct (t.ctid::text::point)[0]::bigint as block from {} t"
+        " where t.chunk_id in ({})) b"
+    ).format(psycopg.sql.SQL(toast), values)
+    return int(conn.execute(query, {"toast": toast, "group": group}).fetchone()[0])  # type: ignore[index]
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -729,7 +759,9 @@ def build_passages(passages: int, rebuild: bool) -> tuple[Bench, Corpus, float]:
             conn.execute(psycopg.sql.SQL("drop index vera.{}").format(psycopg.sql.Identifier(name)))
         loads: list[float] = []
 
-        def load(group: str) -> None:
+        def load(group: str, after: Future[None] | None) -> None:
+            if after is not None:
+                after.result()
             with bench.admin() as loader:
                 # the statistics' trigger groups the tenant's every word (vera.count_terms) in memory
                 loader.execute("set work_mem = '256MB'")
@@ -737,11 +769,16 @@ def build_passages(passages: int, rebuild: bool) -> tuple[Bench, Corpus, float]:
                 load_passages(loader, group)
                 loads.append(time.perf_counter() - begun)
 
+        futures: list[Future[None]] = []
+
+        def staged_tenant(group: str) -> None:
+            # tenant 0 (the one searched) alone, as a load of one tenant after another lays it out
+            # (its rows together in the table and its TOAST, not between another loader's), then two
+            # tenants at a time
+            futures.append(pool.submit(load, group, futures[0] if len(futures) in (1, 2) else None))
+
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = []
-            stage_passages(
-                conn, corpus, passages // TENANTS, lambda group: futures.append(pool.submit(load, group))
-            )
+            stage_passages(conn, corpus, passages // TENANTS, staged_tenant)
             staged = time.perf_counter()
             print(f"staged {passages:,} passages in {staged - started:.0f} s", flush=True)
             for future in futures:
