@@ -768,7 +768,8 @@ def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: Wor
     of them, as many as the budget (or n): of passages holding the word equally often the shorter
     scores higher, so the list is the exact one here but for what such a round gives up: a long
     passage holding the word twenty times, the exact list's first, is past the budget's length and
-    not read. A query with a rarer word that passage holds finds it in that word's round."""
+    not read. A query with a rarer word that passage holds finds it in that word's round, and a
+    long passage holding the query's later words too is read first, in the round's first piece."""
     group, episode = _bulk_group(world, "stats-passage-budget")
     with world.db.admin() as admin:
         # 600 passages holding "common" once, of 2 to 601 distinct words, the longest stored first
@@ -800,6 +801,29 @@ def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: Wor
         assert found[0][0] == long_one
         assert found == brute_force(admin, [group], "common zebra", "passage", 10, world.a.owner_personal,
                                     world.a.owner)  # fmt: skip
+        # A passage holding more of the question: 700 and 800 short passages hold "extra" and "more",
+        # more frequent than "common", and a passage of 300 words (past the budget's length among those
+        # holding "common") holds all three three times. The round of "common" reads the passages
+        # holding it and a later word first (that one alone), then the shortest holding it alone; the
+        # later words' rounds leave out the passages holding "common", so a round that read its word
+        # in one piece would never find it.
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i else 'more z' || i end
+                 from generate_series(1, 1500) i
+               union all
+               select %s, %s, 4000, repeat('common extra more ', 3)
+                                    || (select string_agg('w' || j, ' ') from generate_series(1, 297) j)""",
+            (group, episode, group, episode),
+        )
+        asked = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s and ordinal = 4000", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+        query = "common extra more"
+        exact = brute_force(admin, [group], query, "passage", 10, world.a.owner_personal, world.a.owner)
+        assert exact[0][0] == asked
+        found = lexical(admin, [group], query, "passage", 10, world.a.owner_personal, world.a.owner)
+        assert found[0] == exact[0]
 
 
 def test_fact_rounds_read_at_most_the_budget(world: World) -> None:

@@ -45,17 +45,21 @@ set role vera_owner;
 -- only those cannot enter); when all of them fit, t's documents are not
 -- read at all. Nothing a brute-force list would hold is lost while no
 -- round's terms are held by more than the budget of passages.
--- A round whose terms are (a generating term may be held by a fiftieth of
+-- A round whose term is (a generating term may be held by a fiftieth of
 -- the group: 2,000 of a tenant's 100,000 passages, each scored from its
--- words at about 5 microseconds) reads every passage's length from its row
--- and scores only the shortest, as many as the budget (or n, when more) and
--- those as long as the last of them. Of passages holding the round's terms equally often
--- the shorter scores higher (BM25's length normalisation), so a longer one
--- enters the list only by holding a term more often or holding more of the
--- later terms; that is what such a round gives up: a longer passage holding
--- its word many times is not read in it (nor in a later round, which leaves
--- out the passages holding an earlier round's terms). A passage holding
--- only the later terms is read in their rounds as before.
+-- words at about 5 microseconds) reads it in two pieces, the passages
+-- holding it and a later term of the query first, then those holding it
+-- alone; of each it reads every passage's length from its row and scores
+-- only the shortest, as many as the budget (or n, when more) and those as
+-- long as the last of them. A passage holding more of the query's words is
+-- in the first piece, which is small beside the second (a passage the
+-- question was asked of holds them all); of passages holding the same
+-- words equally often the shorter scores higher (BM25's length
+-- normalisation). What such a round gives up: a passage past its piece's
+-- budget that holds the word many times (it is not read in a later round
+-- either, which leaves out the passages holding an earlier round's terms).
+-- A passage holding only the later terms is read in their rounds as
+-- before.
 -- Facts (b = 0) get it up to a bound on the rows read: a
 -- round reads at most the budget of documents (at least n). Without length
 -- normalisation a fact's score depends only on which query terms it holds
@@ -130,9 +134,16 @@ declare
     found_keys bytea[];
     -- the least score a passage must reach to enter the list (its n-th once full)
     entry_score double precision;
-    -- a passage round held by more than the budget: the length of its budget-th shortest passage,
-    -- the longest it scores (null: it scores every passage it reads)
+    -- a passage round held by more than the budget: its pieces (the passages holding its term and a
+    -- later one, then those holding it alone), the one being read, and the length of the piece's
+    -- budget-th shortest passage, the longest it scores (null: it scores every passage it reads)
+    pieces tsquery[];
+    piece tsquery;
     longest integer;
+    piece_groups text[];
+    piece_ids uuid[];
+    piece_scores double precision[];
+    piece_keys bytea[];
     -- the parts of the facts' full-text index (vera.group_lexemes) a round has read, and its rows
     parts constant text[] := vera.lexeme_parts();
     -- the most parts a statement reads by their own keys (GIN merges that many lists per word)
@@ -299,56 +310,74 @@ begin
                 if excluded is not null then
                     matching := matching && !! excluded;
                 end if;
-                -- a round whose terms more than the budget of passages hold scores its shortest passages, as
-                -- many as the budget (the list's length when longer) and those as long as the last: a
-                -- passage's length is read from its row, its score needs its words (see above)
-                longest := null;
-                if round_postings > budget then
-                    select c.words into longest
-                      from vera.chunks c
-                     where c.tsv @@ matching and c.group_id = any (groups)
-                       and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                     order by c.words
-                    offset greatest(budget, n) - 1 limit 1;
+                -- A round whose term more than the budget of passages hold reads it in two pieces: the
+                -- passages holding it and a later term (those that hold more of the question), then those
+                -- holding it alone; of each piece it scores the shortest passages, as many as the budget (the
+                -- list's length when longer) and those as long as the last (a passage's length is read from
+                -- its row, its score needs its words: see above)
+                if round_postings > budget and and_terms is null and taken < cardinality(ranked_terms) then
+                    pieces := array[matching && vera.any_of(ranked_terms[taken + 1:]),
+                                    matching && !! vera.any_of(ranked_terms[taken + 1:])];
+                else
+                    pieces := array[matching];
                 end if;
-                -- Static: planned once per session and kept (as the facts' statement above); the documents
-                -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
-                -- for visibility and given an order key
-                select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
-                  into round_groups, round_ids, round_scores, round_keys
-                  from (select t.group_id, t.item_id, t.score,
-                               vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
-                          from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
-                                  from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
-                                          from vera.chunks c
-                                         cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
-                                                                                    ranked_idfs, average_length) sc
-                                         where c.tsv @@ matching and c.group_id = any (groups)
-                                           and (c.lifecycle = 'published'
-                                                or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                                           and (longest is null or c.words <= longest)
-                                           -- once the list holds n, only a passage scoring at least its n-th
-                                           -- can enter it (ties by order key): the others need no check
-                                           and sc.score >= entry_score
-                                         order by sc.score desc
-                                        offset 0) r
-                                 cross join lateral (
-                                       select e.external_id, e.version, s.name as source_name
-                                         from vera.episodes e
-                                         join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
-                                        where e.group_id = r.group_id and e.episode_id = r.episode_id
-                                          and e.status <> 'retracted' and e.observed_at <= reference
-                                          and not exists (select from vera.episodes newer
-                                                           where newer.group_id = e.group_id
-                                                             and newer.source_id = e.source_id
-                                                             and newer.external_id = e.external_id
-                                                             and newer.version > e.version
-                                                             and newer.observed_at <= reference
-                                                             and newer.status <> 'retracted')) v
-                                 order by r.score desc
-                                 fetch first (n) rows with ties) t
-                         order by 3 desc, 4, array_position(group_order, t.group_id), 2
-                         limit n) h;
+                round_groups := '{}';
+                round_ids := '{}';
+                round_scores := '{}';
+                round_keys := '{}';
+                foreach piece in array pieces loop
+                    longest := null;
+                    if round_postings > budget then
+                        select c.words into longest
+                          from vera.chunks c
+                         where c.tsv @@ piece and c.group_id = any (groups)
+                           and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                         order by c.words
+                        offset greatest(budget, n) - 1 limit 1;
+                    end if;
+                    -- Static: planned once per session and kept (as the facts' statement above); the documents
+                    -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
+                    -- for visibility and given an order key
+                    select array_agg(h.group_id), array_agg(h.item_id), array_agg(h.score), array_agg(h.order_key)
+                      into piece_groups, piece_ids, piece_scores, piece_keys
+                      from (select t.group_id, t.item_id, t.score,
+                                   vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
+                              from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
+                                      from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
+                                              from vera.chunks c
+                                             cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
+                                                                                        ranked_idfs, average_length) sc
+                                             where c.tsv @@ piece and c.group_id = any (groups)
+                                               and (c.lifecycle = 'published'
+                                                    or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                                               and (longest is null or c.words <= longest)
+                                               -- once the list holds n, only a passage scoring at least its n-th
+                                               -- can enter it (ties by order key): the others need no check
+                                               and sc.score >= entry_score
+                                             order by sc.score desc
+                                            offset 0) r
+                                     cross join lateral (
+                                           select e.external_id, e.version, s.name as source_name
+                                             from vera.episodes e
+                                             join vera.sources s on s.group_id = e.group_id and s.source_id = e.source_id
+                                            where e.group_id = r.group_id and e.episode_id = r.episode_id
+                                              and e.status <> 'retracted' and e.observed_at <= reference
+                                              and not exists (select from vera.episodes newer
+                                                               where newer.group_id = e.group_id
+                                                                 and newer.source_id = e.source_id
+                                                                 and newer.external_id = e.external_id
+                                                                 and newer.version > e.version
+                                                                 and newer.observed_at <= reference
+                                                                 and newer.status <> 'retracted')) v
+                                     order by r.score desc
+                                     fetch first (n) rows with ties) t
+                             order by 3 desc, 4, array_position(group_order, t.group_id), 2
+                             limit n) h;
+                    round_groups := round_groups || coalesce(piece_groups, '{}');
+                    round_ids := round_ids || coalesce(piece_ids, '{}');
+                    round_scores := round_scores || coalesce(piece_scores, '{}');
+                    round_keys := round_keys || coalesce(piece_keys, '{}');
+                end loop;
             end if;
             parts_read := parts_read + parts_step;
             select array_agg(m.g), array_agg(m.i), array_agg(m.s), array_agg(m.k)
