@@ -49,9 +49,9 @@ set role vera_owner;
 -- the group: 2,000 of a tenant's 100,000 passages, each scored from its
 -- words at about 5 microseconds) reads it in two pieces, the passages
 -- holding it and a later term of the query first, then those holding it
--- alone; of each it reads every passage's length from its row and scores
--- only the shortest, as many as the budget (or n, when more) and those as
--- long as the last of them. A passage holding more of the query's words is
+-- alone; it reads their lengths from their rows and scores only the
+-- shortest of the first piece, then of the second, as many in all as the
+-- budget (or n, when more; equal lengths by id). A passage holding more of the query's words is
 -- in the first piece, which is small beside the second (a passage the
 -- question was asked of holds them all); of passages holding the same
 -- words equally often the shorter scores higher (BM25's length
@@ -135,11 +135,13 @@ declare
     -- the least score a passage must reach to enter the list (its n-th once full)
     entry_score double precision;
     -- a passage round held by more than the budget: its pieces (the passages holding its term and a
-    -- later one, then those holding it alone), the one being read, and the length of the piece's
-    -- budget-th shortest passage, the longest it scores (null: it scores every passage it reads)
+    -- later one, then those holding it alone), the one being read, the passages the round may still
+    -- score (its pieces share them) and the rows of a piece's shortest passages (null: every passage
+    -- of the piece is scored)
     pieces tsquery[];
     piece tsquery;
-    longest integer;
+    unscored integer;
+    shortest tid[];
     piece_groups text[];
     piece_ids uuid[];
     piece_scores double precision[];
@@ -312,9 +314,9 @@ begin
                 end if;
                 -- A round whose term more than the budget of passages hold reads it in two pieces: the
                 -- passages holding it and a later term (those that hold more of the question), then those
-                -- holding it alone; of each piece it scores the shortest passages, as many as the budget (the
-                -- list's length when longer) and those as long as the last (a passage's length is read from
-                -- its row, its score needs its words: see above)
+                -- holding it alone; it scores the shortest passages of the first, then of the second, as
+                -- many in all as the budget (the list's length when longer), equal lengths by id (a
+                -- passage's length is read from its row, its score needs its words: see above)
                 if round_postings > budget and and_terms is null and taken < cardinality(ranked_terms) then
                     pieces := array[matching && vera.any_of(ranked_terms[taken + 1:]),
                                     matching && !! vera.any_of(ranked_terms[taken + 1:])];
@@ -325,15 +327,21 @@ begin
                 round_ids := '{}';
                 round_scores := '{}';
                 round_keys := '{}';
+                unscored := greatest(budget, n);
                 foreach piece in array pieces loop
-                    longest := null;
+                    shortest := null;
                     if round_postings > budget then
-                        select c.words into longest
-                          from vera.chunks c
-                         where c.tsv @@ piece and c.group_id = any (groups)
-                           and (c.lifecycle = 'published' or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                         order by c.words
-                        offset greatest(budget, n) - 1 limit 1;
+                        exit when unscored <= 0;
+                        -- the rows themselves (the function's one snapshot keeps them where they are), so
+                        -- that the statement below reads those alone
+                        shortest := array(select c.ctid
+                                            from vera.chunks c
+                                           where c.tsv @@ piece and c.group_id = any (groups)
+                                             and (c.lifecycle = 'published'
+                                                  or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                                           order by c.words, c.chunk_id
+                                           limit unscored);
+                        unscored := unscored - cardinality(shortest);
                     end if;
                     -- Static: planned once per session and kept (as the facts' statement above); the documents
                     -- holding the round's terms scored, then only the best n (and those tying with the n-th) checked
@@ -344,16 +352,22 @@ begin
                                    vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
                               from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
                                       from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
-                                              from vera.chunks c
+                                              from (-- the piece's passages, or the rows chosen above (one
+                                                    -- branch runs: its gate is decided before any row is read)
+                                                    select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
+                                                      from vera.chunks h
+                                                     where shortest is null and h.tsv @@ piece and h.group_id = any (groups)
+                                                       and (h.lifecycle = 'published'
+                                                            or (h.lifecycle = 'proposal' and h.proposed_by = caller))
+                                                    union all
+                                                    select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
+                                                      from vera.chunks h
+                                                     where h.ctid = any (shortest)) c
                                              cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
                                                                                         ranked_idfs, average_length) sc
-                                             where c.tsv @@ piece and c.group_id = any (groups)
-                                               and (c.lifecycle = 'published'
-                                                    or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                                               and (longest is null or c.words <= longest)
                                                -- once the list holds n, only a passage scoring at least its n-th
                                                -- can enter it (ties by order key): the others need no check
-                                               and sc.score >= entry_score
+                                             where sc.score >= entry_score
                                              order by sc.score desc
                                             offset 0) r
                                      cross join lateral (
