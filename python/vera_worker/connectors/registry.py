@@ -7,6 +7,7 @@ of KINDS."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +29,20 @@ class Kind:
     summary: str  # one line for `vera source add --help`
     build: Callable[[SourceContext], Connector]
     # how often a run compares the slim listing with what VERA holds, when the source's config
-    # names no prune_interval_s; None: the runner's default (an hour)
+    # names no prune_interval_s; None: DEFAULT_PRUNE_INTERVAL_S
     prune_interval_s: int | None = None
+
+    def prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None, now: dt.datetime) -> bool:
+        """Whether a run compares the listing now: never pruned, or longer ago than the source's
+        prune_interval_s (a whole number of seconds, not negative), else the kind's, else an hour."""
+        default = self.prune_interval_s if self.prune_interval_s is not None else DEFAULT_PRUNE_INTERVAL_S
+        interval = config.get("prune_interval_s", default)
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 0:
+            interval = default
+        return pruned_at is None or now - pruned_at >= dt.timedelta(seconds=interval)
+
+
+DEFAULT_PRUNE_INTERVAL_S = 3600
 
 
 KINDS: Mapping[str, Kind] = {

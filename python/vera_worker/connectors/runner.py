@@ -11,7 +11,7 @@ with the source), so a run that dies resumes after the last committed page, and
 what it wrote of the page in hand is found unchanged by its hash: nothing is
 lost or written twice. A page's items are read (a Pending item's body), hashed
 and embedded ahead (preparing.py, pipeline.py), and written in order; one
-pipeline runs through all the pages, so the next page is fetched, read and
+pipeline runs through all the pages (page_stream.py), so the next page is fetched, read and
 embedded while this one is written (not started and drained once a page). An item
 that cannot be converted is skipped with a warning that names it and counted;
 the run goes on.
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,17 +64,16 @@ from vera_client.domain.ports import Embedder, ObjectStore
 from vera_worker.adapters.usage import metered
 from vera_worker.connectors.contract import (
     Connector,
-    Item,
     ItemSkipped,
     Page,
-    Pending,
     Skip,
     SourceContext,
     in_scope,
 )
 from vera_worker.connectors.events import IngestEvent, IngestReport
+from vera_worker.connectors.page_stream import PageEnd, PageStart, page_stream, prepared
 from vera_worker.connectors.pipeline import embedded
-from vera_worker.connectors.preparing import RUN_STOPPERS, Ready, prepare
+from vera_worker.connectors.preparing import RUN_STOPPERS, Ready
 from vera_worker.connectors.registry import Kind
 from vera_worker.connectors.secrets import redacted, source_token
 from vera_worker.connectors.writing import RecordVersion, write_version
@@ -83,7 +82,6 @@ from vera_worker.domain.records import unnamed
 logger = logging.getLogger(__name__)
 
 POSITION_KEY = "@position"  # the connector's own cursor, in the source's cursor document
-DEFAULT_PRUNE_INTERVAL_S = 3600
 
 EmbedderForModel = Callable[[str | None], Embedder | None]
 
@@ -115,28 +113,6 @@ class _Run:
     @property
     def caller(self) -> Principal:
         return Principal(self.request.principal_id)
-
-
-@dataclass(frozen=True, slots=True)
-class _PageStart:
-    """In the pipeline's stream: a page begins (its count, its untouched records)."""
-
-    page: Page
-
-
-@dataclass(frozen=True, slots=True)
-class _PageItem:
-    """In the pipeline's stream: an item with VERA's heads of its page's records."""
-
-    item: Item | Skip | Pending
-    heads: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class _PageEnd:
-    """In the pipeline's stream: a page's items are all handed back; its position is due."""
-
-    page: Page
 
 
 def source_of(tx: Transaction, group_id: str, source_id: UUID) -> sources_api.Source:
@@ -216,7 +192,7 @@ class ConnectorIngestion:
         try:
             connector = kind.build(context)
             self._poll(run, connector, cursor.get(POSITION_KEY))
-            if not run.report.stopped and self._prune_due(source.config, settings.pruned_at, kind):
+            if not run.report.stopped and kind.prune_due(source.config, settings.pruned_at, self._clock()):
                 self._prune(run, connector.slim())
                 run.report.pruned = request.scope is None  # a scoped run compared part of the source
         except VeraError as exc:
@@ -276,39 +252,23 @@ class ConnectorIngestion:
                 for h in tx.run(sources_api.record_heads(request.group_id, request.source_id, keys))
             }
 
-    def _stream(self, run: _Run, pages: Iterable[Page]) -> Iterator[_PageStart | _PageEnd | _PageItem]:
-        """Every page's start, items (with the page's heads) and end, in order (in the pipeline's
-        thread: the next page is fetched while the writer works)."""
-        for page in pages:
-            yield _PageStart(page)
-            heads = self._heads(run, page)
-            for item in page.items:
-                yield _PageItem(item, heads)
-            yield _PageEnd(page)
-
-    def _prepare(
-        self, run: _Run, entry: _PageStart | _PageEnd | _PageItem
-    ) -> tuple[_PageStart | _PageEnd | Ready, list[str]]:
-        if isinstance(entry, _PageItem):
-            return prepare(entry.item, entry.heads, run.embedder)
-        return entry, []
-
     def _write_pages(self, run: _Run, pages: Iterable[Page]) -> None:
         """Write the pages' items, and after each page's its position and their signatures,
         until the pages end or the run is asked to stop. The items are read, hashed and embedded
         ahead (pipeline.py) and written here, in order. A run that stops or fails mid-page keeps
         the signatures of what it committed (so the next run does not read those again), not the
         page's position."""
-        items = embedded(self._stream(run, pages), lambda entry: self._prepare(run, entry), run.embedder)
+        stream = page_stream(pages, lambda page: self._heads(run, page))
+        items = embedded(stream, lambda entry: prepared(entry, run.embedder), run.embedder)
         try:
             with closing(items):
                 for ready, found in items:
-                    if isinstance(ready, _PageStart):
+                    if isinstance(ready, PageStart):
                         self._plan(run, ready.page.planned)
                         run.report.scanned += ready.page.untouched
                         run.report.untouched += ready.page.untouched
                         continue
-                    if isinstance(ready, _PageEnd):
+                    if isinstance(ready, PageEnd):
                         self._note(run, ready.page)  # its items are committed: its position
                         continue
                     if run.should_stop():
@@ -393,13 +353,6 @@ class ConnectorIngestion:
         run.report.embeddings += vectors
         self._emit(IngestEvent("ingested", run.name, item.key, run.done, run.total, passages=len(passages),
                                claims=len(claims), embeddings=vectors))  # fmt: skip
-
-    def _prune_due(self, config: Mapping[str, Any], pruned_at: dt.datetime | None, kind: Kind) -> bool:
-        default = kind.prune_interval_s if kind.prune_interval_s is not None else DEFAULT_PRUNE_INTERVAL_S
-        interval = config.get("prune_interval_s", default)
-        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 0:
-            interval = default
-        return pruned_at is None or self._clock() - pruned_at >= dt.timedelta(seconds=interval)
 
     def _prune(self, run: _Run, listing: Any) -> None:
         scope = run.request.scope
