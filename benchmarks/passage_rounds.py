@@ -60,6 +60,7 @@ FILES = (
     "sql/functions/130_publish.sql",
     "sql/functions/170_ranking.sql",
     "sql/functions/171_match_confidence.sql",
+    "sql/functions/174_passage_lexemes.sql",
     "sql/functions/177_lexical_candidates.sql",
     "sql/functions/178_blend.sql",
     "sql/functions/179_search_candidates.sql",
@@ -96,10 +97,12 @@ def main() -> None:
         help="a migration of this checkout to run on the bench database first (idempotent)",
     )
     args = parser.parse_args()
+    # a file the base does not have yet (174_passage_lexemes.sql before issue 31's sixth pass) adds
+    # nothing: its functions stay as this checkout installs them, and the base calls none of them
     base = "\n".join(
         subprocess.run(  # noqa: S603 (git, a revision the operator names)
             ["git", "show", f"{args.base}:{path}"],  # noqa: S607
-            capture_output=True, text=True, check=True, cwd=ROOT,
+            capture_output=True, text=True, check=False, cwd=ROOT,
         ).stdout
         for path in FILES
     )  # fmt: skip

@@ -251,6 +251,21 @@ comment on function vera.any_of(text[]) is
 -- vera.lexical_query (the SQL API, run as its caller) and the candidate stages (vera_searcher) call it
 grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
 
+-- Internal: the text form of a tsvector's words keyed by a group,
+-- "'<group_id> <lexeme>' ...", as both full-text indexes key them
+-- (vera.group_lexemes for facts, vera.passage_lexemes for passages). A
+-- lexeme holds no space and neither does a group id, so "' '" in the text
+-- form of the stripped vector only ever separates two lexemes. Built-in
+-- functions only, inlined with its caller into the index's expression.
+create or replace function vera.group_keyed_words(group_id text, tsv tsvector)
+returns text
+language sql immutable parallel safe
+as $$ select '''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2) $$;
+comment on function vera.group_keyed_words(text, tsvector) is
+    'Internal: a tsvector''s words keyed by a group ("''<group_id> <lexeme>'' ..."), as the full-text indexes key them';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.group_keyed_words(text, tsvector) to vera_searcher;
+
 -- Internal: a fact's words as the facts' full-text index holds them
 -- (facts_group_lexemes_idx, migrations 0004 and 0005), each twice: keyed by
 -- its group, "<group_id> <lexeme>", and by its group and the part of the
@@ -261,16 +276,15 @@ grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gat
 -- postings; the second lets a round that reads at most a budget of facts
 -- holding a frequent word read a part of its list instead of decoding and
 -- sorting all of it (vera.lexical_candidates). The same expression as the
--- index's, in built-in functions only: a plain SQL function, which the
--- planner inlines into the query, where it then matches the index. A
--- lexeme holds no space and neither does a group id, so "' '" in the text
--- form of the stripped vector only ever separates two lexemes.
+-- index's once vera.group_keyed_words is inlined too: plain SQL functions,
+-- which the planner inlines into the query, where it then matches the
+-- index.
 create or replace function vera.group_lexemes(group_id text, fact_id uuid, tsv tsvector)
 returns tsvector
 language sql immutable parallel safe
 as $$
     select case when tsv = ''::tsvector then tsv
-                else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2)
+                else (vera.group_keyed_words(group_id, tsv)
                       || ' ''' || group_id || ' '
                       || replace(left(substr(strip(tsv)::text, 2), -1), ''' ''',
                                  ' ' || right(fact_id::text, 1) || ''' ''' || group_id || ' ')

@@ -49,9 +49,10 @@ set role vera_owner;
 -- the group: 2,000 of a tenant's 100,000 passages, each scored from its
 -- words at about 5 microseconds) reads it in two pieces, the passages
 -- holding it and a later term of the query first, then those holding it
--- alone; it reads their lengths from their rows and scores only the
--- shortest of the first piece, then of the second, as many in all as the
--- budget (or n, when more; equal lengths by id). A passage holding more of the query's words is
+-- alone; it scores only the shortest of the first piece, then of the
+-- second, as many in all as the budget (or n, when more; equal lengths by
+-- id), which it reads by length band, shortest first
+-- (vera.shortest_passages, 174_passage_lexemes.sql). A passage holding more of the query's words is
 -- in the first piece, which is small beside the second (a passage the
 -- question was asked of holds them all); of passages holding the same
 -- words equally often the shorter scores higher (BM25's length
@@ -134,11 +135,15 @@ declare
     found_keys bytea[];
     -- the least score a passage must reach to enter the list (its n-th once full)
     entry_score double precision;
-    -- a passage round held by more than the budget: its pieces (the passages holding its term and a
-    -- later one, then those holding it alone), the one being read, the passages the round may still
-    -- score (its pieces share them) and the rows of a piece's shortest passages (null: every passage
-    -- of the piece is scored)
-    pieces tsquery[];
+    -- a passage round held by more than the budget is split in two pieces (the passages holding its
+    -- term and a later one, then those holding it alone); the piece being read (the later terms one of
+    -- which its passages hold, the terms they hold none of, its tsquery over vera.passage_lexemes), the
+    -- passages the round may still score (its pieces share them) and the rows of a piece's shortest
+    -- passages (null: every passage of the piece is scored)
+    split boolean;
+    piece_number integer;
+    piece_and text[];
+    piece_none text[];
     piece tsquery;
     unscored integer;
     shortest tid[];
@@ -236,7 +241,8 @@ begin
         -- (docs/benchmarks.md). A statement over m parts makes GIN merge m posting lists per word,
         -- so one that would read more than parts_by_key of them reads the keys without a part
         -- instead (the word's whole list, as without parts), leaving out the parts already read.
-        -- Passages: one statement, every match.
+        -- Passages: one statement per piece, every match, over the passages' index keyed by group
+        -- and word (vera.passage_lexemes).
         parts_read := 0;
         rows_read := 0;
         loop
@@ -301,46 +307,37 @@ begin
             else
                 entry_score := case when coalesce(cardinality(found_scores), 0) = n then found_scores[n]
                                     else '-infinity'::double precision end;
-                if and_terms is null then
-                    matching := vera.any_of(matching_terms);
-                else
-                    matching := vera.any_of(matching_terms) && vera.any_of(and_terms);
-                end if;
-                -- the passages holding an earlier round's term (scored then) are left out by the full-text
-                -- index itself (GIN evaluates "and not" exactly), not by a filter on every row read: those
-                -- are neither fetched nor their tsvectors decompressed (a long passage's is, ~2 kB)
-                if excluded is not null then
-                    matching := matching && !! excluded;
-                end if;
                 -- A round whose term more than the budget of passages hold reads it in two pieces: the
                 -- passages holding it and a later term (those that hold more of the question), then those
                 -- holding it alone; it scores the shortest passages of the first, then of the second, as
                 -- many in all as the budget (the list's length when longer), equal lengths by id (a
-                -- passage's length is read from its row, its score needs its words: see above)
-                if round_postings > budget and and_terms is null and taken < cardinality(ranked_terms) then
-                    pieces := array[matching && vera.any_of(ranked_terms[taken + 1:]),
-                                    matching && !! vera.any_of(ranked_terms[taken + 1:])];
-                else
-                    pieces := array[matching];
-                end if;
+                -- passage's length is read from its row, its score needs its words: see above). The
+                -- passages holding an earlier round's term (scored then) are left out by the full-text index
+                -- itself (GIN evaluates "and not" exactly), not by a filter on every row read: those are
+                -- neither fetched nor their tsvectors read (a long passage's is ~2 kB).
+                split := round_postings > budget and and_terms is null and taken < cardinality(ranked_terms);
                 round_groups := '{}';
                 round_ids := '{}';
                 round_scores := '{}';
                 round_keys := '{}';
                 unscored := greatest(budget, n);
-                foreach piece in array pieces loop
+                for piece_number in 1 .. case when split then 2 else 1 end loop
+                    if not split then
+                        piece_and := and_terms;
+                        piece_none := ranked_terms[1:earlier];
+                    elsif piece_number = 1 then
+                        piece_and := ranked_terms[taken + 1:];
+                        piece_none := ranked_terms[1:earlier];
+                    else
+                        piece_and := null;
+                        piece_none := ranked_terms[1:earlier] || ranked_terms[taken + 1:];
+                    end if;
+                    piece := vera.passage_lexeme_query(groups, matching_terms, piece_and, piece_none);
                     shortest := null;
                     if round_postings > budget then
                         exit when unscored <= 0;
-                        -- the rows themselves (the function's one snapshot keeps them where they are), so
-                        -- that the statement below reads those alone
-                        shortest := array(select c.ctid
-                                            from vera.chunks c
-                                           where c.tsv @@ piece and c.group_id = any (groups)
-                                             and (c.lifecycle = 'published'
-                                                  or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                                           order by c.words, c.chunk_id
-                                           limit unscored);
+                        shortest := vera.shortest_passages(groups, matching_terms, piece_and, piece_none, caller,
+                                                           unscored, average_length);
                         unscored := unscored - cardinality(shortest);
                     end if;
                     -- Static: planned once per session and kept (as the facts' statement above); the documents
@@ -356,7 +353,9 @@ begin
                                                     -- branch runs: its gate is decided before any row is read)
                                                     select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
                                                       from vera.chunks h
-                                                     where shortest is null and h.tsv @@ piece and h.group_id = any (groups)
+                                                     where shortest is null
+                                                       and vera.passage_lexemes(h.group_id, h.words, h.tsv) @@ piece
+                                                       and h.group_id = any (groups)
                                                        and (h.lifecycle = 'published'
                                                             or (h.lifecycle = 'proposal' and h.proposed_by = caller))
                                                     union all
