@@ -1,29 +1,24 @@
 -- 0021_passage_group_lexemes: the passages' full-text index keyed by
--- (group, word) and by (group, length band), as the facts' is by group
--- (0004) (issue 31, sixth pass).
+-- (group, word), as the facts' is (0004) (issue 31, sixth pass).
 --
 -- chunks_group_tsv_idx was a GIN index over (group_id, tsv): one posting
 -- list per word for every tenant, intersected with the group's. At
 -- 1,000,000 passages in 10 tenants a word that a fiftieth of a tenant's
--- passages hold is held by ~20,000, and each lexical round walked them all
--- to find its tenant's ~2,000. The new index holds each word of a passage
--- keyed by its group, "<group_id> <lexeme>", and one key more for its
--- length band, "<group_id> length <band>" (four bands to each doubling of
--- its words): a round reads only its groups' postings, and a round that
--- scores only the shortest passages holding a frequent word reads them by
--- band instead of reading every holder's length from its row
--- (vera.shortest_passages). vera.passage_lexemes
+-- passages hold is held by ~20,000, "the" by nearly all 1,000,000, and a
+-- lexical round walked those lists to find its tenant's postings. The new
+-- index holds each word of a passage keyed by its group, "<group_id>
+-- <lexeme>": a round reads only its groups' lists. vera.passage_lexemes
 -- (sql/functions/174_passage_lexemes.sql) is the same expression, inlined
 -- by the planner into a round's statement so that it matches this index;
 -- it is spelled out here, in built-in functions only, because migrations
 -- run before sql/functions.
 --
--- Building it reads every passage (about 30 s for 100,000 on 2 cores, with
--- the memory set below: GIN sorts its keys in maintenance_work_mem, and
--- PostgreSQL's default of 64 MB makes it write and merge many runs); the
--- old index is dropped after it. It runs twice harmlessly (a benchmark
--- database built before it takes it with `benchmarks/passage_rounds.py
--- --apply-migration`).
+-- Building it reads every passage (about 50 s for 100,000 and 3 minutes
+-- for 1,000,000 on 2 cores, with the memory set below: GIN sorts its keys
+-- in maintenance_work_mem, and PostgreSQL's default of 64 MB makes it
+-- write and merge many runs); the old index is dropped after it. It runs
+-- twice harmlessly (a benchmark database built before it takes it with
+-- `benchmarks/passage_rounds.py --apply-migration`).
 --
 -- Unreleased until sql/migrations/RELEASED lists it; from then on frozen.
 set role vera_owner;
@@ -31,9 +26,7 @@ set role vera_owner;
 set local maintenance_work_mem = '256MB';
 create index if not exists chunks_group_lexemes_idx on vera.chunks using gin ((
     case when tsv = ''::tsvector then tsv
-         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2)
-               || ' ''' || group_id || ' length '
-               || floor(4 * ln(greatest(words, 1)::float8) / ln(2::float8))::integer::text || '''')::tsvector
+         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
     end));
 drop index if exists vera.chunks_group_tsv_idx;
 

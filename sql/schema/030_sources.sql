@@ -134,16 +134,12 @@ create table vera.chunks (
     constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed),
     constraint chunks_time_scope_read_together check ((time_scope is null) = (time_scope_version is null))
 );
--- the lexical half of search: each word of a passage keyed by its group ("<group_id> <lexeme>")
--- and its length band ("<group_id> length <band>"); vera.passage_lexemes in
--- sql/functions/174_passage_lexemes.sql, which the planner inlines into this expression. A query
--- reads only its groups' postings of its words, and a round that scores the shortest passages
--- holding a frequent word reads them band by band (migration 0021)
+-- the lexical half of search: each word of a passage keyed by its group ("<group_id> <lexeme>");
+-- vera.passage_lexemes in sql/functions/174_passage_lexemes.sql, which the planner inlines into
+-- this expression. A query reads only its groups' postings of its words (migration 0021)
 create index chunks_group_lexemes_idx on vera.chunks using gin ((
     case when tsv = ''::tsvector then tsv
-         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2)
-               || ' ''' || group_id || ' length '
-               || floor(4 * ln(greatest(words, 1)::float8) / ln(2::float8))::integer::text || '''')::tsvector
+         else ('''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
     end));
 -- passages waiting for the admins of their scope (vera.pending_passages)
 create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
