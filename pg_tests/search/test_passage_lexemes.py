@@ -97,3 +97,37 @@ def test_a_round_query_keeps_each_group_its_own_words(world: World) -> None:
         assert admin.execute(
             "select vera.passage_lexeme_query(%s, %s, null, null)", ([group], ["", " "])
         ).fetchone() == (None,)
+
+
+def test_a_word_of_two_thousand_characters_is_stored_and_found(world: World) -> None:
+    """to_tsvector keeps a word of up to 2,047 bytes and a key may hold 2,046: keyed beside its group
+    in full, a word of 2,040 characters made a passage's or a fact's write fail. The indexes key a
+    word by its first 500 characters (vera.index_word), in the stored keys and the query's alike: the
+    write succeeds, a search for the word finds both, and a word sharing only those 500 characters
+    scores nothing for it."""
+    long_word = "w" + "x" * 2039
+    twin = "w" + "x" * 1999 + "y" * 40
+    group, episode = _project(world, "lexemes-long")
+    with world.db.admin() as admin:
+        _store(admin, group, episode, 1, f"'the {long_word} passage'", 1)
+        _store(admin, group, episode, 2, f"'the {twin} passage'", 1)
+    with caller(world.db, world.a.owner_key) as conn:
+        source = conn.execute(
+            "select source_id from vera.episodes where group_id = %s and episode_id = %s", (group, episode)
+        ).fetchone()[0]  # type: ignore[index]
+        assert source is not None
+        publish(
+            conn,
+            group,
+            episode,
+            [claim("long-word", "spells", "it", fact_text=f"long-word spells {long_word}")],
+        )
+        hits = conn.execute(
+            "select kind, text, lexical_match from vera.search(%s, groups => %s, k => 10)",
+            (long_word, [group]),
+        ).fetchall()
+        conn.rollback()
+    found = {(kind, long_word in text, twin in text) for kind, text, _ in hits}
+    assert ("passage", True, False) in found and ("fact", True, False) in found, hits
+    # the twin is no answer: it holds no word of the query
+    assert all(long_word in text for _, text, _ in hits), hits

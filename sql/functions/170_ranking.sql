@@ -251,6 +251,37 @@ comment on function vera.any_of(text[]) is
 -- vera.lexical_query (the SQL API, run as its caller) and the candidate stages (vera_searcher) call it
 grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gateway, vera_searcher;
 
+-- Internal: a word as the full-text indexes key it: its first 500
+-- characters (at most 2,000 bytes, which beside a group id and a part stay
+-- under the 2,046 bytes a lexeme may hold; to_tsvector keeps words of up to
+-- 2,047). A longer word is keyed by its first 500 in a stored text's keys
+-- (vera.index_words) and in a query's alike, so that a long word fails
+-- neither its row's write nor a search for it; a word sharing those 500
+-- characters with it is a candidate of such a search that its score (from
+-- the whole words, vera.bm25_document_score) does not count.
+create or replace function vera.index_word(lexeme text)
+returns text
+language sql immutable parallel safe
+as $$ select left(lexeme, 500) $$;
+comment on function vera.index_word(text) is
+    'Internal: a word as the full-text indexes key it (its first 500 characters)';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.index_word(text) to vera_searcher;
+
+-- Internal: the text form of a tsvector's words as the full-text indexes
+-- key them, "'<word>' '<word>' ...", each cut to its first 500 characters
+-- (vera.index_word: a word holds neither a space nor a quote, so each is
+-- one run of other characters between quotes). Built-in functions only,
+-- inlined with its callers into the indexes' expressions.
+create or replace function vera.index_words(tsv tsvector)
+returns text
+language sql immutable parallel safe
+as $$ select regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g') $$;
+comment on function vera.index_words(tsvector) is
+    'Internal: a tsvector''s words in text form, each cut as vera.index_word cuts it';
+-- the candidate stages, which run as vera_searcher, call it
+grant execute on function vera.index_words(tsvector) to vera_searcher;
+
 -- Internal: the text form of a tsvector's words keyed by a group,
 -- "'<group_id> <lexeme>' ...", as both full-text indexes key them
 -- (vera.group_lexemes for facts, vera.passage_lexemes for passages). A
@@ -260,7 +291,7 @@ grant execute on function vera.any_of(text[]) to vera_app, vera_worker, vera_gat
 create or replace function vera.group_keyed_words(group_id text, tsv tsvector)
 returns text
 language sql immutable parallel safe
-as $$ select '''' || group_id || ' ' || substr(replace(strip(tsv)::text, ''' ''', ''' ''' || group_id || ' '), 2) $$;
+as $$ select '''' || group_id || ' ' || substr(replace(vera.index_words(tsv), ''' ''', ''' ''' || group_id || ' '), 2) $$;
 comment on function vera.group_keyed_words(text, tsvector) is
     'Internal: a tsvector''s words keyed by a group ("''<group_id> <lexeme>'' ..."), as the full-text indexes key them';
 -- the candidate stages, which run as vera_searcher, call it
@@ -286,7 +317,7 @@ as $$
     select case when tsv = ''::tsvector then tsv
                 else (vera.group_keyed_words(group_id, tsv)
                       || ' ''' || group_id || ' '
-                      || replace(left(substr(strip(tsv)::text, 2), -1), ''' ''',
+                      || replace(left(substr(vera.index_words(tsv), 2), -1), ''' ''',
                                  ' ' || right(fact_id::text, 1) || ''' ''' || group_id || ' ')
                       || ' ' || right(fact_id::text, 1) || '''')::tsvector
            end
@@ -327,9 +358,9 @@ as $$
           from pg_catalog.unnest(coalesce(parts, '{""}'::text[])) part
     )
     select nullif(pg_catalog.array_to_string(array(
-               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l || k.suffix), ' | ')
+               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || vera.index_word(l) || k.suffix), ' | ')
                                 from pg_catalog.unnest(lexemes) l cross join key_suffix k) || ')'
-                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l || k.suffix),
+                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || vera.index_word(l) || k.suffix),
                                                                           ' | ')
                                                from pg_catalog.unnest(and_any) l cross join key_suffix k) || ')', '')
                  from pg_catalog.unnest(groups) g), ' | '), '')::tsquery

@@ -38,11 +38,11 @@ returns tsquery
 language sql immutable
 as $$
     select nullif(pg_catalog.array_to_string(array(
-               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
+               select '(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || vera.index_word(l)), ' | ')
                                 from pg_catalog.unnest(lexemes) l where pg_catalog.btrim(l) <> '') || ')'
-                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
+                      || coalesce(' & (' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || vera.index_word(l)), ' | ')
                                                from pg_catalog.unnest(and_any) l where pg_catalog.btrim(l) <> '') || ')', '')
-                      || coalesce(' & !(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || l), ' | ')
+                      || coalesce(' & !(' || (select pg_catalog.string_agg(pg_catalog.quote_literal(g || ' ' || vera.index_word(l)), ' | ')
                                                 from pg_catalog.unnest(none_of) l where pg_catalog.btrim(l) <> '') || ')', '')
                  from pg_catalog.unnest(groups) g), ' | '), '')::tsquery
 $$;

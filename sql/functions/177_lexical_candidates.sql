@@ -300,6 +300,8 @@ begin
                           from cut f
                          cross join lateral vera.bm25_document_score('fact', f.tsv, ranked_terms, ranked_idfs,
                                                                      average_length) s
+                         -- (a fact the index matched by a word's first 500 characters alone scores nothing)
+                         where s.score > 0
                          order by 3 desc, 4, array_position(group_order, f.group_id), 2
                          limit n) h;
                 rows_read := rows_read + part_rows;
@@ -376,8 +378,10 @@ begin
                                              cross join lateral vera.bm25_passage_score(c.tsv, c.words, ranked_terms,
                                                                                         ranked_idfs, average_length) sc
                                                -- once the list holds n, only a passage scoring at least its n-th
-                                               -- can enter it (ties by order key): the others need no check
-                                             where sc.score >= entry_score
+                                               -- can enter it (ties by order key): the others need no check; a
+                                               -- passage the index matched by a word's first 500 characters
+                                               -- alone (vera.index_word) scores nothing and is none
+                                             where sc.score >= entry_score and sc.score > 0
                                              order by sc.score desc
                                             offset 0) r
                                      cross join lateral (
