@@ -23,13 +23,12 @@ def _project(world: World, name: str) -> tuple[str, UUID]:
     return group, episode
 
 
-def _store(admin: psycopg.Connection, group: str, episode: UUID, first: int, texts: str, count: int,
-           lifecycle: str = "published") -> None:  # fmt: skip
+def _store(admin: psycopg.Connection, group: str, episode: UUID, first: int, texts: str, count: int) -> None:
     """count passages from ordinal first on, the text of passage i the SQL expression texts."""
     admin.execute(
-        f"""insert into vera.chunks (group_id, episode_id, ordinal, text, lifecycle)
-            select %s, %s, %s + i, {texts}, %s from generate_series(0, %s - 1) i""",
-        (group, episode, first, lifecycle, count),
+        f"""insert into vera.chunks (group_id, episode_id, ordinal, text)
+            select %s, %s, %s + i, {texts} from generate_series(0, %s - 1) i""",
+        (group, episode, first, count),
     )
 
 
@@ -112,10 +111,6 @@ def test_a_word_of_two_thousand_characters_is_stored_and_found(world: World) -> 
         _store(admin, group, episode, 1, f"'the {long_word} passage'", 1)
         _store(admin, group, episode, 2, f"'the {twin} passage'", 1)
     with caller(world.db, world.a.owner_key) as conn:
-        source = conn.execute(
-            "select source_id from vera.episodes where group_id = %s and episode_id = %s", (group, episode)
-        ).fetchone()[0]  # type: ignore[index]
-        assert source is not None
         publish(
             conn,
             group,
