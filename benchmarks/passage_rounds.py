@@ -98,7 +98,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     # a file the base does not have yet (174_passage_lexemes.sql before issue 31's sixth pass) adds
-    # nothing: its functions stay as this checkout installs them, and the base calls none of them
+    # nothing: its functions stay as this checkout installs them, and the base calls none of them; a
+    # revision that does not exist is an error, not a base of this checkout's files
+    known = subprocess.run(  # noqa: S603 (git, a revision the operator names)
+        ["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"],  # noqa: S607
+        capture_output=True, check=False, cwd=ROOT,
+    )  # fmt: skip
+    if known.returncode != 0:
+        sys.exit(f"passage_rounds.py: --base {args.base} is no commit of this repository")
     base = "\n".join(
         subprocess.run(  # noqa: S603 (git, a revision the operator names)
             ["git", "show", f"{args.base}:{path}"],  # noqa: S607

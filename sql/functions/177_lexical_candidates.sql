@@ -194,7 +194,8 @@ begin
             -- the documents holding one of them and none of the earlier rounds' (scored then)
             matching_terms := ranked_terms[earlier + 1:taken];
             and_terms := null;
-            excluded := vera.any_of(ranked_terms[1:earlier]);
+            -- (facts filter their rows by it; passages' keys leave those out in the index's query)
+            excluded := case when target_kind = 'fact' then vera.any_of(ranked_terms[1:earlier]) end;
             row_limit := null;
             if not bounded_rounds and coalesce(cardinality(found_scores), 0) = n and taken > earlier + 1
                and upper_bounds[earlier + 1] < found_scores[n] then
