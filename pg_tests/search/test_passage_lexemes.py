@@ -1,5 +1,5 @@
 """The passages' full-text index (sql/functions/174_passage_lexemes.sql, migration 0021): each word
-of a passage keyed by its group, and the lexical rounds' queries over it. The rounds themselves
+of a passage keyed by its group and length class, and the lexical rounds' queries over it. The rounds themselves
 (MaxScore, the cut of a frequent word): test_term_stats.py."""
 
 from __future__ import annotations
@@ -32,24 +32,30 @@ def _store(admin: psycopg.Connection, group: str, episode: UUID, first: int, tex
     )
 
 
-def test_a_passage_is_keyed_by_its_group_and_words(world: World) -> None:
-    """The keys are "<group> <lexeme>"; a passage without words has none; and the function the
-    rounds call, inlined by the planner, is the index's expression: a query over it reads the index
-    (the facts' index too, whose keys come from the same function)."""
+def test_a_passage_is_keyed_by_its_group_length_class_and_words(world: World) -> None:
+    """The keys are "<group> <class> <lexeme>", the class the octave of the passage's length (0 up to
+    31 words, 7 from 2,048); a passage without words has none; and the function the rounds call,
+    inlined by the planner, is the index's expression: a query over it reads the index (the facts'
+    index too, whose keys come from the same function)."""
     with world.db.admin() as admin:
         keys = admin.execute(
-            "select vera.passage_lexemes('g:1', 'red:1 blue:2 o''k:3'::tsvector)::text"
+            "select vera.passage_lexemes('g:1', 3, 'red:1 blue:2 o''k:3'::tsvector)::text"
         ).fetchone()
-        assert keys == ("'g:1 blue' 'g:1 o''k' 'g:1 red'",)
+        assert keys == ("'g:1 0 blue' 'g:1 0 o''k' 'g:1 0 red'",)
+        classes = admin.execute(
+            "select array_agg(vera.passage_length_class(w) order by w)"
+            " from unnest('{1,31,32,63,64,255,256,2047,2048,100000}'::integer[]) w"
+        ).fetchone()
+        assert classes == ([0, 0, 1, 1, 2, 3, 4, 6, 7, 7],)
         assert admin.execute(
-            "select vera.passage_lexemes('g:1', ''::tsvector) = ''::tsvector"
+            "select vera.passage_lexemes('g:1', 0, ''::tsvector) = ''::tsvector"
         ).fetchone() == (True,)
         admin.execute("begin")
         admin.execute("set local enable_seqscan = off")
         plan = "\n".join(row[0] for row in admin.execute(
             "explain (costs off) select c.chunk_id from vera.chunks c"
-            " where vera.passage_lexemes(c.group_id, c.tsv)"
-            "       @@ vera.passage_lexeme_query('{g:1}', '{red}', '{blue}', '{green}')"))  # fmt: skip
+            " where vera.passage_lexemes(c.group_id, c.words, c.tsv)"
+            "       @@ (vera.passage_lexeme_queries('{g:1}', '{red}', '{blue}', '{green}'))[3]"))  # fmt: skip
         facts_plan = "\n".join(row[0] for row in admin.execute(
             "explain (costs off) select f.fact_id from vera.facts f"
             " where vera.group_lexemes(f.group_id, f.fact_id, f.tsv) @@ vera.group_lexeme_query('{g:1}', '{red}')"))  # fmt: skip
@@ -58,10 +64,11 @@ def test_a_passage_is_keyed_by_its_group_and_words(world: World) -> None:
         assert "facts_group_lexemes_idx" in facts_plan, facts_plan
 
 
-def test_a_round_query_keeps_each_group_its_own_words(world: World) -> None:
-    """A passage matches a round's query when its own group holds the terms: another group's
+def test_a_round_query_keeps_each_group_and_class_its_own_words(world: World) -> None:
+    """A passage matches a round's queries when its own group holds the terms: another group's
     passage holding the same words does not, and neither does one of the group holding a word left
-    out or holding no later word the query asks for."""
+    out or holding no later word the query asks for. Each class's query matches only the passages
+    of that length class."""
     group, episode = _project(world, "lexemes-query")
     other, other_episode = _project(world, "lexemes-query-other")
     with world.db.admin() as admin:
@@ -69,13 +76,27 @@ def test_a_round_query_keeps_each_group_its_own_words(world: World) -> None:
         _store(admin, group, episode, 10, "'alpha gamma'", 1)
         _store(admin, group, episode, 20, "'alpha delta'", 1)
         _store(admin, other, other_episode, 1, "'alpha beta'", 1)
+        # 40 distinct words: class 1 (32-63 words)
+        _store(
+            admin,
+            group,
+            episode,
+            30,
+            "'alpha ' || (select string_agg('w' || j, ' ') from generate_series(1, 39) j)",
+            1,
+        )
 
-        def matched(groups: list[str], *args: object) -> set[tuple[str, int]]:
+        def matched(
+            groups: list[str], *args: object, length_class: int | None = None
+        ) -> set[tuple[str, int]]:
             return set(admin.execute(
                 "select c.group_id, c.ordinal from vera.chunks c"
-                " where vera.passage_lexemes(c.group_id, c.tsv) @@ vera.passage_lexeme_query(%s, %s, %s, %s)"
+                " where exists (select from unnest(vera.passage_lexeme_queries(%s, %s, %s, %s))"
+                "                            with ordinality q(query, position)"
+                "                where vera.passage_lexemes(c.group_id, c.words, c.tsv) @@ q.query"
+                "                  and (%s::integer is null or q.position = %s::integer + 1))"
                 "   and c.group_id = any (%s)",
-                (groups, *args, [group, other])).fetchall())  # fmt: skip
+                (groups, *args, length_class, length_class, [group, other])).fetchall())  # fmt: skip
 
         assert matched([group], ["alpha"], None, None) == {
             (group, 1),
@@ -83,7 +104,10 @@ def test_a_round_query_keeps_each_group_its_own_words(world: World) -> None:
             (group, 3),
             (group, 10),
             (group, 20),
+            (group, 30),
         }
+        assert matched([group], ["alpha"], None, None, length_class=1) == {(group, 30)}
+        assert (group, 30) not in matched([group], ["alpha"], None, None, length_class=0)
         assert matched([group, other], ["alpha"], ["beta"], None) == {
             (group, 1),
             (group, 2),
@@ -91,11 +115,11 @@ def test_a_round_query_keeps_each_group_its_own_words(world: World) -> None:
             (other, 1),
         }
         assert matched([other], ["alpha"], ["beta"], None) == {(other, 1)}
-        assert matched([group], ["alpha"], None, ["beta", "delta"]) == {(group, 10)}
+        assert matched([group], ["alpha"], None, ["beta", "delta", "w1"]) == {(group, 10)}
         assert matched([group], ["alpha"], ["gamma", "delta"], ["delta"]) == {(group, 10)}
         assert admin.execute(
-            "select vera.passage_lexeme_query(%s, %s, null, null)", ([group], ["", " "])
-        ).fetchone() == (None,)
+            "select vera.passage_lexeme_queries(%s, %s, null, null)", ([group], ["", " "])
+        ).fetchone() == ([None] * 8,)
 
 
 def test_a_word_of_two_thousand_characters_is_stored_and_found(world: World) -> None:

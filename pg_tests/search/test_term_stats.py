@@ -797,6 +797,16 @@ def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: Wor
         lengths = [admin.execute("select words from vera.chunks where chunk_id = %s", (item,)).fetchone()[0]  # type: ignore[index]
                    for item, _ in found]  # fmt: skip
         assert lengths == list(range(2, 12))
+        # as many as the budget: the shortest 250 (of 2 to 251 words), read length class by length class
+        # (up to 31 words, 32-63, 64-127, then the shortest of 128-255): the exact list but the long one
+        assert (
+            lexical(admin, [group], "common", "passage", budget, world.a.owner_personal, world.a.owner)
+            == (
+                brute_force(
+                    admin, [group], "common", "passage", budget + 1, world.a.owner_personal, world.a.owner
+                )[1:]
+            )
+        )
         found = lexical(admin, [group], "common zebra", "passage", 10, world.a.owner_personal, world.a.owner)
         assert found[0][0] == long_one
         assert found == brute_force(admin, [group], "common zebra", "passage", 10, world.a.owner_personal,

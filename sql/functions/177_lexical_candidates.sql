@@ -49,9 +49,12 @@ set role vera_owner;
 -- the group: 2,000 of a tenant's 100,000 passages, each scored from its
 -- words at about 5 microseconds) reads it in two pieces, the passages
 -- holding it and a later term of the query first, then those holding it
--- alone; it reads their lengths from their rows and scores only the
--- shortest of the first piece, then of the second, as many in all as the
--- budget (or n, when more; equal lengths by id). A passage holding more of the query's words is
+-- alone; it scores only the shortest of the first piece, then of the
+-- second, as many in all as the budget (or n, when more; equal lengths by
+-- id), reading their lengths from their rows one length class at a time,
+-- shortest first, until the budget is filled (174_passage_lexemes.sql:
+-- the index keys each word by its passage's class, so the longer classes'
+-- passages are not read). A passage holding more of the query's words is
 -- in the first piece, which is small beside the second (a passage the
 -- question was asked of holds them all); of passages holding the same
 -- words equally often the shorter scores higher (BM25's length
@@ -136,13 +139,14 @@ declare
     entry_score double precision;
     -- a passage round held by more than the budget is split in two pieces (the passages holding its
     -- term and a later one, then those holding it alone); the piece being read (the later terms one of
-    -- which its passages hold, the terms they hold none of, its tsquery over vera.passage_lexemes), the
-    -- passages the round may still score (its pieces share them) and the rows of a piece's shortest
-    -- passages (null: every passage of the piece is scored)
+    -- which its passages hold, the terms they hold none of, its tsqueries over vera.passage_lexemes, one
+    -- per length class, and the one being read), the passages the round may still score (its pieces
+    -- share them) and the rows of a piece's shortest passages (null: every passage of the piece is scored)
     split boolean;
     piece_number integer;
     piece_and text[];
     piece_none text[];
+    pieces tsquery[];
     piece tsquery;
     unscored integer;
     shortest tid[];
@@ -241,8 +245,8 @@ begin
         -- (docs/benchmarks.md). A statement over m parts makes GIN merge m posting lists per word,
         -- so one that would read more than parts_by_key of them reads the keys without a part
         -- instead (the word's whole list, as without parts), leaving out the parts already read.
-        -- Passages: one statement per piece, every match, over the passages' index keyed by group
-        -- and word (vera.passage_lexemes, 174_passage_lexemes.sql).
+        -- Passages: one statement per piece, every match, over the passages' index keyed by group,
+        -- length class and word (vera.passage_lexemes, 174_passage_lexemes.sql).
         parts_read := 0;
         rows_read := 0;
         loop
@@ -334,23 +338,31 @@ begin
                         piece_and := null;
                         piece_none := ranked_terms[1:earlier] || ranked_terms[taken + 1:];
                     end if;
-                    piece := vera.passage_lexeme_query(groups, matching_terms, piece_and, piece_none);
+                    pieces := vera.passage_lexeme_queries(groups, matching_terms, piece_and, piece_none);
                     shortest := null;
                     if round_postings > budget then
                         exit when unscored <= 0;
                         -- the rows themselves (the function's one snapshot keeps them where they are), so
-                        -- that the statement below reads those alone; the groups again (piece names them) as a
-                        -- filter that no index serves: "group_id = any (groups)" let the planner AND the group's
-                        -- every row into the bitmap through an index on group_id (100,000 in a tenant of
-                        -- 1,000,000 passages: 13 ms, against 0.4 for the word's postings)
-                        shortest := array(select c.ctid
-                                            from vera.chunks c
-                                           where vera.passage_lexemes(c.group_id, c.tsv) @@ piece
-                                             and array_position(groups, c.group_id) is not null
-                                             and (c.lifecycle = 'published'
-                                                  or (c.lifecycle = 'proposal' and c.proposed_by = caller))
-                                           order by c.words, c.chunk_id
-                                           limit unscored);
+                        -- that the statement below reads those alone, length class by class, shortest
+                        -- first, until the budget is filled: every passage of a class is shorter than any of
+                        -- the next, so these are the piece's shortest (vera.passage_length_class). The
+                        -- groups again (piece names them) as a filter that no index serves: "group_id = any
+                        -- (groups)" let the planner AND the group's every row into the bitmap through an
+                        -- index on group_id (100,000 in a tenant of 1,000,000 passages: 13 ms, against 0.4
+                        -- for the word's postings)
+                        shortest := '{}';
+                        foreach piece in array pieces loop
+                            exit when cardinality(shortest) >= unscored;
+                            shortest := shortest || array(
+                                select c.ctid
+                                  from vera.chunks c
+                                 where vera.passage_lexemes(c.group_id, c.words, c.tsv) @@ piece
+                                   and array_position(groups, c.group_id) is not null
+                                   and (c.lifecycle = 'published'
+                                        or (c.lifecycle = 'proposal' and c.proposed_by = caller))
+                                 order by c.words, c.chunk_id
+                                 limit unscored - cardinality(shortest));
+                        end loop;
                         unscored := unscored - cardinality(shortest);
                     end if;
                     -- Static: planned once per session and kept (as the facts' statement above); the documents
@@ -362,16 +374,19 @@ begin
                                    vera.passage_order_key(t.source_name, t.external_id, t.version, t.ordinal) as order_key
                               from (select r.group_id, r.item_id, r.score, r.ordinal, v.external_id, v.version, v.source_name
                                       from (select c.group_id, c.chunk_id as item_id, c.episode_id, c.ordinal, sc.score
-                                              from (-- the piece's passages, or the rows chosen above (one
+                                              from (-- the piece's passages, a length class at a time (one
+                                                    -- small tsquery each), or the rows chosen above (one
                                                     -- branch runs: its gate is decided before any row is read)
                                                     select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
-                                                      from vera.chunks h
-                                                     where shortest is null
-                                                       and vera.passage_lexemes(h.group_id, h.tsv) @@ piece
-                                                       -- the groups again, a filter no index serves (above)
-                                                       and array_position(groups, h.group_id) is not null
-                                                       and (h.lifecycle = 'published'
-                                                            or (h.lifecycle = 'proposal' and h.proposed_by = caller))
+                                                      from unnest(case when shortest is null then pieces end) p(query)
+                                                     cross join lateral (
+                                                           select h.*
+                                                             from vera.chunks h
+                                                            where vera.passage_lexemes(h.group_id, h.words, h.tsv) @@ p.query
+                                                              -- the groups again, a filter no index serves (above)
+                                                              and array_position(groups, h.group_id) is not null
+                                                              and (h.lifecycle = 'published'
+                                                                   or (h.lifecycle = 'proposal' and h.proposed_by = caller))) h
                                                     union all
                                                     select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
                                                       from vera.chunks h

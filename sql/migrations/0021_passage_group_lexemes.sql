@@ -1,13 +1,17 @@
 -- 0021_passage_group_lexemes: the passages' full-text index keyed by
--- (group, word), as the facts' is (0004) (issue 31, sixth pass).
+-- (group, length class, word), as the facts' is by (group, word) (0004)
+-- (issue 31, sixth and seventh passes).
 --
 -- chunks_group_tsv_idx was a GIN index over (group_id, tsv): one posting
 -- list per word for every tenant, intersected with the group's. At
 -- 1,000,000 passages in 10 tenants a word that a fiftieth of a tenant's
 -- passages hold is held by ~20,000, "the" by nearly all 1,000,000, and a
 -- lexical round walked those lists to find its tenant's postings. The new
--- index holds each word of a passage keyed by its group, "<group_id>
--- <lexeme>": a round reads only its groups' lists. vera.passage_lexemes
+-- index holds each word of a passage keyed by its group and the octave of
+-- its length in words, "<group_id> <class> <lexeme>" (class 0 up to 31
+-- words, 1 for 32-63, ..., 7 from 2,048): a round reads only its groups'
+-- lists, and a round that scores only a frequent word's shortest passages
+-- reads them class by class, shortest first. vera.passage_lexemes
 -- (sql/functions/174_passage_lexemes.sql) is the same expression, inlined
 -- by the planner into a round's statement so that it matches this index;
 -- it is spelled out here, in built-in functions only, because migrations
@@ -33,7 +37,9 @@ set role vera_owner;
 set local maintenance_work_mem = '256MB';
 create index if not exists chunks_group_lexemes_idx on vera.chunks using gin ((
     case when tsv = ''::tsvector then tsv
-         else ('''' || group_id || ' ' || substr(replace(regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g'), ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+         else ('''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '
+               || substr(replace(regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g'), ''' ''',
+                                 ''' ''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '), 2))::tsvector
     end));
 drop index if exists vera.chunks_group_tsv_idx;
 -- the facts' keys cut their words as the passages' do (see above)

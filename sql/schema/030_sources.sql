@@ -139,7 +139,9 @@ create table vera.chunks (
 -- this expression. A query reads only its groups' postings of its words (migration 0021)
 create index chunks_group_lexemes_idx on vera.chunks using gin ((
     case when tsv = ''::tsvector then tsv
-         else ('''' || group_id || ' ' || substr(replace(regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g'), ''' ''', ''' ''' || group_id || ' '), 2))::tsvector
+         else ('''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '
+               || substr(replace(regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g'), ''' ''',
+                                 ''' ''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '), 2))::tsvector
     end));
 -- passages waiting for the admins of their scope (vera.pending_passages)
 create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
