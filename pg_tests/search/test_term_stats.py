@@ -812,28 +812,67 @@ def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: Wor
         assert found == brute_force(admin, [group], "common zebra", "passage", 10, world.a.owner_personal,
                                     world.a.owner)  # fmt: skip
         # A passage holding more of the question: 700 and 800 short passages hold "extra" and "more",
-        # more frequent than "common", and a passage of 300 words (past the budget's length among those
-        # holding "common") holds all three three times. The round of "common" reads the passages
-        # holding it and a later word first (that one alone), then the shortest holding it alone; the
-        # later words' rounds leave out the passages holding "common", so a round that read its word
-        # in one piece would never find it.
+        # more frequent than "common" but each held by less than a tenth of the passages (7,000 more
+        # hold neither), and a passage of 300 distinct words (past the budget's length among those
+        # holding "common") holds all three thirty times. The round of "common" reads the passages holding it
+        # and a later word held by less than a tenth first (that one alone), then the shortest holding
+        # it and none of those; the later words' rounds leave out the passages holding "common", so a
+        # round that read its word in one piece would never find it.
         admin.execute(
             """insert into vera.chunks (group_id, episode_id, ordinal, text)
-               select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i else 'more z' || i end
-                 from generate_series(1, 1500) i
+               select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i
+                                             when i <= 1500 then 'more z' || i
+                                             else 'filler z' || i end
+                 from generate_series(1, 8500) i
                union all
-               select %s, %s, 4000, repeat('common extra more ', 3)
-                                    || (select string_agg('w' || j, ' ') from generate_series(1, 297) j)""",
+               select %s, %s, 20000, repeat('common extra more ', 30)
+                                     || (select string_agg('w' || j, ' ') from generate_series(1, 297) j)""",
             (group, episode, group, episode),
         )
         asked = admin.execute(
-            "select chunk_id from vera.chunks where group_id = %s and ordinal = 4000", (group,)
+            "select chunk_id from vera.chunks where group_id = %s and ordinal = 20000", (group,)
         ).fetchone()[0]  # type: ignore[index]
         query = "common extra more"
         exact = brute_force(admin, [group], query, "passage", 10, world.a.owner_personal, world.a.owner)
         assert exact[0][0] == asked
         found = lexical(admin, [group], query, "passage", 10, world.a.owner_personal, world.a.owner)
         assert found[0] == exact[0]
+
+
+def test_a_cut_round_reads_first_the_passages_holding_a_telling_later_word(world: World) -> None:
+    """The first piece of a cut round holds the passages that also hold a later word held by less
+    than a tenth of the passages (one that tells them apart): a later word nearly every passage
+    holds ("the") would make it nearly every passage holding the round's word. Here 300 long
+    passages hold "common" and "the", 600 short ones "common" alone and 3,000 more "the" alone: the
+    round of "common" (900 passages, over the budget) scores its 250 shortest holders, the short
+    ones, and the top 10 is the exact one. Read first as a piece of their own, the 300 long ones
+    (score them and the budget is spent) made the whole top 10, below the exact one."""
+    group, episode = _bulk_group(world, "stats-passage-telling")
+    with world.db.admin() as admin:
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, i) j)
+                 from generate_series(1, 600) i
+               union all
+               select %s, %s, 1000 + i,
+                      'common the ' || i || ' ' || (select string_agg('w' || j, ' ') from generate_series(1, 400) j)
+                 from generate_series(1, 300) i
+               union all
+               select %s, %s, 2000 + i, 'the y' || i from generate_series(1, 3000) i""",
+            (group, episode, group, episode, group, episode),
+        )
+        terms, postings, idfs, _, budget = _weights(admin, group, "common the", "passage")
+        assert terms == ["common", "the"] and postings[0] > budget and idfs[1] < math.log(10)
+        found = lexical(admin, [group], "common the", "passage", 10, world.a.owner_personal, world.a.owner)
+        exact = brute_force(
+            admin, [group], "common the", "passage", 10, world.a.owner_personal, world.a.owner
+        )
+        assert found == exact
+        shortest = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s and ordinal <= 10 order by ordinal",
+            (group,),
+        ).fetchall()
+        assert [item for item, _ in found] == [row[0] for row in shortest]
 
 
 def test_fact_rounds_read_at_most_the_budget(world: World) -> None:

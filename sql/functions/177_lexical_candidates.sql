@@ -48,15 +48,21 @@ set role vera_owner;
 -- A round whose term is (a generating term may be held by a fiftieth of
 -- the group: 2,000 of a tenant's 100,000 passages, each scored from its
 -- words at about 5 microseconds) reads it in two pieces, the passages
--- holding it and a later term of the query first, then those holding it
--- alone; it scores only the shortest of the first piece, then of the
+-- holding it and a telling later term of the query first (one held by
+-- at most a tenth of the passages searched, IDF >= ln 10), then those
+-- holding it and none of those; it scores only the shortest of the first piece, then of the
 -- second, as many in all as the budget (or n, when more; equal lengths by
 -- id), reading their lengths from their rows one length class at a time,
 -- shortest first, until the budget is filled (174_passage_lexemes.sql:
 -- the index keys each word by its passage's class, so the longer classes'
 -- passages are not read). A passage holding more of the query's words is
 -- in the first piece, which is small beside the second (a passage the
--- question was asked of holds them all); of passages holding the same
+-- question was asked of holds them all). A later word most passages hold
+-- ("the", "on") tells nothing: counted in the first piece, it made that
+-- piece nearly every passage holding t, whose longest then took the
+-- budget from shorter ones holding t alone (at 1,000,000 passages the
+-- lexical list held 0.686 of the exact BM25 top 10, now 0.863;
+-- docs/benchmarks.md). Of passages holding the same
 -- words equally often the shorter scores higher (BM25's length
 -- normalisation). What such a round gives up: a passage past its piece's
 -- budget that holds the word many times (it is not read in a later round
@@ -147,6 +153,12 @@ declare
     piece_and text[];
     piece_none text[];
     pieces tsquery[];
+    -- the later terms that tell a cut round's passages apart (its first piece holds one of them)
+    telling text[];
+    -- the elements of a piece's tsqueries (one per length class) for the classes the groups' passages
+    -- are in
+    first_class integer;
+    last_class integer;
     piece tsquery;
     unscored integer;
     shortest tid[];
@@ -166,7 +178,17 @@ begin
     if coalesce(cardinality(ranked_terms), 0) = 0 then
         return;
     end if;
-
+    if target_kind = 'passage' then
+        -- the length classes from the groups' shortest passage to their longest (two probes of
+        -- chunks_group_words_idx a group): a round reads only those (a class no passage is in
+        -- still cost a scan of the index: TimeQA's paragraphs are in four of the eight)
+        select coalesce(vera.passage_length_class(min(r.shortest)), 0) + 1,
+               coalesce(vera.passage_length_class(max(r.longest)), cardinality(vera.passage_length_bounds())) + 1
+          into first_class, last_class
+          from unnest(groups) g
+         cross join lateral (select min(c.words) as shortest, max(c.words) as longest
+                               from vera.chunks c where c.group_id = g) r;
+    end if;
 
     -- the terms that may generate candidates, rarest first: the rarest
     -- always, then each one held by at most a tenth of the documents
@@ -314,14 +336,17 @@ begin
                 entry_score := case when coalesce(cardinality(found_scores), 0) = n then found_scores[n]
                                     else '-infinity'::double precision end;
                 -- A round whose term more than the budget of passages hold reads it in two pieces: the
-                -- passages holding it and a later term (those that hold more of the question), then those
-                -- holding it alone; it scores the shortest passages of the first, then of the second, as
+                -- passages holding it and a telling later term (those that hold more of the question), then
+                -- those holding it and none of those; it scores the shortest passages of the first, then of the second, as
                 -- many in all as the budget (the list's length when longer), equal lengths by id (a
                 -- passage's length is read from its row, its score needs its words: see above). The
                 -- passages holding an earlier round's term (scored then) are left out by the full-text index
                 -- itself (GIN evaluates "and not" exactly), not by a filter on every row read: those are
                 -- neither fetched nor their tsvectors read (a long passage's is ~2 kB).
-                split := round_postings > budget and and_terms is null and taken < cardinality(ranked_terms);
+                -- (the later terms held by at most a tenth of the passages searched: see above)
+                telling := array(select u.term from unnest(ranked_terms[taken + 1:], ranked_idfs[taken + 1:]) u(term, idf)
+                                  where u.idf >= ln(10));
+                split := round_postings > budget and and_terms is null and cardinality(telling) > 0;
                 round_groups := '{}';
                 round_ids := '{}';
                 round_scores := '{}';
@@ -332,11 +357,11 @@ begin
                         piece_and := and_terms;
                         piece_none := ranked_terms[1:earlier];
                     elsif piece_number = 1 then
-                        piece_and := ranked_terms[taken + 1:];
+                        piece_and := telling;
                         piece_none := ranked_terms[1:earlier];
                     else
                         piece_and := null;
-                        piece_none := ranked_terms[1:earlier] || ranked_terms[taken + 1:];
+                        piece_none := ranked_terms[1:earlier] || telling;
                     end if;
                     pieces := vera.passage_lexeme_queries(groups, matching_terms, piece_and, piece_none);
                     shortest := null;
@@ -351,7 +376,7 @@ begin
                         -- index on group_id (100,000 in a tenant of 1,000,000 passages: 13 ms, against 0.4
                         -- for the word's postings)
                         shortest := '{}';
-                        foreach piece in array pieces loop
+                        foreach piece in array pieces[first_class:last_class] loop
                             exit when cardinality(shortest) >= unscored;
                             shortest := shortest || array(
                                 select c.ctid
@@ -378,7 +403,7 @@ begin
                                                     -- small tsquery each), or the rows chosen above (one
                                                     -- branch runs: its gate is decided before any row is read)
                                                     select h.group_id, h.chunk_id, h.episode_id, h.ordinal, h.tsv, h.words
-                                                      from unnest(case when shortest is null then pieces end) p(query)
+                                                      from unnest(case when shortest is null then pieces[first_class:last_class] end) p(query)
                                                      cross join lateral (
                                                            select h.*
                                                              from vera.chunks h

@@ -134,15 +134,20 @@ create table vera.chunks (
     constraint chunks_proposal_is_proposed check (lifecycle <> 'proposal' or proposed),
     constraint chunks_time_scope_read_together check ((time_scope is null) = (time_scope_version is null))
 );
--- the lexical half of search: each word of a passage keyed by its group ("<group_id> <lexeme>");
+-- the lexical half of search: each word of a passage keyed by its group and length class
+-- ("<group_id> <class> <lexeme>");
 -- vera.passage_lexemes in sql/functions/174_passage_lexemes.sql, which the planner inlines into
--- this expression. A query reads only its groups' postings of its words (migration 0021)
+-- this expression. A query reads only its groups' postings of its words (migration 0021); no
+-- pending list (fastupdate off), which a round's every length class would read
 create index chunks_group_lexemes_idx on vera.chunks using gin ((
     case when tsv = ''::tsvector then tsv
          else ('''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '
                || substr(replace(regexp_replace(strip(tsv)::text, '((?:[^'' ]{250}){2})[^'' ]+', '\1', 'g'), ''' ''',
                                  ''' ''' || (group_id || ' ' || width_bucket(words, '{32,64,128,256,512,1024,2048}'::integer[])::text) || ' '), 2))::tsvector
-    end));
+    end)) with (fastupdate = off);
+-- a group's shortest and longest passages, for the length classes a lexical round reads
+-- (vera.lexical_candidates, sql/functions/177_lexical_candidates.sql)
+create index chunks_group_words_idx on vera.chunks (group_id, words);
 -- passages waiting for the admins of their scope (vera.pending_passages)
 create index chunks_waiting_idx on vera.chunks (group_id) where lifecycle in ('pending_review', 'proposal');
 comment on table vera.chunks is 'Ordered passages of an episode: text, full-text vector and embedding';
