@@ -144,7 +144,7 @@ declare
     -- the least score a passage must reach to enter the list (its n-th once full)
     entry_score double precision;
     -- a passage round held by more than the budget is split in two pieces (the passages holding its
-    -- term and a later one, then those holding it alone); the piece being read (the later terms one of
+    -- term and a telling later one, then those holding it and none of those); the piece being read (the later terms one of
     -- which its passages hold, the terms they hold none of, its tsqueries over vera.passage_lexemes, one
     -- per length class, and the one being read), the passages the round may still score (its pieces
     -- share them) and the rows of a piece's shortest passages (null: every passage of the piece is scored)
