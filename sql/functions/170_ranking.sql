@@ -282,12 +282,14 @@ comment on function vera.index_words(tsvector) is
 -- the candidate stages, which run as vera_searcher, call it
 grant execute on function vera.index_words(tsvector) to vera_searcher;
 
--- Internal: the text form of a tsvector's words keyed by a group,
--- "'<group_id> <lexeme>' ...", as both full-text indexes key them
--- (vera.group_lexemes for facts, vera.passage_lexemes for passages). A
--- lexeme holds no space and neither does a group id, so "' '" in the text
--- form of the stripped vector only ever separates two lexemes. Built-in
--- functions only, inlined with its caller into the index's expression.
+-- Internal: the text form of a tsvector's words keyed by a prefix,
+-- "'<group_id> <lexeme>' ...", as both full-text indexes key them: the
+-- prefix is the group id for facts (vera.group_lexemes), the group id and
+-- the passage's length class, "<group_id> <class>", for passages
+-- (vera.passage_lexemes). A lexeme holds no space, so "' '" in the text
+-- form of the stripped vector (before any prefix is added) only ever
+-- separates two lexemes. Built-in functions only, inlined with its caller
+-- into the index's expression.
 create or replace function vera.group_keyed_words(group_id text, tsv tsvector)
 returns text
 language sql immutable parallel safe
