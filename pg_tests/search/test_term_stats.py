@@ -875,6 +875,53 @@ def test_a_cut_round_reads_first_the_passages_holding_a_telling_later_word(world
         assert [item for item, _ in found] == [row[0] for row in shortest]
 
 
+def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> None:
+    """The second piece of a cut round (the passages holding its word and no telling later word)
+    has its n shortest scored, not the budget's rest: the list takes at most n of them, and of
+    passages holding the word equally often the shorter scores higher. What that gives up, as
+    docs/sql-api.md says: here a passage of 100 words holding "common" twenty times, the exact
+    list's first, is the 100th shortest of the 601 holding "common" and none of "extra" (held by
+    700 short passages of 8,301, under a tenth: telling). Scored as the budget's rest (250), it led
+    the list; with n = 10 the ten shortest make it, and with n = 120 it leads again."""
+    group, episode = _bulk_group(world, "stats-passage-second-piece")
+    with world.db.admin() as admin:
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, i) j)
+                 from generate_series(1, 600) i
+               union all
+               select %s, %s, 1000, repeat('common ', 20)
+                                    || (select string_agg('y' || j, ' ') from generate_series(1, 80) j)
+               union all
+               select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i else 'filler z' || i end
+                 from generate_series(1, 7700) i""",
+            (group, episode, group, episode, group, episode),
+        )
+        repeated = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s and ordinal = 1000", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+        terms, postings, idfs, _, budget = _weights(admin, group, "common extra", "passage")
+        assert terms == ["common", "extra"] and postings[0] > budget and idfs[1] >= math.log(10)
+        exact = brute_force(
+            admin, [group], "common extra", "passage", 10, world.a.owner_personal, world.a.owner
+        )
+        assert exact[0][0] == repeated
+        found = lexical(admin, [group], "common extra", "passage", 10, world.a.owner_personal, world.a.owner)
+        shortest = admin.execute(
+            "select chunk_id from vera.chunks where group_id = %s and ordinal <= 10 order by ordinal",
+            (group,),
+        ).fetchall()
+        assert [item for item, _ in found] == [row[0] for row in shortest]
+        assert (
+            found
+            == brute_force(
+                admin, [group], "common extra", "passage", 11, world.a.owner_personal, world.a.owner
+            )[1:]
+        )
+        found = lexical(admin, [group], "common extra", "passage", 120, world.a.owner_personal, world.a.owner)
+        assert found[0][0] == repeated
+
+
 def test_fact_rounds_read_at_most_the_budget(world: World) -> None:
     """Facts (b = 0) tie in thousands on one frequent word: a round of one term
     holding more than the budget reads the first documents holding it in the

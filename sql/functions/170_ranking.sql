@@ -9,7 +9,7 @@ create or replace function vera.search_version()
 returns text
 language sql immutable
 set search_path = vera, pg_temp
-as $$ select 'vera-search/13' $$;
+as $$ select 'vera-search/14' $$;
 comment on function vera.search_version() is 'Version of the ranking code; snapshots pin it';
 grant execute on function vera.search_version() to vera_app, vera_worker, vera_gateway;
 

@@ -50,9 +50,10 @@ set role vera_owner;
 -- words at about 5 microseconds) reads it in two pieces, the passages
 -- holding it and a telling later term of the query first (one held by
 -- at most a tenth of the passages searched, IDF >= ln 10), then those
--- holding it and none of those; it scores only the shortest of the first piece, then of the
--- second, as many in all as the budget (or n, when more; equal lengths by
--- id), reading their lengths from their rows one length class at a time,
+-- holding it and none of those; it scores only the shortest of the first
+-- piece, as many as the budget (or n, when more; equal lengths by id),
+-- then the n shortest of the second (at most what the budget leaves),
+-- reading their lengths from their rows one length class at a time,
 -- shortest first, until the budget is filled (174_passage_lexemes.sql:
 -- the index keys each word by its passage's class, so the longer classes'
 -- passages are not read). A passage holding more of the query's words is
@@ -61,8 +62,14 @@ set role vera_owner;
 -- ("the", "on") tells nothing: counted in the first piece, it made that
 -- piece nearly every passage holding t, whose longest then took the
 -- budget from shorter ones holding t alone (at 1,000,000 passages the
--- lexical list held 0.686 of the exact BM25 top 10, now 0.863;
--- docs/benchmarks.md). Of passages holding the same
+-- lexical list held 0.686 of the exact BM25 top 10, then 0.863;
+-- docs/benchmarks.md). A passage of the second piece holds t and only
+-- words that tell little, so its score is mostly t's, the highest in its
+-- shortest passages (BM25's length normalisation): the list takes at most
+-- n of them, so its n shortest are scored (scoring the budget's rest as
+-- well, ~180 passages a cut round at 1,000,000, cost an eighth of a
+-- full-text search for 0.007 of the exact top 10). Of passages holding the
+-- same
 -- words equally often the shorter scores higher (BM25's length
 -- normalisation). What such a round gives up: a passage past its piece's
 -- budget that holds the word many times (it is not read in a later round
@@ -367,6 +374,10 @@ begin
                     shortest := null;
                     if round_postings > budget then
                         exit when unscored <= 0;
+                        if piece_number = 2 then
+                            -- the second piece's n shortest at most (see above)
+                            unscored := least(unscored, n);
+                        end if;
                         -- the rows themselves (the function's one snapshot keeps them where they are), so
                         -- that the statement below reads those alone, length class by class, shortest
                         -- first, until the budget is filled: every passage of a class is shorter than any of
