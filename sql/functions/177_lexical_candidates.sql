@@ -344,9 +344,10 @@ begin
                                     else '-infinity'::double precision end;
                 -- A round whose term more than the budget of passages hold reads it in two pieces: the
                 -- passages holding it and a telling later term (those that hold more of the question), then
-                -- those holding it and none of those; it scores the shortest passages of the first, then of the second, as
-                -- many in all as the budget (the list's length when longer), equal lengths by id (a
-                -- passage's length is read from its row, its score needs its words: see above). The
+                -- those holding it and none of those; it scores the shortest passages of the first, as many as
+                -- the budget (the list's length when longer), then the n shortest of the second (at most what
+                -- the budget leaves), equal lengths by id (a passage's length is read from its row, its score
+                -- needs its words: see above). The
                 -- passages holding an earlier round's term (scored then) are left out by the full-text index
                 -- itself (GIN evaluates "and not" exactly), not by a filter on every row read: those are
                 -- neither fetched nor their tsvectors read (a long passage's is ~2 kB).
