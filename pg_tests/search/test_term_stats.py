@@ -879,10 +879,11 @@ def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> 
     """The second piece of a cut round (the passages holding its word and no telling later word)
     has its n shortest scored, not the budget's rest: the list takes at most n of them, and of
     passages holding the word equally often the shorter scores higher. What that gives up, as
-    docs/sql-api.md says: here a passage of 100 words holding "common" twenty times, the exact
-    list's first, is the 100th shortest of the 601 holding "common" and none of "extra" (held by
-    700 short passages of 8,301, under a tenth: telling). Scored as the budget's rest (250), it led
-    the list; with n = 10 the ten shortest make it, and with n = 120 it leads again."""
+    docs/sql-api.md says: here a passage holding "common" twenty times among 80 other words (81
+    as BM25 counts a length: its distinct words), the exact list's first, is about the 80th
+    shortest of the 601 holding "common" and none of "extra" (held by 700 short passages of
+    8,301, under a tenth: telling). Scored as the budget's rest (250), it led the list; with
+    n = 10 the ten shortest make it, and with n = 120 it leads again."""
     group, episode = _bulk_group(world, "stats-passage-second-piece")
     with world.db.admin() as admin:
         admin.execute(
