@@ -69,10 +69,10 @@ set role vera_owner;
 -- n of them, so its n shortest are scored (scoring the budget's rest as
 -- well, ~180 passages a cut round at 1,000,000, cost an eighth of a
 -- full-text search for 0.007 of the exact top 10). Of passages holding the
--- same
--- words equally often the shorter scores higher (BM25's length
+-- same words equally often the shorter scores higher (BM25's length
 -- normalisation). What such a round gives up: a passage past its piece's
--- budget that holds the word many times (it is not read in a later round
+-- share (the budget; n for the second piece) that holds the word many
+-- times (it is not read in a later round
 -- either, which leaves out the passages holding an earlier round's terms).
 -- A passage holding only the later terms is read in their rounds as
 -- before.
