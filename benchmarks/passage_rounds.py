@@ -6,9 +6,11 @@ Reads the TimeQA group that `benchmarks/quality.py --only timeqa` leaves in its 
 BM25's scoring, the match confidence, stage 1's candidates, stage 2's candidate signals and blend, the
 tier authority, vera.search and the hits' details) and
 vera.lexical_budget (--base-budget: 250 since issue 31's first pass, 1,000 before), then with this
-checkout's, installed in turn in batches of 65 questions so that both see the same load. Prints
-hit@10, MRR@10 and the p50 / p95 of vera.search for each, and how many top 10s are the same
-(and how many with the same match confidences, lexical matches and similarities, bit for bit).
+checkout's, installed in turn in batches of 65 questions so that both see the same load (after a
+first batch with each that is not counted, so that both meet warm caches). Prints the CPU reference
+before and after, hit@10, MRR@10 and the p50 / p95 of vera.search for each, and how many top 10s
+are the same (and how many with the same match confidences, lexical matches and similarities, bit
+for bit).
 
     .venv/bin/python benchmarks/passage_rounds.py [--base main] [--candidates 100] [--limit N]
 
