@@ -93,19 +93,35 @@ FILES = (
 )
 
 
+def count_from_one(text: str) -> int:
+    """An argument that counts something (questions, candidates, passages, a budget): 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--base", default="main", help="the git revision to compare with")
     parser.add_argument(
-        "--base-budget", type=int, default=250, help="the passages' budget at --base (1000 before issue 31)"
+        "--base-budget",
+        type=count_from_one,
+        default=250,
+        help="the passages' budget at --base (1000 before issue 31)",
     )
-    parser.add_argument("--candidates", type=int, default=100)
-    parser.add_argument("--limit", type=int, help="the first N questions only (a quick run)")
+    parser.add_argument(
+        "--candidates", type=count_from_one, default=100, help="at most 10,000, as vera.search"
+    )
+    parser.add_argument("--limit", type=count_from_one, help="the first N questions only (a quick run)")
     parser.add_argument(
         "--synthetic",
-        type=int,
+        type=count_from_one,
         metavar="N",
         help="instead of TimeQA, tenant 0 of the database `search_latency.py --passages N` built"
         " (--limit queries of its kind, 200 by default)",
@@ -122,6 +138,8 @@ def main() -> None:
         help="a migration of this checkout to run on the bench database first (idempotent)",
     )
     args = parser.parse_args()
+    if args.candidates > 10_000:
+        parser.error(f"argument --candidates: {args.candidates} is more than vera.search takes (10,000)")
     # a file the base does not have yet (174_passage_lexemes.sql before issue 31's sixth pass) adds
     # nothing: its functions stay as this checkout installs them, and the base calls none of them; a
     # revision that does not exist is an error, not a base of this checkout's files
@@ -151,6 +169,17 @@ def main() -> None:
     }
     server = bench_server()
     database = f"vera_bench_passages_{args.synthetic}" if args.synthetic else DATABASE
+    with psycopg.connect(server.admin_url("postgres"), autocommit=True) as conn:
+        if conn.execute("select from pg_database where datname = %s", (database,)).fetchone() is None:
+            built_by = (
+                f"search_latency.py --passages {args.synthetic}"
+                if args.synthetic
+                else "quality.py --only timeqa"
+            )
+            sys.exit(
+                f"passage_rounds.py: no database {database} on the bench server:"
+                f" run benchmarks/{built_by} first"
+            )
     for migration in args.apply_migration:
         with psycopg.connect(server.admin_url(database), autocommit=True) as admin:
             admin.execute(migration.read_text())  # type: ignore[call-overload]
@@ -190,7 +219,7 @@ def synthetic(
     server: EmbeddedPostgres, passages: int, count: int
 ) -> tuple[str, str, str, list[tuple[str, set[str]]], list[str], dict[object, str]]:
     """The database `search_latency.py --passages N` leaves: tenant 0's group and key, and count of its
-    queries (no judged answers: the runs are compared with each other only)."""
+    queries, each with its exact BM25 top 10 standing for the judged answers it has not."""
     database = f"vera_bench_passages_{passages}"
     admin_url = server.admin_url(database)
 
