@@ -839,6 +839,21 @@ def test_a_passage_round_over_the_budget_scores_its_shortest_passages(world: Wor
         assert found[0] == exact[0]
 
 
+def _store_common_once(admin: psycopg.Connection, group: str, episode: UUID) -> list[UUID]:
+    """600 passages holding "common" once among 1 to 600 other words (ordinals 1-600, the shortest
+    first); returns the ten shortest, the exact list of "common" alone."""
+    admin.execute(
+        """insert into vera.chunks (group_id, episode_id, ordinal, text)
+           select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, i) j)
+             from generate_series(1, 600) i""",
+        (group, episode),
+    )
+    rows = admin.execute(
+        "select chunk_id from vera.chunks where group_id = %s and ordinal <= 10 order by ordinal", (group,)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
 def test_a_cut_round_reads_first_the_passages_holding_a_telling_later_word(world: World) -> None:
     """The first piece of a cut round holds the passages that also hold a later word held by less
     than a tenth of the passages (one that tells them apart): a later word nearly every passage
@@ -849,17 +864,15 @@ def test_a_cut_round_reads_first_the_passages_holding_a_telling_later_word(world
     (score them and the budget is spent) made the whole top 10, below the exact one."""
     group, episode = _bulk_group(world, "stats-passage-telling")
     with world.db.admin() as admin:
+        shortest = _store_common_once(admin, group, episode)
         admin.execute(
             """insert into vera.chunks (group_id, episode_id, ordinal, text)
-               select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, i) j)
-                 from generate_series(1, 600) i
-               union all
                select %s, %s, 1000 + i,
                       'common the ' || i || ' ' || (select string_agg('w' || j, ' ') from generate_series(1, 400) j)
                  from generate_series(1, 300) i
                union all
                select %s, %s, 2000 + i, 'the y' || i from generate_series(1, 3000) i""",
-            (group, episode, group, episode, group, episode),
+            (group, episode, group, episode),
         )
         terms, postings, idfs, _, budget = _weights(admin, group, "common the", "passage")
         assert terms == ["common", "the"] and postings[0] > budget and idfs[1] < math.log(10)
@@ -868,11 +881,7 @@ def test_a_cut_round_reads_first_the_passages_holding_a_telling_later_word(world
             admin, [group], "common the", "passage", 10, world.a.owner_personal, world.a.owner
         )
         assert found == exact
-        shortest = admin.execute(
-            "select chunk_id from vera.chunks where group_id = %s and ordinal <= 10 order by ordinal",
-            (group,),
-        ).fetchall()
-        assert [item for item, _ in found] == [row[0] for row in shortest]
+        assert [item for item, _ in found] == shortest
 
 
 def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> None:
@@ -886,17 +895,15 @@ def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> 
     n = 10 the ten shortest make it, and with n = 120 it leads again."""
     group, episode = _bulk_group(world, "stats-passage-second-piece")
     with world.db.admin() as admin:
+        shortest = _store_common_once(admin, group, episode)
         admin.execute(
             """insert into vera.chunks (group_id, episode_id, ordinal, text)
-               select %s, %s, i, 'common ' || (select string_agg('x' || j, ' ') from generate_series(1, i) j)
-                 from generate_series(1, 600) i
-               union all
                select %s, %s, 1000, repeat('common ', 20)
                                     || (select string_agg('y' || j, ' ') from generate_series(1, 80) j)
                union all
                select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i else 'filler z' || i end
                  from generate_series(1, 7700) i""",
-            (group, episode, group, episode, group, episode),
+            (group, episode, group, episode),
         )
         repeated = admin.execute(
             "select chunk_id from vera.chunks where group_id = %s and ordinal = 1000", (group,)
@@ -908,11 +915,7 @@ def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> 
         )
         assert exact[0][0] == repeated
         found = lexical(admin, [group], "common extra", "passage", 10, world.a.owner_personal, world.a.owner)
-        shortest = admin.execute(
-            "select chunk_id from vera.chunks where group_id = %s and ordinal <= 10 order by ordinal",
-            (group,),
-        ).fetchall()
-        assert [item for item, _ in found] == [row[0] for row in shortest]
+        assert [item for item, _ in found] == shortest
         assert (
             found
             == brute_force(
