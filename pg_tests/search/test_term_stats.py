@@ -926,6 +926,52 @@ def test_a_cut_round_scores_the_n_shortest_of_its_second_piece(world: World) -> 
         assert found[0][0] == repeated
 
 
+def test_a_second_piece_below_the_first_pieces_n_best_is_not_checked(world: World) -> None:
+    """A passage of a cut round's second piece scoring below the n-th of the list and of the first
+    piece together cannot enter the list, so its visibility and order key are not looked up. Here
+    20 passages hold "common" and the telling "extra" (2 to 21 words), 600 more "common" alone: the
+    first piece's ten best outscore every passage holding "common" alone, and only those are
+    checked (two probes of vera.episodes each, its row and its newer versions); a second piece
+    filtered by the list alone (empty in the first round) checked its ten shortest as well."""
+    group, episode = _bulk_group(world, "stats-passage-second-piece-bound")
+    with world.db.admin() as admin:
+        _store_common_once(admin, group, episode)
+        admin.execute(
+            """insert into vera.chunks (group_id, episode_id, ordinal, text)
+               select %s, %s, 1000 + i, 'common extra ' || coalesce((select string_agg('v' || j, ' ')
+                                                                       from generate_series(1, i) j), '')
+                 from generate_series(0, 19) i
+               union all
+               select %s, %s, 2000 + i, case when i <= 700 then 'extra z' || i else 'filler z' || i end
+                 from generate_series(1, 7700) i""",
+            (group, episode, group, episode),
+        )
+        terms, postings, idfs, _, budget = _weights(admin, group, "common extra", "passage")
+        assert terms == ["common", "extra"] and postings[0] > budget and idfs[1] >= math.log(10)
+        first_piece = [
+            row[0]
+            for row in admin.execute(
+                "select chunk_id from vera.chunks where group_id = %s and ordinal between 1000 and 1009"
+                " order by ordinal",
+                (group,),
+            ).fetchall()
+        ]
+        probes = """select coalesce(sum(pg_stat_get_xact_numscans(i.indexrelid)), 0)
+                      from pg_index i where i.indrelid = 'vera.episodes'::regclass"""
+        with admin.transaction():
+            before = admin.execute(probes).fetchone()[0]  # type: ignore[index]
+            found = lexical(
+                admin, [group], "common extra", "passage", 10, world.a.owner_personal, world.a.owner
+            )
+            checked = admin.execute(probes).fetchone()[0] - before  # type: ignore[index]
+        assert [item for item, _ in found] == first_piece
+        assert found == brute_force(
+            admin, [group], "common extra", "passage", 10, world.a.owner_personal, world.a.owner
+        )
+        # the ten and the eleventh, which the list reads to see whether it ties with the tenth
+        assert checked == 2 * 11, checked
+
+
 def test_fact_rounds_read_at_most_the_budget(world: World) -> None:
     """Facts (b = 0) tie in thousands on one frequent word: a round of one term
     holding more than the budget reads the first documents holding it in the

@@ -340,8 +340,6 @@ begin
                          limit n) h;
                 rows_read := rows_read + part_rows;
             else
-                entry_score := case when coalesce(cardinality(found_scores), 0) = n then found_scores[n]
-                                    else '-infinity'::double precision end;
                 -- A round whose term more than the budget of passages hold reads it in two pieces: the
                 -- passages holding it and a telling later term (those that hold more of the question), then
                 -- those holding it and none of those; it scores the shortest passages of the first, as many as
@@ -372,6 +370,14 @@ begin
                         piece_none := ranked_terms[1:earlier] || telling;
                     end if;
                     pieces := vera.passage_lexeme_queries(groups, matching_terms, piece_and, piece_none);
+                    -- the least score a passage of this piece must reach: the n-th of the list and of the
+                    -- round's earlier piece together (the pieces and the rounds hold different passages, so a
+                    -- passage below it has n better ones already); its visibility and order key are then not
+                    -- looked up (a cut round's second piece checked its n best even when the first had found
+                    -- n better)
+                    entry_score := coalesce((select s.score from unnest(found_scores || round_scores) s(score)
+                                              order by s.score desc offset n - 1 limit 1),
+                                            '-infinity'::double precision);
                     shortest := null;
                     if round_postings > budget then
                         exit when unscored <= 0;
