@@ -110,10 +110,11 @@ create or replace function vera.lexical_candidates(
 returns table (group_id text, item_id uuid, score double precision, order_key bytea)
 language plpgsql stable
 set search_path = vera, public, pg_temp
--- No plan_cache_mode here (unlike vera.search_candidates): costed without its words, the facts'
--- round of a small group read the group's rows through the valid_from index and filtered them
--- (8,818 rows for a round of 250 in test_fact_rounds_read_at_most_the_budget); PL/pgSQL's default
--- keeps the plan made for the words until a generic one is as cheap.
+-- No plan_cache_mode of its own: it runs under its caller's, vera.search_candidates'
+-- force_generic_plan, so its statements are planned once a session. (A generic plan of the facts'
+-- round once read a small group's rows through the valid_from index, 8,818 rows for a round of 250;
+-- test_fact_rounds_read_at_most_the_budget, which calls this function directly, now passes under
+-- either mode: PGOPTIONS='-c plan_cache_mode=force_generic_plan'.)
 as $$
 declare
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
