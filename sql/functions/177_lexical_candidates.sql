@@ -37,7 +37,12 @@ set role vera_owner;
 -- documents it reads and checks those two for its best n only (and those
 -- tying with the n-th), and once the list holds n, only for those scoring
 -- at least its n-th (no other can enter it: on TimeQA a question's later
--- rounds checked 68 and 19 paragraphs where they checked 101 each). Once the list holds n and a document holding the
+-- rounds checked 68 and 19 paragraphs where they checked 101 each); the
+-- second piece of a cut round (below), only for those scoring at least the
+-- n-th of the list and the first piece together (a first round's second
+-- piece checked its n best even below the first piece's n best:
+-- test_a_second_piece_below_the_first_pieces_n_best_is_not_checked).
+-- Once the list holds n and a document holding the
 -- next term t alone (at most t's bound) could not beat the n-th score, a
 -- round takes t alone and reads only the documents holding t and one of
 -- the later terms left once those with the smallest bounds, as many as fit
