@@ -382,7 +382,7 @@ begin
                     -- looked up (a cut round's second piece checked its n best even when the first had found
                     -- n better)
                     entry_score := coalesce((select s.score from unnest(found_scores || round_scores) s(score)
-                                              order by s.score desc offset n - 1 limit 1),
+                                              order by s.score desc offset greatest(n, 1) - 1 limit 1),
                                             '-infinity'::double precision);
                     shortest := null;
                     if round_postings > budget then
