@@ -50,10 +50,12 @@ create or replace function vera.search(
 returns setof vera.search_hit
 language plpgsql volatile security definer
 set search_path = vera, public, pg_temp
--- Its statements' plans do not depend on their values (the groups, the candidates' arrays), but
--- PL/pgSQL's default planned them anew for each call's values: the call of stage 1 alone cost
--- ~0.3 ms of planning a search (pg_stat_statements, track_planning, 100,000 passages). Stage 1 sets
--- the same for itself (179_search_candidates.sql).
+-- Planned once a session, as stage 1 is (179_search_candidates.sql): PL/pgSQL's default planned
+-- its statements anew for each call's values (the call of stage 1 alone ~0.3 ms of a search,
+-- pg_stat_statements), and the setting holds for the functions it calls, so stage 2's SQL functions
+-- are planned once too (hybrid 17.0 -> 16.1 ms at p50 at 1,000,000 passages, docs/benchmarks.md). A
+-- generic plan is costed for the tables' statistics, not the call's arrays, and PostgreSQL makes it
+-- again when those statistics are updated (autovacuum's analyze of a table that grew).
 set plan_cache_mode = force_generic_plan
 as $$
 declare
