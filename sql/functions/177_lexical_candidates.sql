@@ -376,14 +376,19 @@ begin
                         piece_none := ranked_terms[1:earlier] || telling;
                     end if;
                     pieces := vera.passage_lexeme_queries(groups, matching_terms, piece_and, piece_none);
-                    -- the least score a passage of this piece must reach: the n-th of the list and of the
-                    -- round's earlier piece together (the pieces and the rounds hold different passages, so a
-                    -- passage below it has n better ones already); its visibility and order key are then not
-                    -- looked up (a cut round's second piece checked its n best even when the first had found
-                    -- n better)
-                    entry_score := coalesce((select s.score from unnest(found_scores || round_scores) s(score)
-                                              order by s.score desc offset greatest(n, 1) - 1 limit 1),
-                                            '-infinity'::double precision);
+                    -- the least score a passage of this piece must reach: the n-th of the list (kept in
+                    -- order: an element read) and, once the round's first piece found some, of the two
+                    -- together (the pieces and the rounds hold different passages, so a passage below it has
+                    -- n better ones already); its visibility and order key are then not looked up (a cut
+                    -- round's second piece checked its n best even when the first had found n better)
+                    if cardinality(round_scores) = 0 then
+                        entry_score := case when coalesce(cardinality(found_scores), 0) = n then found_scores[n]
+                                            else '-infinity'::double precision end;
+                    else
+                        entry_score := coalesce((select s.score from unnest(found_scores || round_scores) s(score)
+                                                  order by s.score desc offset greatest(n, 1) - 1 limit 1),
+                                                '-infinity'::double precision);
+                    end if;
                     shortest := null;
                     if round_postings > budget then
                         exit when unscored <= 0;
