@@ -120,6 +120,16 @@ set search_path = vera, public, pg_temp
 -- round once read a small group's rows through the valid_from index, 8,818 rows for a round of 250;
 -- test_fact_rounds_read_at_most_the_budget, which calls this function directly, now passes under
 -- either mode: PGOPTIONS='-c plan_cache_mode=force_generic_plan'.)
+-- Every row it reads comes through an index: a word index's postings, an episode's or source's
+-- key. A sequential scan of the documents evaluates their keyed words (vera.passage_lexemes,
+-- vera.group_lexemes: a regular expression over the whole tsvector) row by row, which the planner
+-- prices as a few cheap built-ins. Before a table is first analyzed (a database loaded and
+-- searched before autovacuum came by) it then chose one: the generic plan of a passage round read
+-- all 2,000 passages of a fresh load_mix database and keyed each again for every length class,
+-- 240 ms a statement against 4 through the index (test_lexical_candidates.py::
+-- test_a_passage_round_reads_the_word_index_in_a_database_never_analyzed). With sequential scans
+-- off a plan has one only where no index serves (PostgreSQL 18 counts disabled nodes first).
+set enable_seqscan = off
 as $$
 declare
     k1 constant double precision := (select p.k1 from vera.bm25_parameters(target_kind) p);
