@@ -228,6 +228,40 @@ def test_a_passage_of_a_replaced_version_is_hidden_now_and_visible_before(world:
         assert before[0]["citation"]["valid_to"].startswith("2026-06-01")
 
 
+def _towards(step: float) -> list[float]:
+    """A unit vector at a cosine distance from the first axis that grows with step."""
+    norm = (1 + step * step) ** 0.5
+    return [1 / norm, step / norm] + [0.0] * 14
+
+
+def test_a_small_groups_vector_half_skips_passages_not_current_and_still_fills_its_list(
+    world: World,
+) -> None:
+    """A group without an HNSW index of its own is searched exactly: its passages sorted by
+    distance, then checked for being current in that order until the list is full. The nearest
+    passages here are of a replaced version and of a retracted record; the list of five holds the
+    five nearest current ones, in order of distance."""
+    with caller(world.db, world.a.owner_key) as conn:
+        group = conn.execute(
+            "select vera.create_group(%s, 'project', 'exact vectors')", (world.a.organisation,)
+        ).fetchone()[0]  # type: ignore[index]
+        wiki = register_source(conn, group, "wiki", 2)
+
+        def store(record: str, content: str, texts_and_steps: list[tuple[str, float]]) -> object:
+            episode, _, _ = record_episode(conn, group, wiki, record, content)
+            chunks = [{"text": text, "embedding": _towards(step)} for text, step in texts_and_steps]
+            conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, episode, Jsonb(chunks), MODEL))
+            return episode
+
+        store("old.md", "v1", [(f"replaced {n}", 0.01 * n) for n in range(6)])
+        store("old.md", "v2", [("far away", 50.0)])
+        gone = store("gone.md", "v1", [(f"retracted {n}", 0.01 * n) for n in range(3)])
+        conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, gone))
+        store("kept.md", "v1", [(f"kept {n}", 0.5 + 0.1 * n) for n in range(8)])
+        hits = search(conn, embedding=_towards(0.0), groups=[group], k=5, candidates=5)
+    assert texts(hits) == [f"kept {n}" for n in range(5)]
+
+
 def test_the_vector_half_reads_the_tables_where_a_group_holds_documents(world: World) -> None:
     """The vector half skips a table where the statistics count no document of the group; what
     the caller's own open transaction wrote counts (found before its commit), and a passage
