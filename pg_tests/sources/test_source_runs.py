@@ -81,6 +81,43 @@ def test_a_run_is_recorded_and_an_unfinished_one_is_interrupted(
     assert statuses[first] == "interrupted"
 
 
+def _reltuples(world: World, table: str) -> float:
+    with world.db.admin() as admin:
+        row = admin.execute("select reltuples from pg_class where oid = %s::regclass", (table,)).fetchone()
+    assert row is not None
+    return float(row[0])
+
+
+def test_a_runs_end_analyzes_the_searched_tables_that_autovacuum_has_not(
+    world: World, sql: Executor, source: sources_api.Source
+) -> None:
+    """A search planned before a table's first analyze is planned on default guesses, and a run
+    that just loaded a source is where the first search comes from: its end analyzes the tables a
+    search reads that were never analyzed (vera.refresh_planner_statistics), and leaves alone one
+    whose rows changed since its last analyze are fewer than it held then (autovacuum's work)."""
+    owner = Principal(world.a.owner)
+    with world.db.admin() as admin:
+        admin.execute("select pg_clear_relation_stats('vera', 'chunks')")
+        admin.execute("select pg_clear_relation_stats('vera', 'facts')")
+        counts = admin.execute(
+            "select (select count(*) from vera.chunks), (select count(*) from vera.facts)"
+        ).fetchone()
+    assert counts is not None and counts[1] > 0
+    assert _reltuples(world, "vera.chunks") < 0 and _reltuples(world, "vera.facts") < 0
+    run = sql.run(owner, sources_api.begin_source_run(source.group_id, source.source_id))
+    sql.run(owner, sources_api.end_source_run(source.group_id, run, "done", {"items": 0}))
+    # analyzed: every row of tables this small is in the sample
+    assert (_reltuples(world, "vera.chunks"), _reltuples(world, "vera.facts")) == (counts[0], counts[1])
+
+    with world.db.admin() as admin:
+        # statistics of a table of 1,000,000 rows, of which far fewer than a tenth changed since
+        admin.execute("select pg_restore_relation_stats('schemaname', 'vera', 'relname', 'facts',"
+                      " 'reltuples', 1000000::real)")  # fmt: skip
+    run = sql.run(owner, sources_api.begin_source_run(source.group_id, source.source_id))
+    sql.run(owner, sources_api.end_source_run(source.group_id, run, "done", {"items": 0}))
+    assert _reltuples(world, "vera.facts") == 1_000_000
+
+
 def test_the_schedule_runs_only_as_the_worker(
     world: World, sql: Executor, source: sources_api.Source
 ) -> None:

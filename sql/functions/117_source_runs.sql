@@ -33,7 +33,9 @@ grant execute on function vera.begin_source_run(text, uuid) to vera_worker;
 -- Contract: ends a run: its status (done, stopped, failed), its counts
 -- ({"items", "unchanged", "retracted", "skipped"}: whole numbers), the error
 -- that ended it (one line, cut to 2,000 characters) and whether it pruned
--- (the source's pruned_at). Members.
+-- (the source's pruned_at). Then the searched tables' statistics are
+-- brought up to date if autovacuum has not (vera.refresh_planner_statistics).
+-- Members.
 create or replace function vera.end_source_run(
     group_id text, run_id uuid, status text, counts jsonb default '{}', error text default null,
     pruned boolean default false
@@ -72,6 +74,8 @@ begin
         update vera.sources s set pruned_at = ended.started_at
          where s.group_id = ended.group_id and s.source_id = ended.source_id;
     end if;
+    -- the first search after a load is planned on statistics of what it loaded (119_planner_statistics.sql)
+    perform vera.refresh_planner_statistics();
 end
 $$;
 comment on function vera.end_source_run(text, uuid, text, jsonb, text, boolean) is
