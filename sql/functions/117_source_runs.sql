@@ -74,8 +74,14 @@ begin
         update vera.sources s set pruned_at = ended.started_at
          where s.group_id = ended.group_id and s.source_id = ended.source_id;
     end if;
-    -- the first search after a load is planned on statistics of what it loaded (119_planner_statistics.sql)
-    perform vera.refresh_planner_statistics();
+    -- the first search after a load is planned on statistics of what it loaded
+    -- (119_planner_statistics.sql); a help, not part of the run's record: should the analyze fail,
+    -- the run still ends (autovacuum will analyze) and the worker's log says why
+    begin
+        perform vera.refresh_planner_statistics();
+    exception when others then
+        raise warning 'the statistics of the searched tables were not refreshed: %', sqlerrm;
+    end;
 end
 $$;
 comment on function vera.end_source_run(text, uuid, text, jsonb, text, boolean) is
