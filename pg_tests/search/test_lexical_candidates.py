@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from uuid import UUID
 
-import psycopg
 import pytest
 
 from pg_tests.support.seed import World, caller
+from pg_tests.support.statistics import clear_statistics, without_autovacuum
 from pg_tests.support.writes import claim, project_with_source, publish, record_episode
 
 # A frequent word in a group of its own: 2,000 facts hold "alpha" once, 600 of them "beta" too
@@ -99,20 +99,6 @@ def test_a_cut_round_that_needs_most_parts_reads_the_words_whole_list(world: Wor
 UNANALYZED_PASSAGES = 2000
 
 
-def _clear_statistics(admin: psycopg.Connection, table: str) -> None:
-    """What the planner knows of a table and its indexes, forgotten as if never analyzed."""
-    for relation in [table, *(row[0] for row in admin.execute(
-        "select indexrelid::regclass::text from pg_index where indrelid = %s::regclass", (table,)
-    ).fetchall())]:  # fmt: skip
-        schema, name = relation.split(".")
-        admin.execute("select pg_clear_relation_stats(%s, %s)", (schema, name))
-        admin.execute(
-            """select pg_clear_attribute_stats(%s, %s, attname, false)
-                 from pg_attribute where attrelid = %s::regclass and attnum > 0 and not attisdropped""",
-            (schema, name, relation),
-        )
-
-
 def test_a_passage_round_reads_the_word_index_in_a_database_never_analyzed(world: World) -> None:
     """A database searched before autovacuum first analyzed it (a first load, then questions at
     once): without statistics the planner priced a passage's keyed words (vera.passage_lexemes, a
@@ -124,7 +110,7 @@ def test_a_passage_round_reads_the_word_index_in_a_database_never_analyzed(world
         group, source = project_with_source(conn, world.a.organisation, "never analyzed")
         episode, _, _ = record_episode(conn, group, source, "unanalyzed", "unanalyzed")
         conn.commit()
-    with world.db.admin() as admin:
+    with world.db.admin() as admin, without_autovacuum(admin, ["vera.chunks"]):
         admin.execute(
             """insert into vera.chunks (group_id, episode_id, ordinal, text)
                select %s, %s, i, case when i %% 20 = 0 then 'needle ' else '' end
@@ -133,17 +119,17 @@ def test_a_passage_round_reads_the_word_index_in_a_database_never_analyzed(world
                  from generate_series(1, %s) i""",
             (group, episode, UNANALYZED_PASSAGES),
         )
-        _clear_statistics(admin, "vera.chunks")
-    # a session of its own: a statement's generic plan is made at its first run in a session
-    with caller(world.db, world.a.owner_key) as conn:
-        before = conn.execute("select pg_stat_get_xact_numscans('vera.chunks'::regclass)").fetchone()
-        hits = conn.execute(
-            "select item_id from vera.search('needle', groups => %s, k => 10, candidates => 40,"
-            " weights => '{\"relevance\": 1}')",
-            ([group],),
-        ).fetchall()
-        after = conn.execute("select pg_stat_get_xact_numscans('vera.chunks'::regclass)").fetchone()
-        conn.rollback()
+        clear_statistics(admin, "vera.chunks")
+        # a session of its own: a statement's generic plan is made at its first run in a session
+        with caller(world.db, world.a.owner_key) as conn:
+            before = conn.execute("select pg_stat_get_xact_numscans('vera.chunks'::regclass)").fetchone()
+            hits = conn.execute(
+                "select item_id from vera.search('needle', groups => %s, k => 10, candidates => 40,"
+                " weights => '{\"relevance\": 1}')",
+                ([group],),
+            ).fetchall()
+            after = conn.execute("select pg_stat_get_xact_numscans('vera.chunks'::regclass)").fetchone()
+            conn.rollback()
     assert len(hits) == 10
     assert before is not None and after is not None
     assert after[0] - before[0] == 0, f"{after[0] - before[0]} sequential scans of vera.chunks"
