@@ -6,6 +6,7 @@ test_vector_targets.py, test_lexical_candidates.py (and test_bm25.py), test_blen
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 import psycopg
 import pytest
@@ -247,7 +248,7 @@ def test_a_small_groups_vector_half_skips_passages_not_current_and_still_fills_i
         ).fetchone()[0]  # type: ignore[index]
         wiki = register_source(conn, group, "wiki", 2)
 
-        def store(record: str, content: str, texts_and_steps: list[tuple[str, float]]) -> object:
+        def store(record: str, content: str, texts_and_steps: list[tuple[str, float]]) -> UUID:
             episode, _, _ = record_episode(conn, group, wiki, record, content)
             chunks = [{"text": text, "embedding": _towards(step)} for text, step in texts_and_steps]
             conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, episode, Jsonb(chunks), MODEL))

@@ -6,7 +6,9 @@
 -- told it whether another tenant held a name: 120_entities.sql). These
 -- functions search (the trigram probe, similar_aliases, sets its own scans
 -- in 120_entities.sql; hnsw.* are set in each function's own definition),
--- so every enable_* flag is on in them whatever the session says, and
+-- so every enable_* flag is on in them whatever the session says (but
+-- sequential scans in vera.lexical_candidates, which they call and which
+-- turns them off itself: 177_lexical_candidates.sql), and
 -- pg_tests/security/test_session_settings.py checks that their answers are
 -- the defaults' answers under hostile settings.
 --
