@@ -235,32 +235,73 @@ def _towards(step: float) -> list[float]:
     return [1 / norm, step / norm] + [0.0] * 14
 
 
+def _group_whose_nearest_passages_are_not_current(
+    conn: psycopg.Connection[Any], world: World, name: str, far: int = 0
+) -> str:
+    """A new group of tenant A whose passages nearest to _towards(0.0) are of a replaced version
+    (six) and of a retracted record (three); then eight current ones ("kept 0", "kept 1", ...,
+    nearest first), and far current ones."""
+    group: str = conn.execute(
+        "select vera.create_group(%s, 'project', %s)", (world.a.organisation, name)
+    ).fetchone()[0]  # type: ignore[index]
+    wiki = register_source(conn, group, "wiki", 2)
+
+    def store(record: str, content: str, texts_and_steps: list[tuple[str, float]]) -> UUID:
+        episode, _, _ = record_episode(conn, group, wiki, record, content)
+        chunks = [{"text": text, "embedding": _towards(step)} for text, step in texts_and_steps]
+        conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, episode, Jsonb(chunks), MODEL))
+        return episode
+
+    store("old.md", "v1", [(f"replaced {n}", 0.01 * n) for n in range(6)])
+    store("old.md", "v2", [("far away", 50.0)])
+    gone = store("gone.md", "v1", [(f"retracted {n}", 0.01 * n) for n in range(3)])
+    conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, gone))
+    store("kept.md", "v1", [(f"kept {n}", 0.5 + 0.1 * n) for n in range(8)])
+    if far:
+        store("far.md", "v1", [(f"far {n}", 100.0 + n) for n in range(far)])
+    return group
+
+
 def test_a_small_groups_vector_half_skips_passages_not_current_and_still_fills_its_list(
     world: World,
 ) -> None:
     """A group without an HNSW index of its own is searched exactly: its passages sorted by
-    distance, then checked for being current in that order until the list is full. The nearest
-    passages here are of a replaced version and of a retracted record; the list of five holds the
-    five nearest current ones, in order of distance."""
+    distance, then checked for being current in that order until the list is full. The list of
+    five holds the five nearest current passages, in order of distance."""
     with caller(world.db, world.a.owner_key) as conn:
-        group = conn.execute(
-            "select vera.create_group(%s, 'project', 'exact vectors')", (world.a.organisation,)
-        ).fetchone()[0]  # type: ignore[index]
-        wiki = register_source(conn, group, "wiki", 2)
-
-        def store(record: str, content: str, texts_and_steps: list[tuple[str, float]]) -> UUID:
-            episode, _, _ = record_episode(conn, group, wiki, record, content)
-            chunks = [{"text": text, "embedding": _towards(step)} for text, step in texts_and_steps]
-            conn.execute("select vera.store_chunks(%s, %s, %s, %s)", (group, episode, Jsonb(chunks), MODEL))
-            return episode
-
-        store("old.md", "v1", [(f"replaced {n}", 0.01 * n) for n in range(6)])
-        store("old.md", "v2", [("far away", 50.0)])
-        gone = store("gone.md", "v1", [(f"retracted {n}", 0.01 * n) for n in range(3)])
-        conn.execute("select vera.retract_episode(%s, %s, 'wrong page')", (group, gone))
-        store("kept.md", "v1", [(f"kept {n}", 0.5 + 0.1 * n) for n in range(8)])
+        group = _group_whose_nearest_passages_are_not_current(conn, world, "exact vectors")
         hits = search(conn, embedding=_towards(0.0), groups=[group], k=5, candidates=5)
     assert texts(hits) == [f"kept {n}" for n in range(5)]
+
+
+def test_a_large_groups_scan_runs_again_when_its_first_rows_are_not_current(world: World) -> None:
+    """A group with an HNSW index of its own returns its scan's first n published passages raw;
+    the current ones among them are kept. Here the nine nearest are not current, so the first
+    scan (n = 5 rows) keeps none, and the group is scanned again with a larger limit: the list
+    holds the five nearest current passages, as one scan filtered by the joins would give."""
+    with caller(world.db, world.a.owner_key) as conn:
+        # far passages enough for the planner to read the group's HNSW index rather than sort them all
+        group = _group_whose_nearest_passages_are_not_current(conn, world, "indexed vectors", far=3000)
+        conn.commit()
+    with world.db.admin() as admin:
+        due = admin.execute(
+            "select statements from vera.missing_vector_indexes(10) where group_id = %s and table_name = 'chunks'",
+            (group,),
+        ).fetchall()
+        assert len(due) == 1
+        for statement in due[0][0]:
+            admin.execute(statement)  # CREATE INDEX CONCURRENTLY: autocommit
+        assert admin.execute(
+            "select vera.group_vector_index_ready('chunks', %s, 16)", (group,)
+        ).fetchone() == (True,)
+        index = admin.execute(
+            "select format('vera.chunks_16_%%s_hnsw_idx', translate(%s, ':', '_'))::regclass::oid", (group,)
+        ).fetchone()[0]  # type: ignore[index]
+    with caller(world.db, world.a.owner_key) as conn:
+        hits = search(conn, embedding=_towards(0.0), groups=[group], k=5, candidates=5)
+        scans = conn.execute("select pg_stat_get_xact_numscans(%s)", (index,)).fetchone()[0]  # type: ignore[index]
+    assert texts(hits) == [f"kept {n}" for n in range(5)]
+    assert scans == 2  # the first scan, and the one again
 
 
 def test_the_vector_half_reads_the_tables_where_a_group_holds_documents(world: World) -> None:
