@@ -21,26 +21,37 @@ from pg_tests.support.writes import claim, project_with_source, publish, record_
 FREQUENT_FACTS = 2000
 
 
-@pytest.fixture
-def frequent(world: World) -> Iterator[str]:
+def _group_of_facts(world: World, name: str, first_word: str, text_sql: str, count: int) -> tuple[str, UUID]:
+    """A new project of tenant A with a source, one published fact holding first_word, and count
+    more written straight into vera.facts, whose fact_text is text_sql (an expression of i, the
+    copy's number): a group and its source."""
     with caller(world.db, world.a.owner_key) as conn:
-        group, source = project_with_source(conn, world.a.organisation, "bm25 cut")
-        episode, _, _ = record_episode(conn, group, source, "frequent", "frequent")
-        publish(conn, group, episode, [claim("alpha", "is", "fact 0")])
+        group, source = project_with_source(conn, world.a.organisation, name)
+        episode, _, _ = record_episode(conn, group, source, name, name)
+        publish(conn, group, episode, [claim(first_word, "is", "fact 0")])
         conn.commit()
     with world.db.admin() as admin:
         admin.execute(
-            """
+            f"""
             insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text,
                                     tier, authority, verification, lifecycle, source_id, episode_id)
-            select f.group_id, f.subject_entity_id, f.predicate, 'fact ' || i,
-                   'alpha fact ' || lpad(i::text, 4, '0') || case when i %% 10 < 3 then ' beta' else '' end,
+            select f.group_id, f.subject_entity_id, f.predicate, 'fact ' || i, {text_sql},
                    1, 1.0, 'auto', 'published', f.source_id, f.episode_id
               from vera.facts f, generate_series(1, %s) i
              where f.group_id = %s
             """,
-            (FREQUENT_FACTS - 1, group),
+            (count, group),
         )
+    return group, source
+
+
+@pytest.fixture
+def frequent(world: World) -> Iterator[str]:
+    group, source = _group_of_facts(
+        world, "bm25 cut", "alpha",
+        "'alpha fact ' || lpad(i::text, 4, '0') || case when i %% 10 < 3 then ' beta' else '' end",
+        FREQUENT_FACTS - 1,
+    )  # fmt: skip
     yield group
     with caller(world.db, world.a.owner_key) as conn:
         conn.execute("select vera.erase_source(%s, %s, 'test done')", (group, source))
@@ -142,24 +153,11 @@ def test_a_fact_round_reads_the_word_index_in_a_table_of_a_few_thousand_facts(wo
     (group first: every fact of the group, each one's keyed words tested by a regular expression),
     60-110 ms a round statement on 3,005 facts, and load_mix.py's searches at 250 ms. A round
     reads its facts through the word index: few index entries, and no sequential read."""
-    with caller(world.db, world.a.owner_key) as conn:
-        group, source = project_with_source(conn, world.a.organisation, "a few thousand")
-        episode, _, _ = record_episode(conn, group, source, "few", "few")
-        publish(conn, group, episode, [claim("needle", "is", "fact 0")])
-        conn.commit()
+    group, _ = _group_of_facts(
+        world, "a few thousand", "needle",
+        "case when i %% 20 = 0 then 'needle fact ' else 'other fact ' end || i", FREQUENT_FACTS,
+    )  # fmt: skip
     with world.db.admin() as admin:
-        admin.execute(
-            """
-            insert into vera.facts (group_id, subject_entity_id, predicate, object_value, fact_text,
-                                    tier, authority, verification, lifecycle, source_id, episode_id)
-            select f.group_id, f.subject_entity_id, f.predicate, 'fact ' || i,
-                   case when i %% 20 = 0 then 'needle fact ' else 'other fact ' end || i,
-                   1, 1.0, 'auto', 'published', f.source_id, f.episode_id
-              from vera.facts f, generate_series(1, %s) i
-             where f.group_id = %s
-            """,
-            (FREQUENT_FACTS, group),
-        )
         admin.execute("analyze vera.facts")
     # a session of its own: a statement's generic plan is made at its first run in a session
     with caller(world.db, world.a.owner_key) as conn:
