@@ -177,7 +177,10 @@ def test_the_graph_draws_the_neighbourhood(browser: Any, server: HttpServer, wor
     page.goto(server.base + "/console/graph")
     page.get_by_label("Entity (a name or an id)").fill("payments-api")
     page.get_by_role("button", name="Show its neighbourhood").click()
+    # the form's answer is a new page: its graph is awaited (count() does not wait, and in a full
+    # run once counted the new page's document before it held one)
     graph = page.locator("svg.graph")
+    graph.wait_for(state="attached")
     assert graph.count() == 1
     names = graph.locator("g.node text").all_text_contents()
     assert "payments-api" in names and "cluster blue" in names

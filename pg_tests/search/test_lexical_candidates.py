@@ -147,8 +147,8 @@ def test_a_passage_round_reads_the_word_index_in_a_database_never_analyzed(world
 
 
 def test_a_fact_round_reads_the_word_index_in_a_table_of_a_few_thousand_facts(world: World) -> None:
-    """In a generic plan a round's tsquery is a parameter, whose postings the planner prices as the
-    whole word index; with visibility's "valid_from <= the reference" beside it, a round over a
+    """In a generic plan a round's tsquery is a parameter, whose match the planner takes for a fixed
+    share of the rows; with visibility's "valid_from <= the reference" beside it, a round over a
     table of a few thousand facts, freshly analyzed, read them through the valid-time index
     (group first: every fact of the group, each one's keyed words tested by a regular expression),
     60-110 ms a round statement on 3,005 facts, and load_mix.py's searches at 250 ms. A round

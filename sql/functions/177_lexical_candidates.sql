@@ -329,12 +329,14 @@ begin
                 -- held by one fact in 50 reads 50 rows per match (and another subset); the limit
                 -- still stops the scan, as a CTE runs only as far as its reader asks.
                 -- The word index is the only one that can serve the fenced subquery (its other
-                -- conditions match no index), and sequential scans are off: a generic plan prices a
-                -- tsquery parameter's postings as the whole index, and with visibility's
-                -- "valid_from <= reference" beside it, it read a table of a few thousand facts
-                -- through the valid-time index (nearly every row, each one's keyed words tested by
-                -- a regular expression): 35-40 ms a statement on 3,005 facts, load_mix.py's search
-                -- p50 at 250 ms (test_a_fact_round_planned_while_the_table_was_small_reads_the_word_index_once_it_grew)
+                -- conditions match no index), and sequential scans are off. A generic plan cannot
+                -- look into the round's tsquery (a parameter) and takes its match for a fixed share
+                -- of the rows; with visibility's "valid_from <= reference" beside it, it found a
+                -- walk of the group through the valid-time index cheaper in a table of a few
+                -- thousand facts, freshly analyzed: nearly every row read, each one's keyed words
+                -- tested by a regular expression, 60-110 ms a statement on 3,005 facts, and
+                -- load_mix.py's searches at 250 ms
+                -- (test_a_fact_round_reads_the_word_index_in_a_table_of_a_few_thousand_facts)
                 with holding as materialized (
                     select f.group_id, f.fact_id, f.tsv, f.fact_text, f.predicate, f.object_value, f.valid_from
                       from (select f.*
