@@ -103,7 +103,7 @@ declare
     vector_ids uuid[];
     vector_owners text[];
     vector_distances float8[];
-    -- the vector statement's text, and each group's passage scan
+    -- the vector statement's text, and each large group's passage scan (to run again when short)
     per_group text;
     scans text[];
     scanned_groups text[];
@@ -118,8 +118,8 @@ declare
     found_episodes uuid[];
     found_ordinals integer[];
     found_positions bigint[];
-    -- the vector statements' rows: a fact, complete (position null), or a passage with its episode,
-    -- not yet checked for being current
+    -- the vector statements' rows: a fact or a small group's passage, complete (position null), or
+    -- a large group's passage with its episode, not yet checked for being current
     raw_kinds vera.item_kind[] := '{}';
     raw_groups text[] := '{}';
     raw_ids uuid[] := '{}';
