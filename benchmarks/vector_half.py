@@ -52,6 +52,16 @@ def base_source(revision: str) -> str:
     return shown.stdout.replace("vera.search_candidates(", "vera.search_candidates_base(")
 
 
+def drop_base(admin: psycopg.Connection) -> None:
+    """Drops every copy of the base's function (a plain DROP FUNCTION refuses a name with two)."""
+    admin.execute(
+        "do $$ declare f regprocedure; begin"
+        " for f in select p.oid::regprocedure from pg_proc p"
+        " where p.proname = 'search_candidates_base' and p.pronamespace = 'vera'::regnamespace"
+        " loop execute format('drop function %s', f); end loop; end $$"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -67,7 +77,11 @@ def main() -> None:
     queries = make_passage_queries(bench, corpus, args.queries)
     group = [corpus.groups[0]]
     with bench.admin() as admin:
-        admin.execute(source)  # type: ignore[arg-type]
+        drop_base(admin)  # a copy an interrupted run left, whatever its signature
+        try:
+            admin.execute(source)  # type: ignore[arg-type]
+        except psycopg.Error as error:
+            sys.exit(f"vector_half.py: --base {args.base}: its {FILE} does not install here: {error}")
         admin.execute((ROOT / FILE).read_text())  # type: ignore[arg-type]
         speed = cpu_reference(admin)
     elapsed: dict[str, list[float]] = {name: [] for name in VERSIONS}
@@ -83,16 +97,20 @@ def main() -> None:
                     lists = {}
                     for name in order:
                         began = time.perf_counter()
-                        lists[name] = conn.execute(
-                            CALL.format(function=VERSIONS[name]),  # type: ignore[arg-type]
-                            (group, group, vector),
-                        ).fetchone()
+                        try:
+                            lists[name] = conn.execute(
+                                CALL.format(function=VERSIONS[name]),  # type: ignore[arg-type]
+                                (group, group, vector),
+                            ).fetchone()
+                        except psycopg.Error as error:
+                            which = args.base if name == "base" else "this checkout"
+                            sys.exit(f"vector_half.py: {which}: vera.search_candidates fails here: {error}")
                         elapsed[name].append((time.perf_counter() - began) * 1000)
                     same += lists["base"] == lists["this checkout"]
             conn.rollback()
     finally:
         with bench.admin() as admin:
-            admin.execute("drop function if exists vera.search_candidates_base")
+            drop_base(admin)
     print(speed)
     print(f"{bench.database}, tenant 0, {len(queries)} queries x {ROUNDS}, vector half only, n = 40;"
           f" base {args.base}")  # fmt: skip
